@@ -1,0 +1,51 @@
+//! Everything that defines a simulated device. Stored in a file image's sidecar so an image
+//! reopens as exactly the device that wrote it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ecc::EccModel;
+use crate::geometry::Geometry;
+use crate::timing::Timing;
+use crate::wear::{CellType, WearModel};
+
+/// A complete device description: shape, speed, reliability and the seed behind every random
+/// choice the device makes (factory bad blocks, block lifetimes, bit errors, torn writes).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeviceConfig {
+    /// Preset this device came from (or a free-form label).
+    pub name: String,
+    pub geometry: Geometry,
+    pub timing: Timing,
+    pub cell: CellType,
+    pub wear: WearModel,
+    pub ecc: EccModel,
+    /// Seed for every random draw the device makes. Same seed, same device, same faults.
+    pub seed: u64,
+}
+
+impl DeviceConfig {
+    /// The same device with its capacity split over `chips` chips.
+    pub fn with_chips(mut self, chips: u32) -> Result<Self, crate::FlashError> {
+        self.geometry = self.geometry.split_over(chips)?;
+        Ok(self)
+    }
+
+    /// The same device with a different total capacity in bytes.
+    pub fn with_total_bytes(mut self, total_bytes: u64) -> Result<Self, crate::FlashError> {
+        self.geometry = self.geometry.resized(total_bytes)?;
+        Ok(self)
+    }
+
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Data codewords per page plus one for the OOB area.
+    pub(crate) fn codewords_per_page(&self) -> u32 {
+        self.geometry
+            .page_size_bytes
+            .div_ceil(self.ecc.codeword_bytes.max(1))
+            + 1
+    }
+}

@@ -1,0 +1,405 @@
+//! A flash device: p chips behind one interface, a caller clock, and the power rail.
+//!
+//! Every flash operation anything in nandkit performs goes through the [`Flash`] trait.
+
+use std::path::{Path, PathBuf};
+
+use crate::backend::{file, ram::RamStorage, BlockMeta, Storage};
+use crate::chip::{Chip, Timed};
+use crate::command::{Command, Completion};
+use crate::config::DeviceConfig;
+use crate::ecc::EccReport;
+use crate::error::FlashError;
+use crate::executor::{Executor, ExecutorKind, Job};
+use crate::geometry::{BlockAddr, Geometry, PageAddr};
+use crate::power::{PowerControl, PowerCut, Verdict};
+use crate::stats::DeviceStats;
+
+/// The interface every flash user (file system, tools, benchmarks) talks to.
+///
+/// Single operations are synchronous: the caller's clock moves to the operation's end.
+/// [`Flash::submit`] issues a batch at once; operations on different chips overlap, those on
+/// one chip queue, and the caller's clock moves to the end of the last one.
+pub trait Flash: Send {
+    fn geometry(&self) -> Geometry;
+    /// Reads a page's data and OOB (buffers of exactly the page and OOB sizes).
+    fn read_page(
+        &mut self,
+        addr: PageAddr,
+        data: &mut [u8],
+        oob: &mut [u8],
+    ) -> Result<EccReport, FlashError>;
+    /// Reads only a page's OOB.
+    fn read_oob(&mut self, addr: PageAddr, oob: &mut [u8]) -> Result<EccReport, FlashError>;
+    /// Programs an erased page; pages of a block must go in order.
+    fn program_page(&mut self, addr: PageAddr, data: &[u8], oob: &[u8]) -> Result<(), FlashError>;
+    fn erase_block(&mut self, addr: BlockAddr) -> Result<(), FlashError>;
+    fn is_bad(&mut self, addr: BlockAddr) -> Result<bool, FlashError>;
+    fn mark_bad(&mut self, addr: BlockAddr) -> Result<(), FlashError>;
+    /// Erases done on this block since manufacture.
+    fn erase_count(&mut self, addr: BlockAddr) -> Result<u32, FlashError>;
+    /// Runs a batch; completions come back in batch order.
+    fn submit(&mut self, batch: Vec<Command>) -> Vec<Completion>;
+    /// The caller's simulated clock, nanoseconds since the device was opened.
+    fn now_ns(&self) -> u64;
+    /// Makes everything done so far durable in the backend (a file image: msync).
+    fn sync(&mut self) -> Result<(), FlashError>;
+}
+
+/// How a device runs, chosen when it is opened (not stored in the image).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceOptions {
+    pub executor: ExecutorKind,
+    /// Sleep for each operation's simulated latency.
+    pub realtime: bool,
+}
+
+/// Per-block facts, for tools (`nandkit dump`, `info`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockInfo {
+    pub erase_count: u32,
+    /// Next page that can be programmed; `pages_per_block` when full or half-erased.
+    pub write_ptr: u32,
+    pub factory_bad: bool,
+    pub grown_bad: bool,
+    /// An erase of this block was interrupted; it must be erased before reuse.
+    pub erase_torn: bool,
+}
+
+impl From<BlockMeta> for BlockInfo {
+    fn from(m: BlockMeta) -> Self {
+        use crate::backend::{FLAG_ERASE_TORN, FLAG_FACTORY_BAD, FLAG_GROWN_BAD};
+        Self {
+            erase_count: m.erase_count,
+            write_ptr: m.write_ptr,
+            factory_bad: m.flags & FLAG_FACTORY_BAD != 0,
+            grown_bad: m.flags & FLAG_GROWN_BAD != 0,
+            erase_torn: m.flags & FLAG_ERASE_TORN != 0,
+        }
+    }
+}
+
+/// p physical chips, each addressed by its own `chip` number.
+pub struct FlashDevice {
+    config: DeviceConfig,
+    exec: Executor,
+    power: PowerControl,
+    now_ns: u64,
+    image: Option<PathBuf>,
+}
+
+impl FlashDevice {
+    /// A fresh device in RAM: erased, with factory bad blocks drawn from the seed.
+    pub fn ram(config: DeviceConfig) -> Result<Self, FlashError> {
+        Self::ram_with(config, DeviceOptions::default())
+    }
+
+    pub fn ram_with(config: DeviceConfig, options: DeviceOptions) -> Result<Self, FlashError> {
+        config.geometry.validate()?;
+        let storages = (0..config.geometry.chips)
+            .map(|_| Box::new(RamStorage::new(&config.geometry)) as Box<dyn Storage>)
+            .collect();
+        Ok(Self::assemble(config, storages, true, options, None))
+    }
+
+    /// Creates a new erased file image (and sidecar) and opens it.
+    pub fn create_image(
+        path: &Path,
+        config: DeviceConfig,
+        overwrite: bool,
+        options: DeviceOptions,
+    ) -> Result<Self, FlashError> {
+        let storages = file::create(path, &config, overwrite)?
+            .into_iter()
+            .map(|s| Box::new(s) as Box<dyn Storage>)
+            .collect();
+        let mut dev = Self::assemble(config, storages, true, options, Some(path.to_path_buf()));
+        dev.sync()?;
+        Ok(dev)
+    }
+
+    /// Opens an existing file image exactly as it was left, torn pages and all.
+    pub fn open_image(path: &Path, options: DeviceOptions) -> Result<Self, FlashError> {
+        let (config, storages) = file::open(path)?;
+        let storages = storages
+            .into_iter()
+            .map(|s| Box::new(s) as Box<dyn Storage>)
+            .collect();
+        Ok(Self::assemble(
+            config,
+            storages,
+            false,
+            options,
+            Some(path.to_path_buf()),
+        ))
+    }
+
+    fn assemble(
+        config: DeviceConfig,
+        storages: Vec<Box<dyn Storage>>,
+        fresh: bool,
+        options: DeviceOptions,
+        image: Option<PathBuf>,
+    ) -> Self {
+        let chips = storages
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let mut chip = Chip::new(i as u32, &config, s, fresh);
+                chip.set_realtime(options.realtime);
+                chip
+            })
+            .collect();
+        Self {
+            power: PowerControl::new(config.seed ^ 0x0050_4f57_4552),
+            exec: Executor::new(options.executor, chips),
+            config,
+            now_ns: 0,
+            image,
+        }
+    }
+
+    pub fn config(&self) -> &DeviceConfig {
+        &self.config
+    }
+
+    /// The image file behind this device, if it has one.
+    pub fn image_path(&self) -> Option<&Path> {
+        self.image.as_deref()
+    }
+
+    /// Arms a power cut; see [`PowerCut`].
+    pub fn arm_power_cut(&mut self, cut: PowerCut) {
+        self.power.arm(cut);
+    }
+
+    pub fn disarm_power_cut(&mut self) {
+        self.power.disarm();
+    }
+
+    pub fn power_lost(&self) -> bool {
+        self.power.is_lost()
+    }
+
+    /// Programs, erases and bad-block marks issued since the device was opened: the numbers
+    /// a power cut can be armed at.
+    pub fn state_ops(&self) -> u64 {
+        self.power.ops_done()
+    }
+
+    /// Power comes back, as after reopening: the device accepts operations again, with every
+    /// torn page and half-erased block exactly as the cut left it.
+    pub fn power_cycle(&mut self) -> Result<(), FlashError> {
+        self.power.restore();
+        if self.image.is_some() {
+            self.sync()?;
+        }
+        Ok(())
+    }
+
+    /// Lets simulated time pass with nothing issued (think time, idle periods).
+    pub fn advance_clock_ns(&mut self, ns: u64) {
+        self.now_ns += ns;
+    }
+
+    pub fn stats(&mut self) -> DeviceStats {
+        let n = self.exec.chip_count();
+        DeviceStats {
+            chips: (0..n)
+                .map(|i| self.exec.with_chip(i, |c| c.stats()))
+                .collect(),
+        }
+    }
+
+    pub fn block_info(&mut self, addr: BlockAddr) -> Result<BlockInfo, FlashError> {
+        self.config.geometry.check_block(addr)?;
+        Ok(self
+            .exec
+            .with_chip(addr.chip as usize, |c| c.block_meta(addr.block))
+            .into())
+    }
+
+    /// Erase count at which a block will fail (drawn from the seed).
+    pub fn block_endurance(&mut self, addr: BlockAddr) -> Result<u32, FlashError> {
+        self.config.geometry.check_block(addr)?;
+        Ok(self
+            .exec
+            .with_chip(addr.chip as usize, |c| c.block_limit(addr.block)))
+    }
+
+    /// Raw bytes (data then OOB) of a page as the cells hold them: no ECC, no time, no
+    /// power check. For dumps and tests.
+    pub fn raw_page(&mut self, addr: PageAddr) -> Result<Vec<u8>, FlashError> {
+        self.config.geometry.check_page(addr)?;
+        Ok(self
+            .exec
+            .with_chip(addr.chip as usize, |c| c.raw_page(addr.block, addr.page)))
+    }
+
+    /// Adds persistent raw bit errors to one ECC codeword of a page (until its block is
+    /// erased). Codeword `page_size / codeword_bytes` is the OOB's.
+    pub fn inject_bit_errors(
+        &mut self,
+        addr: PageAddr,
+        codeword: u32,
+        bits: u32,
+    ) -> Result<(), FlashError> {
+        self.config.geometry.check_page(addr)?;
+        self.exec.with_chip(addr.chip as usize, |c| {
+            c.inject_bit_errors(addr.block, addr.page, codeword, bits)
+        });
+        Ok(())
+    }
+
+    /// Simulated time at which a chip finishes what it was given.
+    pub fn chip_busy_until_ns(&mut self, chip: u32) -> u64 {
+        self.exec.with_chip(chip as usize, |c| c.busy_until_ns())
+    }
+
+    /// Runs one operation, in the caller's thread, and moves the caller's clock to its end.
+    fn single<T>(
+        &mut self,
+        chip: u32,
+        op: impl FnOnce(&mut Chip, u64) -> Timed<T>,
+    ) -> Result<T, FlashError> {
+        if chip >= self.config.geometry.chips {
+            return Err(FlashError::OutOfRange {
+                what: format!("chip {chip}"),
+            });
+        }
+        let now = self.now_ns;
+        let t = self.exec.with_chip(chip as usize, |c| op(c, now));
+        self.now_ns = self.now_ns.max(t.end_ns);
+        t.result
+    }
+
+    fn read_verdict(&self) -> Result<(), FlashError> {
+        match self.power.check_read() {
+            Verdict::Refuse => Err(FlashError::PowerLost),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Flash for FlashDevice {
+    fn geometry(&self) -> Geometry {
+        self.config.geometry
+    }
+
+    fn read_page(
+        &mut self,
+        addr: PageAddr,
+        data: &mut [u8],
+        oob: &mut [u8],
+    ) -> Result<EccReport, FlashError> {
+        self.read_verdict()?;
+        self.single(addr.chip, |c, now| c.read_page(addr, data, oob, now))
+    }
+
+    fn read_oob(&mut self, addr: PageAddr, oob: &mut [u8]) -> Result<EccReport, FlashError> {
+        self.read_verdict()?;
+        self.single(addr.chip, |c, now| c.read_oob(addr, oob, now))
+    }
+
+    fn program_page(&mut self, addr: PageAddr, data: &[u8], oob: &[u8]) -> Result<(), FlashError> {
+        let verdict = self.power.next_op();
+        self.single(addr.chip, |c, now| {
+            c.program_page(addr, data, oob, now, verdict)
+        })
+    }
+
+    fn erase_block(&mut self, addr: BlockAddr) -> Result<(), FlashError> {
+        let verdict = self.power.next_op();
+        self.single(addr.chip, |c, now| c.erase_block(addr, now, verdict))
+    }
+
+    fn is_bad(&mut self, addr: BlockAddr) -> Result<bool, FlashError> {
+        self.read_verdict()?;
+        self.config.geometry.check_block(addr)?;
+        self.exec.with_chip(addr.chip as usize, |c| c.is_bad(addr))
+    }
+
+    fn mark_bad(&mut self, addr: BlockAddr) -> Result<(), FlashError> {
+        self.config.geometry.check_block(addr)?;
+        let verdict = self.power.next_op();
+        self.exec
+            .with_chip(addr.chip as usize, |c| c.mark_bad(addr, verdict))
+    }
+
+    fn erase_count(&mut self, addr: BlockAddr) -> Result<u32, FlashError> {
+        Ok(self.block_info(addr)?.erase_count)
+    }
+
+    fn submit(&mut self, batch: Vec<Command>) -> Vec<Completion> {
+        let chips = self.config.geometry.chips;
+        let issue_ns = self.now_ns;
+        let mut refused = Vec::new();
+        let mut jobs = Vec::with_capacity(batch.len());
+        for (index, cmd) in batch.into_iter().enumerate() {
+            // An operation on a chip that does not exist never reaches a worker.
+            if cmd.chip() >= chips {
+                refused.push(index);
+                continue;
+            }
+            let verdict = if cmd.changes_state() {
+                self.power.next_op()
+            } else {
+                self.power.check_read()
+            };
+            jobs.push(Job {
+                index,
+                cmd,
+                verdict,
+            });
+        }
+        // Re-number the jobs densely for the executor, then put refused slots back.
+        let slots: Vec<usize> = jobs.iter().map(|j| j.index).collect();
+        for (dense, job) in jobs.iter_mut().enumerate() {
+            job.index = dense;
+        }
+        let done = self.exec.run(jobs, issue_ns);
+        let mut out: Vec<Option<Completion>> =
+            (0..slots.len() + refused.len()).map(|_| None).collect();
+        for (completion, slot) in done.into_iter().zip(slots) {
+            self.now_ns = self.now_ns.max(completion.end_ns);
+            out[slot] = Some(completion);
+        }
+        for slot in refused {
+            out[slot] = Some(Completion {
+                result: Err(FlashError::OutOfRange {
+                    what: "chip number".into(),
+                }),
+                start_ns: issue_ns,
+                end_ns: issue_ns,
+            });
+        }
+        out.into_iter().map(|c| c.expect("slot filled")).collect()
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.now_ns
+    }
+
+    fn sync(&mut self) -> Result<(), FlashError> {
+        let path = self.image.clone();
+        for i in 0..self.exec.chip_count() {
+            self.exec
+                .with_chip(i, |c| c.flush())
+                .map_err(|e| match (e, &path) {
+                    (FlashError::Io { source, .. }, Some(p)) => FlashError::Io {
+                        path: p.display().to_string(),
+                        source,
+                    },
+                    (e, _) => e,
+                })?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for FlashDevice {
+    fn drop(&mut self) {
+        // Best effort: the maps are in the page cache anyway; this only pushes them to disk.
+        let _ = self.sync();
+    }
+}

@@ -1,0 +1,62 @@
+//! Every way a flash operation can fail.
+
+use crate::geometry::{BlockAddr, PageAddr};
+
+/// A refused or failed flash operation. The chip enforces NAND's rules with these instead of
+/// silently allowing what a real chip would corrupt.
+#[derive(Debug, thiserror::Error)]
+pub enum FlashError {
+    #[error("address out of range: {what}")]
+    OutOfRange { what: String },
+
+    #[error("{0} is a bad block")]
+    BadBlock(BlockAddr),
+
+    #[error("{0} is not erased: a NAND page can be programmed once per erase")]
+    NotErased(PageAddr),
+
+    #[error("{addr} programmed out of order: the next programmable page of this block is {next}")]
+    OutOfOrder { addr: PageAddr, next: u32 },
+
+    #[error("buffer of {got} bytes where the page needs {want}")]
+    BufferSize { got: usize, want: usize },
+
+    #[error("program failed at {0} (block worn out)")]
+    ProgramFailed(PageAddr),
+
+    #[error("erase failed at {0} (block worn out)")]
+    EraseFailed(BlockAddr),
+
+    #[error("uncorrectable ECC error at {addr}: {codewords} codeword(s) beyond correction")]
+    Uncorrectable { addr: PageAddr, codewords: u32 },
+
+    #[error("power lost: the device refuses operations until it is reopened")]
+    PowerLost,
+
+    #[error("invalid geometry: {0}")]
+    InvalidGeometry(String),
+
+    #[error("unknown preset '{name}' (known: {known})")]
+    UnknownPreset { name: String, known: String },
+
+    #[error("bad flash image {path}: {why}")]
+    BadImage { path: String, why: String },
+
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl FlashError {
+    /// True for errors that mean the medium itself failed at this block (the caller should
+    /// retire the block and retry elsewhere), as opposed to a misuse or a power cut.
+    pub fn is_media_failure(&self) -> bool {
+        matches!(
+            self,
+            FlashError::ProgramFailed(_) | FlashError::EraseFailed(_)
+        )
+    }
+}

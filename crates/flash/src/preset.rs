@@ -1,0 +1,184 @@
+//! Named devices from the papers, selectable everywhere as `--geometry NAME`.
+
+use crate::config::DeviceConfig;
+use crate::ecc::EccModel;
+use crate::error::FlashError;
+use crate::geometry::Geometry;
+use crate::timing::Timing;
+use crate::wear::{CellType, WearModel};
+
+/// A named device and where its numbers come from.
+#[derive(Clone, Debug)]
+pub struct Preset {
+    pub name: &'static str,
+    pub summary: &'static str,
+    /// The paper (file in shared/papers) or datasheet each number comes from.
+    pub source: &'static str,
+    pub config: DeviceConfig,
+}
+
+/// The preset a command uses when none is named.
+pub const DEFAULT_PRESET: &str = "mlc-1g";
+
+const US: u64 = 1_000;
+const MS: u64 = 1_000_000;
+const GIB: u64 = 1 << 30;
+const MIB: u64 = 1 << 20;
+
+fn make(
+    name: &str,
+    page: u32,
+    oob: u32,
+    pages_per_block: u32,
+    total_bytes: u64,
+    timing: Timing,
+    cell: CellType,
+) -> DeviceConfig {
+    let block_bytes = u64::from(page) * u64::from(pages_per_block);
+    DeviceConfig {
+        name: name.to_string(),
+        geometry: Geometry {
+            page_size_bytes: page,
+            oob_size_bytes: oob,
+            pages_per_block,
+            blocks_per_chip: (total_bytes / block_bytes) as u32,
+            chips: 1,
+        },
+        timing,
+        cell,
+        wear: WearModel::for_cell(cell),
+        ecc: EccModel::bch(512, 4),
+        seed: 0x006e_616e_646b_6974,
+    }
+}
+
+fn timing(read_ns: u64, program_ns: u64, erase_ns: u64, bus_mb_per_s: u64) -> Timing {
+    Timing {
+        read_ns,
+        program_ns,
+        erase_ns,
+        bus_mb_per_s,
+    }
+}
+
+/// All presets, in the order `nandkit presets` lists them.
+pub fn presets() -> Vec<Preset> {
+    // Bus rates are not given by the papers; 40 MB/s is classic asynchronous NAND (25 ns
+    // cycles), 20 MB/s the 50 ns cycle of 2000s small-block parts, 133 MB/s ONFI 2.0.
+    let mut tiny = make(
+        "tiny",
+        2048,
+        64,
+        64,
+        8 * MIB,
+        timing(25 * US, 200 * US, 1_500 * US, 40),
+        CellType::Slc,
+    );
+    tiny.wear.factory_bad_fraction = 0.0;
+    vec![
+        Preset {
+            name: "slc-1g",
+            summary: "1 GiB SLC, 2 KiB pages, 64 pages/block, 25 us / 200 us / 1.5 ms",
+            source: "MA paper (ma-ubifs-mtd-array.txt) Table 1; pages/block and OOB typical, not in the paper",
+            config: make("slc-1g", 2048, 64, 64, GIB, timing(25 * US, 200 * US, 1_500 * US, 40), CellType::Slc),
+        },
+        Preset {
+            name: "mlc-1g",
+            summary: "1 GiB MLC, 2 KiB pages, 64 pages/block, 25 us / 600 us / 2 ms",
+            source: "MA paper Table 1; pages/block and OOB typical, not in the paper",
+            config: make("mlc-1g", 2048, 64, 64, GIB, timing(25 * US, 600 * US, 2 * MS, 40), CellType::Mlc),
+        },
+        Preset {
+            name: "tlc-1g",
+            summary: "1 GiB TLC, 4 KiB pages, 64 pages/block, 75 us / 1.3 ms / 4 ms",
+            source: "MA paper Table 1; pages/block and OOB typical, not in the paper",
+            config: make("tlc-1g", 4096, 128, 64, GIB, timing(75 * US, 1_300 * US, 4 * MS, 40), CellType::Tlc),
+        },
+        Preset {
+            name: "smallblock-64m",
+            summary: "64 MiB SLC small-block, 512 B pages + 16 B OOB, 32 pages/block, 15 us / 200 us / 2 ms",
+            source: "MODA paper (moda-uniformity-allocation.txt) sec. 3 datasheet figures; MiNV's 64 MB chip",
+            config: make("smallblock-64m", 512, 16, 32, 64 * MIB, timing(15 * US, 200 * US, 2 * MS, 20), CellType::Slc),
+        },
+        Preset {
+            name: "smallblock-64m-mtd",
+            summary: "smallblock-64m with latencies seen above MTD: 0.2 ms / 1.03 ms / 1.74 ms",
+            source: "MODA paper Figure 6 (times measured above the MTD layer, transfers included)",
+            config: make("smallblock-64m-mtd", 512, 16, 32, 64 * MIB, timing(200 * US, 1_030 * US, 1_740 * US, 0), CellType::Slc),
+        },
+        Preset {
+            name: "mnfs-128m",
+            summary: "128 MiB SLC small-block, 512 B pages + 16 B OOB, 32 pages/block, 15 us / 200 us / 2 ms",
+            source: "MNFS paper (mnfs-multimedia-fs.txt) 128 MB volume; timings of the same small-block part",
+            config: make("mnfs-128m", 512, 16, 32, 128 * MIB, timing(15 * US, 200 * US, 2 * MS, 20), CellType::Slc),
+        },
+        Preset {
+            name: "mlc-8k",
+            summary: "1 GiB MLC, 8 KiB pages + 448 B OOB, 256 pages/block, 75 us / 1.3 ms / 3.8 ms",
+            source: "MA paper sec. 6.1 (hardware board's Micron MLC, BCH 4 bits/512 B); capacity and OOB typical",
+            config: make("mlc-8k", 8192, 448, 256, GIB, timing(75 * US, 1_300 * US, 3_800 * US, 133), CellType::Mlc),
+        },
+        Preset {
+            name: "tiny",
+            summary: "8 MiB SLC, 2 KiB pages, 64 pages/block, 64 blocks, no factory bad blocks: for tests",
+            source: "nandkit test device",
+            config: tiny,
+        },
+    ]
+}
+
+/// The device configuration of a preset, by name.
+pub fn preset(name: &str) -> Result<DeviceConfig, FlashError> {
+    presets()
+        .into_iter()
+        .find(|p| p.name == name)
+        .map(|p| p.config)
+        .ok_or_else(|| FlashError::UnknownPreset {
+            name: name.to_string(),
+            known: presets()
+                .iter()
+                .map(|p| p.name)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_is_valid_and_sized_as_named() {
+        for p in presets() {
+            p.config.geometry.validate().unwrap();
+            let expect = match p.name {
+                "slc-1g" | "mlc-1g" | "tlc-1g" | "mlc-8k" => GIB,
+                "smallblock-64m" | "smallblock-64m-mtd" => 64 * MIB,
+                "mnfs-128m" => 128 * MIB,
+                "tiny" => 8 * MIB,
+                other => panic!("preset {other} has no expected size"),
+            };
+            assert_eq!(p.config.geometry.total_bytes(), expect, "{}", p.name);
+            assert_eq!(p.config.name, p.name);
+        }
+    }
+
+    #[test]
+    fn table_one_latencies() {
+        let mlc = preset("mlc-1g").unwrap();
+        assert_eq!(mlc.timing.program_ns, 600_000);
+        assert_eq!(mlc.wear.endurance_cycles, 10_000);
+        let tlc = preset("tlc-1g").unwrap();
+        assert_eq!(tlc.geometry.page_size_bytes, 4096);
+        assert_eq!(tlc.timing.erase_ns, 4_000_000);
+        let four = mlc.with_chips(4).unwrap();
+        assert_eq!(four.geometry.chips, 4);
+        assert_eq!(four.geometry.total_bytes(), GIB);
+    }
+
+    #[test]
+    fn unknown_preset_lists_known_ones() {
+        let err = preset("nope").unwrap_err().to_string();
+        assert!(err.contains("mlc-1g"), "{err}");
+    }
+}

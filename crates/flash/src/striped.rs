@@ -1,0 +1,200 @@
+//! MA's striped view: p chips presented as one device whose erase block is block b of every
+//! chip, with virtual page k of a virtual block on chip k mod p at page k / p (the paper's
+//! round-robin mapping). Writing p consecutive virtual pages in one batch programs all p
+//! chips at once; erasing a virtual block erases p physical blocks in parallel.
+
+use crate::command::{Command, Completion, Reply};
+use crate::device::Flash;
+use crate::ecc::EccReport;
+use crate::error::FlashError;
+use crate::geometry::{BlockAddr, Geometry, PageAddr};
+
+pub struct StripedFlash<F: Flash> {
+    inner: F,
+    chips: u32,
+}
+
+impl<F: Flash> StripedFlash<F> {
+    /// Stripes over every chip of `inner`.
+    pub fn new(inner: F) -> Self {
+        let chips = inner.geometry().chips;
+        Self { inner, chips }
+    }
+
+    pub fn inner(&self) -> &F {
+        &self.inner
+    }
+
+    pub fn inner_mut(&mut self) -> &mut F {
+        &mut self.inner
+    }
+
+    pub fn into_inner(self) -> F {
+        self.inner
+    }
+
+    /// The physical page behind a virtual one.
+    pub fn physical(&self, addr: PageAddr) -> Result<PageAddr, FlashError> {
+        self.geometry().check_page(addr)?;
+        Ok(PageAddr {
+            chip: addr.page % self.chips,
+            block: addr.block,
+            page: addr.page / self.chips,
+        })
+    }
+
+    fn physical_blocks(&self, addr: BlockAddr) -> Result<Vec<BlockAddr>, FlashError> {
+        self.geometry().check_block(addr)?;
+        Ok((0..self.chips)
+            .map(|chip| BlockAddr::new(chip, addr.block))
+            .collect())
+    }
+
+    /// Erases block b of every chip in one batch; the first error wins.
+    fn erase_all_chips(&mut self, addr: BlockAddr) -> Result<(), FlashError> {
+        let batch = self
+            .physical_blocks(addr)?
+            .into_iter()
+            .map(|addr| Command::Erase { addr })
+            .collect();
+        for c in self.inner.submit(batch) {
+            c.result?;
+        }
+        Ok(())
+    }
+}
+
+impl<F: Flash> Flash for StripedFlash<F> {
+    fn geometry(&self) -> Geometry {
+        let g = self.inner.geometry();
+        Geometry {
+            pages_per_block: g.pages_per_block * self.chips,
+            chips: 1,
+            ..g
+        }
+    }
+
+    fn read_page(
+        &mut self,
+        addr: PageAddr,
+        data: &mut [u8],
+        oob: &mut [u8],
+    ) -> Result<EccReport, FlashError> {
+        let p = self.physical(addr)?;
+        self.inner.read_page(p, data, oob)
+    }
+
+    fn read_oob(&mut self, addr: PageAddr, oob: &mut [u8]) -> Result<EccReport, FlashError> {
+        let p = self.physical(addr)?;
+        self.inner.read_oob(p, oob)
+    }
+
+    fn program_page(&mut self, addr: PageAddr, data: &[u8], oob: &[u8]) -> Result<(), FlashError> {
+        let p = self.physical(addr)?;
+        self.inner.program_page(p, data, oob)
+    }
+
+    fn erase_block(&mut self, addr: BlockAddr) -> Result<(), FlashError> {
+        self.erase_all_chips(addr)
+    }
+
+    fn is_bad(&mut self, addr: BlockAddr) -> Result<bool, FlashError> {
+        for b in self.physical_blocks(addr)? {
+            if self.inner.is_bad(b)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    fn mark_bad(&mut self, addr: BlockAddr) -> Result<(), FlashError> {
+        for b in self.physical_blocks(addr)? {
+            if !self.inner.is_bad(b)? {
+                self.inner.mark_bad(b)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn erase_count(&mut self, addr: BlockAddr) -> Result<u32, FlashError> {
+        let mut most = 0;
+        for b in self.physical_blocks(addr)? {
+            most = most.max(self.inner.erase_count(b)?);
+        }
+        Ok(most)
+    }
+
+    fn submit(&mut self, batch: Vec<Command>) -> Vec<Completion> {
+        // Each virtual command becomes one physical command (an erase becomes p); `owner`
+        // maps every physical completion back to its virtual slot.
+        let mut physical = Vec::new();
+        let mut owner = Vec::new();
+        let mut early: Vec<Option<FlashError>> = Vec::new();
+        for (slot, cmd) in batch.into_iter().enumerate() {
+            let translated = match cmd {
+                Command::Read { addr } => {
+                    self.physical(addr).map(|addr| vec![Command::Read { addr }])
+                }
+                Command::ReadOob { addr } => self
+                    .physical(addr)
+                    .map(|addr| vec![Command::ReadOob { addr }]),
+                Command::Program { addr, data, oob } => self
+                    .physical(addr)
+                    .map(|addr| vec![Command::Program { addr, data, oob }]),
+                Command::Erase { addr } => self.physical_blocks(addr).map(|blocks| {
+                    blocks
+                        .into_iter()
+                        .map(|addr| Command::Erase { addr })
+                        .collect()
+                }),
+            };
+            match translated {
+                Ok(cmds) => {
+                    early.push(None);
+                    for c in cmds {
+                        physical.push(c);
+                        owner.push(slot);
+                    }
+                }
+                Err(e) => early.push(Some(e)),
+            }
+        }
+        let issue_ns = self.inner.now_ns();
+        let mut merged: Vec<Option<Completion>> = early
+            .into_iter()
+            .map(|e| {
+                e.map(|err| Completion {
+                    result: Err(err),
+                    start_ns: issue_ns,
+                    end_ns: issue_ns,
+                })
+            })
+            .collect();
+        for (c, slot) in self.inner.submit(physical).into_iter().zip(owner) {
+            merged[slot] = Some(match merged[slot].take() {
+                None => c,
+                // A striped erase: done when the slowest chip is done; any failure fails it.
+                Some(prev) => Completion {
+                    result: match (prev.result, c.result) {
+                        (Err(e), _) | (_, Err(e)) => Err(e),
+                        (Ok(_), Ok(_)) => Ok(Reply::Done),
+                    },
+                    start_ns: prev.start_ns.min(c.start_ns),
+                    end_ns: prev.end_ns.max(c.end_ns),
+                },
+            });
+        }
+        merged
+            .into_iter()
+            .map(|c| c.expect("every slot answered"))
+            .collect()
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.inner.now_ns()
+    }
+
+    fn sync(&mut self) -> Result<(), FlashError> {
+        self.inner.sync()
+    }
+}

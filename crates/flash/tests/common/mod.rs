@@ -1,0 +1,84 @@
+//! Helpers shared by the integration tests (each test file is its own crate and uses a part).
+#![allow(dead_code)]
+
+use nandkit_flash::{
+    preset, DeviceConfig, EccReport, Flash, FlashDevice, FlashError, Geometry, PageAddr,
+};
+
+/// The "tiny" preset: 8 MiB SLC, 2 KiB pages + 64 B OOB, 64 pages/block, 64 blocks.
+pub fn tiny() -> DeviceConfig {
+    preset("tiny").expect("tiny preset")
+}
+
+/// The same device with raw bit errors switched off, so ECC outcomes are exact.
+pub fn no_bit_errors(mut config: DeviceConfig) -> DeviceConfig {
+    config.ecc.rber_fresh = 0.0;
+    config.ecc.rber_at_endurance = 0.0;
+    config
+}
+
+/// A fresh tiny device in RAM with no random bit errors.
+pub fn tiny_dev() -> FlashDevice {
+    FlashDevice::ram(no_bit_errors(tiny())).expect("tiny device")
+}
+
+/// Page contents (data, OOB) that depend on `tag` and contain no 0xFF byte, so a page
+/// holding them can never be mistaken for an erased or partly programmed one.
+pub fn page_bytes(g: &Geometry, tag: u64) -> (Vec<u8>, Vec<u8>) {
+    let mut x = tag
+        .wrapping_add(1)
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .rotate_left(17)
+        | 1;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % 255) as u8
+    };
+    let data = (0..g.page_size_bytes).map(|_| next()).collect();
+    let oob = (0..g.oob_size_bytes).map(|_| next()).collect();
+    (data, oob)
+}
+
+/// Data followed by OOB: what `raw_page` returns for a cleanly programmed page.
+pub fn raw_of(data: &[u8], oob: &[u8]) -> Vec<u8> {
+    let mut raw = data.to_vec();
+    raw.extend_from_slice(oob);
+    raw
+}
+
+/// What `raw_page` returns for an erased page.
+pub fn erased_raw(g: &Geometry) -> Vec<u8> {
+    vec![0xFF; g.raw_page_bytes()]
+}
+
+/// A stable tag for the contents programmed at an address.
+pub fn tag(addr: PageAddr) -> u64 {
+    (u64::from(addr.chip) << 40) | (u64::from(addr.block) << 20) | u64::from(addr.page)
+}
+
+/// Programs the page with `page_bytes(tag(addr))` and returns the raw bytes it should hold.
+pub fn program_tagged<F: Flash>(dev: &mut F, addr: PageAddr) -> Result<Vec<u8>, FlashError> {
+    let g = dev.geometry();
+    let (data, oob) = page_bytes(&g, tag(addr));
+    dev.program_page(addr, &data, &oob)?;
+    Ok(raw_of(&data, &oob))
+}
+
+/// Reads a whole page through the ECC path.
+pub fn read<F: Flash>(
+    dev: &mut F,
+    addr: PageAddr,
+) -> Result<(Vec<u8>, Vec<u8>, EccReport), FlashError> {
+    let g = dev.geometry();
+    let mut data = vec![0u8; g.page_size_bytes as usize];
+    let mut oob = vec![0u8; g.oob_size_bytes as usize];
+    let ecc = dev.read_page(addr, &mut data, &mut oob)?;
+    Ok((data, oob, ecc))
+}
+
+/// Reads a page and returns data followed by OOB.
+pub fn read_raw<F: Flash>(dev: &mut F, addr: PageAddr) -> Result<Vec<u8>, FlashError> {
+    read(dev, addr).map(|(d, o, _)| raw_of(&d, &o))
+}
