@@ -1,0 +1,43 @@
+//! Block cleaning (DESIGN axis 4): which block to reclaim, and whether to reclaim one now.
+
+pub mod cost_benefit;
+pub mod greedy;
+pub mod yaffs;
+
+use crate::blocks::BlockTable;
+use crate::config::{CleanerKind, FsConfig};
+
+/// Why the file system asks for a victim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Need {
+    /// A new block is being opened and space is not short: clean only if it is cheap
+    /// (YAFFS "normal" mode; other policies may decline).
+    Opportunistic,
+    /// Erased blocks are at the reserve: a victim is needed to go on.
+    Space,
+    /// An explicit `gc` call: clean the best block there is.
+    Explicit,
+}
+
+pub trait Cleaner: Send {
+    fn name(&self) -> &'static str;
+    /// A block to reclaim now, or `None` to reclaim nothing. Only blocks for which
+    /// `BlockTable::is_candidate` holds may be returned.
+    fn pick(&mut self, table: &BlockTable, need: Need) -> Option<u32>;
+}
+
+pub fn make(config: &FsConfig) -> Box<dyn Cleaner> {
+    match config.cleaner {
+        CleanerKind::Yaffs => Box::new(yaffs::YaffsCleaner::new(config)),
+        CleanerKind::Greedy => Box::new(greedy::Greedy),
+        CleanerKind::CostBenefit => Box::new(cost_benefit::CostBenefit),
+    }
+}
+
+/// Blocks flagged for scrubbing or retirement come first, whatever the policy.
+pub(crate) fn flagged(table: &BlockTable) -> Option<u32> {
+    (0..table.blocks.len() as u32).find(|&b| {
+        let blk = &table.blocks[b as usize];
+        table.is_candidate(b) && (blk.retire || blk.scrub)
+    })
+}

@@ -1,0 +1,65 @@
+//! File system errors, each mapped to the errno a POSIX caller expects.
+
+use nandkit_flash::FlashError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum FsError {
+    #[error("no such file or directory")]
+    NotFound,
+    #[error("file exists")]
+    Exists,
+    #[error("not a directory")]
+    NotDir,
+    #[error("is a directory")]
+    IsDir,
+    #[error("directory not empty")]
+    NotEmpty,
+    #[error("no space left on device")]
+    NoSpace,
+    #[error("name too long (at most 255 bytes, and the object's header must fit one page)")]
+    NameTooLong,
+    #[error("invalid argument: {0}")]
+    Invalid(&'static str),
+    #[error("I/O error: {0}")]
+    Io(String),
+    #[error("read-only file system")]
+    ReadOnly,
+    #[error("operation not permitted")]
+    NotPermitted,
+    #[error("too many links")]
+    TooManyLinks,
+    #[error("no such attribute")]
+    NoData,
+    #[error("operation not supported: {0}")]
+    NotSupported(&'static str),
+    #[error("not a nandkit file system: {0}")]
+    NotFormatted(String),
+    #[error("flash: {0}")]
+    Flash(#[from] FlashError),
+}
+
+impl FsError {
+    /// The errno this error reports through POSIX interfaces (FUSE).
+    pub fn errno(&self) -> i32 {
+        match self {
+            FsError::NotFound => 2,         // ENOENT
+            FsError::Exists => 17,          // EEXIST
+            FsError::NotDir => 20,          // ENOTDIR
+            FsError::IsDir => 21,           // EISDIR
+            FsError::NotEmpty => 39,        // ENOTEMPTY
+            FsError::NoSpace => 28,         // ENOSPC
+            FsError::NameTooLong => 36,     // ENAMETOOLONG
+            FsError::Invalid(_) => 22,      // EINVAL
+            FsError::Io(_) => 5,            // EIO
+            FsError::ReadOnly => 30,        // EROFS
+            FsError::NotPermitted => 1,     // EPERM
+            FsError::TooManyLinks => 31,    // EMLINK
+            FsError::NoData => 61,          // ENODATA
+            FsError::NotSupported(_) => 95, // EOPNOTSUPP
+            FsError::NotFormatted(_) => 22, // EINVAL
+            FsError::Flash(_) => 5,         // EIO
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, FsError>;

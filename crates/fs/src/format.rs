@@ -1,0 +1,345 @@
+//! The on-flash format: the only code that turns file system state into flash bytes and
+//! back. Every decoder checks lengths and CRCs and returns `None` on anything malformed:
+//! bytes read from flash are never trusted. Documented in docs/format.md.
+
+use crate::types::{Ino, Kind};
+
+/// Bytes of one page's tags.
+pub const TAG_BYTES: usize = 40;
+const FORMAT_VERSION: u8 = 1;
+
+/// What a page holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageKind {
+    /// A chunk of file data.
+    Data,
+    /// An object header record.
+    Header,
+    /// Part of a checkpoint (clean-unmount snapshot).
+    Checkpoint,
+}
+
+impl PageKind {
+    fn code(self) -> u8 {
+        match self {
+            PageKind::Data => 1,
+            PageKind::Header => 2,
+            PageKind::Checkpoint => 3,
+        }
+    }
+
+    fn from_code(c: u8) -> Option<PageKind> {
+        match c {
+            1 => Some(PageKind::Data),
+            2 => Some(PageKind::Header),
+            3 => Some(PageKind::Checkpoint),
+            _ => None,
+        }
+    }
+}
+
+/// The self-description every programmed page carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tags {
+    pub kind: PageKind,
+    pub obj: Ino,
+    /// Data: chunk index in the file. Header: 0. Checkpoint: page index in the checkpoint.
+    pub chunk: u32,
+    /// Bytes of the data area in use.
+    pub n_bytes: u32,
+    /// Sequence number of the block, given when the block was opened for writing.
+    pub block_seq: u32,
+    /// Write serial: unique per page written, preserved when cleaning copies a page, so the
+    /// newest version of anything is the one with the highest serial.
+    pub serial: u64,
+    /// CRC32C of the `n_bytes` data bytes.
+    pub data_crc: u32,
+}
+
+/// What a tag area decodes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TagRead {
+    /// All 0xFF: nothing was programmed here (as far as the tags tell).
+    Erased,
+    /// Tags that fail their CRC or make no sense: a torn or corrupted page.
+    Garbage,
+    Valid(Tags),
+}
+
+pub fn crc(bytes: &[u8]) -> u32 {
+    crc32c::crc32c(bytes)
+}
+
+impl Tags {
+    pub fn encode(&self) -> [u8; TAG_BYTES] {
+        let mut b = [0u8; TAG_BYTES];
+        b[0] = self.kind.code();
+        b[1] = FORMAT_VERSION;
+        b[4..8].copy_from_slice(&self.obj.to_le_bytes());
+        b[8..12].copy_from_slice(&self.chunk.to_le_bytes());
+        b[12..16].copy_from_slice(&self.n_bytes.to_le_bytes());
+        b[16..20].copy_from_slice(&self.block_seq.to_le_bytes());
+        b[20..28].copy_from_slice(&self.serial.to_le_bytes());
+        b[28..32].copy_from_slice(&self.data_crc.to_le_bytes());
+        let c = crc(&b[..36]);
+        b[36..40].copy_from_slice(&c.to_le_bytes());
+        b
+    }
+
+    pub fn decode(b: &[u8]) -> TagRead {
+        if b.len() < TAG_BYTES {
+            return TagRead::Garbage;
+        }
+        let b = &b[..TAG_BYTES];
+        if b.iter().all(|&x| x == 0xFF) {
+            return TagRead::Erased;
+        }
+        let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+        if crc(&b[..36]) != u32_at(36) || b[1] != FORMAT_VERSION {
+            return TagRead::Garbage;
+        }
+        let Some(kind) = PageKind::from_code(b[0]) else {
+            return TagRead::Garbage;
+        };
+        TagRead::Valid(Tags {
+            kind,
+            obj: u32_at(4),
+            chunk: u32_at(8),
+            n_bytes: u32_at(12),
+            block_seq: u32_at(16),
+            serial: u64::from_le_bytes(b[20..28].try_into().expect("8 bytes")),
+            data_crc: u32_at(28),
+        })
+    }
+}
+
+/// One name of an object: which directory it is in and what it is called there.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Name {
+    pub parent: Ino,
+    pub name: Box<[u8]>,
+}
+
+/// What a header record describes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordKind {
+    Object(Kind),
+    /// The file system record: configuration chosen at mkfs.
+    Super,
+}
+
+const SUPER_CODE: u8 = 15;
+
+/// An object header: everything about an object except its data. Directories are upward:
+/// an object lists its own names (parent directory + name); a directory lists nothing.
+/// An object with no names (other than the root) is deleted; its header is the tombstone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub kind: RecordKind,
+    pub perm: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub rdev: u64,
+    pub size: u64,
+    pub atime_ns: i64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    pub names: Vec<Name>,
+    /// Symlink target; for the super record, the configuration as JSON.
+    pub target: Vec<u8>,
+    pub xattrs: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Names this record also gives to other objects, as of this record's serial. A
+    /// RENAME_EXCHANGE writes both objects' new names in one page, so it is atomic.
+    pub name_updates: Vec<(Ino, Vec<Name>)>,
+}
+
+impl Record {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(128);
+        b.push(match self.kind {
+            RecordKind::Object(k) => k.code(),
+            RecordKind::Super => SUPER_CODE,
+        });
+        b.extend_from_slice(&[FORMAT_VERSION, 0, 0]);
+        for v in [self.perm, self.uid, self.gid] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in [self.rdev, self.size] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in [self.atime_ns, self.mtime_ns, self.ctime_ns] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        put_names(&mut b, &self.names);
+        b.extend_from_slice(&(self.target.len() as u16).to_le_bytes());
+        b.extend_from_slice(&self.target);
+        b.extend_from_slice(&(self.xattrs.len() as u16).to_le_bytes());
+        for (k, v) in &self.xattrs {
+            b.push(k.len() as u8);
+            b.extend_from_slice(&(v.len() as u16).to_le_bytes());
+            b.extend_from_slice(k);
+            b.extend_from_slice(v);
+        }
+        b.extend_from_slice(&(self.name_updates.len() as u16).to_le_bytes());
+        for (ino, names) in &self.name_updates {
+            b.extend_from_slice(&ino.to_le_bytes());
+            put_names(&mut b, names);
+        }
+        b
+    }
+
+    pub fn decode(bytes: &[u8]) -> Option<Record> {
+        let mut r = Reader { b: bytes, at: 0 };
+        let code = r.u8()?;
+        let kind = if code == SUPER_CODE {
+            RecordKind::Super
+        } else {
+            RecordKind::Object(Kind::from_code(code)?)
+        };
+        if r.u8()? != FORMAT_VERSION {
+            return None;
+        }
+        r.take(2)?;
+        let (perm, uid, gid) = (r.u32()?, r.u32()?, r.u32()?);
+        let (rdev, size) = (r.u64()?, r.u64()?);
+        let (atime_ns, mtime_ns, ctime_ns) = (r.u64()? as i64, r.u64()? as i64, r.u64()? as i64);
+        let names = r.names()?;
+        let n = r.u16()? as usize;
+        let target = r.take(n)?.to_vec();
+        let mut xattrs = Vec::new();
+        for _ in 0..r.u16()? {
+            let klen = r.u8()? as usize;
+            let vlen = r.u16()? as usize;
+            let k = r.take(klen)?.to_vec();
+            let v = r.take(vlen)?.to_vec();
+            xattrs.push((k, v));
+        }
+        let mut name_updates = Vec::new();
+        for _ in 0..r.u16()? {
+            let ino = r.u32()?;
+            name_updates.push((ino, r.names()?));
+        }
+        if r.at != bytes.len() {
+            return None;
+        }
+        Some(Record {
+            kind,
+            perm,
+            uid,
+            gid,
+            rdev,
+            size,
+            atime_ns,
+            mtime_ns,
+            ctime_ns,
+            names,
+            target,
+            xattrs,
+            name_updates,
+        })
+    }
+}
+
+fn put_names(b: &mut Vec<u8>, names: &[Name]) {
+    b.extend_from_slice(&(names.len() as u16).to_le_bytes());
+    for n in names {
+        b.extend_from_slice(&n.parent.to_le_bytes());
+        b.push(n.name.len() as u8);
+        b.extend_from_slice(&n.name);
+    }
+}
+
+/// A bounds-checked little-endian reader over untrusted bytes.
+pub(crate) struct Reader<'a> {
+    pub b: &'a [u8],
+    pub at: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let end = self.at.checked_add(n)?;
+        let s = self.b.get(self.at..end)?;
+        self.at = end;
+        Some(s)
+    }
+    pub fn u8(&mut self) -> Option<u8> {
+        Some(self.take(1)?[0])
+    }
+    pub fn u16(&mut self) -> Option<u16> {
+        Some(u16::from_le_bytes(self.take(2)?.try_into().ok()?))
+    }
+    pub fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+    pub fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    fn names(&mut self) -> Option<Vec<Name>> {
+        let n = self.u16()? as usize;
+        let mut names = Vec::with_capacity(n.min(64));
+        for _ in 0..n {
+            let parent = self.u32()?;
+            let len = self.u8()? as usize;
+            let name = self.take(len)?;
+            if name.is_empty() || name.contains(&b'/') || name.contains(&0) {
+                return None;
+            }
+            names.push(Name {
+                parent,
+                name: name.into(),
+            });
+        }
+        Some(names)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_round_trip_and_reject_damage() {
+        let t = Tags {
+            kind: PageKind::Data,
+            obj: 7,
+            chunk: 3,
+            n_bytes: 2048,
+            block_seq: 9,
+            serial: 1 << 40,
+            data_crc: 0xdead_beef,
+        };
+        let mut b = t.encode();
+        assert_eq!(Tags::decode(&b), TagRead::Valid(t));
+        b[5] ^= 1;
+        assert_eq!(Tags::decode(&b), TagRead::Garbage);
+        assert_eq!(Tags::decode(&[0xFF; TAG_BYTES]), TagRead::Erased);
+        assert_eq!(Tags::decode(&[0x00; 8]), TagRead::Garbage);
+    }
+
+    #[test]
+    fn record_round_trip_and_truncation() {
+        let r = Record {
+            kind: RecordKind::Object(Kind::Symlink),
+            perm: 0o777,
+            uid: 1000,
+            gid: 100,
+            rdev: 0,
+            size: 5,
+            atime_ns: 1,
+            mtime_ns: -2,
+            ctime_ns: 3,
+            names: vec![Name {
+                parent: 1,
+                name: (*b"link").into(),
+            }],
+            target: b"/a/b".to_vec(),
+            xattrs: vec![(b"user.k".to_vec(), b"v".to_vec())],
+            name_updates: vec![(9, vec![])],
+        };
+        let bytes = r.encode();
+        assert_eq!(Record::decode(&bytes), Some(r));
+        for cut in 0..bytes.len() {
+            assert_eq!(Record::decode(&bytes[..cut]), None, "cut at {cut}");
+        }
+    }
+}

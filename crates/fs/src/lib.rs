@@ -1,0 +1,38 @@
+//! nandkit-fs: one flash file system whose policies are pluggable (DESIGN.md, "fs").
+//!
+//! The four axes, each a trait or module with one file per implementation:
+//! 1. metadata store: the flash log of object headers (`format`, `scan`, `checkpoint`);
+//! 2. data mapping: page-mapped chunks (`file_io`);
+//! 3. allocation: [`alloc::Allocator`] (`alloc/sequential.rs`);
+//! 4. cleaning: [`clean::Cleaner`] (`clean/yaffs.rs`, `greedy.rs`, `cost_benefit.rs`).
+//!
+//! Crash rules: every page is self-describing and CRC-checked; the newest copy (by write
+//! serial) wins; a torn page is detected and ignored; `fsync` returns after the data and
+//! header reached flash; cleaning copies valid pages before it erases.
+
+pub mod alloc;
+pub mod blocks;
+mod checkpoint;
+pub mod clean;
+pub mod clock;
+pub mod config;
+pub mod error;
+mod file_io;
+pub mod format;
+mod fs;
+pub mod fsck;
+mod io;
+pub mod layout;
+mod namespace;
+mod object;
+mod scan;
+pub mod types;
+mod xattr;
+
+pub use clock::{Clock, CountingClock, SystemClock};
+pub use config::{CleanerKind, FsConfig, PROFILES};
+pub use error::{FsError, Result};
+pub use fs::{FileSystem, FsStats, MountMethod, MountOptions};
+pub use fsck::FsckReport;
+pub use namespace::NewObject;
+pub use types::*;
