@@ -1,10 +1,16 @@
 //! `nandkit`: the command-line face of the NAND flash kit.
 
+mod bench;
 mod device_args;
 mod flash_bench;
+mod heap;
 mod presets_cmd;
 
 use clap::{Parser, Subcommand};
+
+/// Counts live heap bytes for `nandkit bench heap` (a thin wrapper over the system allocator).
+#[global_allocator]
+static ALLOC: heap::CountingAlloc = heap::CountingAlloc;
 
 #[derive(Parser)]
 #[command(
@@ -31,11 +37,18 @@ enum Command {
         nandkit flash-bench --geometry mlc-1g --chips 4 --json\n  \
         nandkit flash-bench --geometry tlc-1g --backend file --device-size 256MiB")]
     FlashBench(flash_bench::FlashBenchArgs),
+    /// File system benchmarks: sequential write, random overwrite (cleaning), heap use.
+    #[command(after_help = "Examples:\n  \
+        nandkit bench seq-write --geometry mlc-1g --device-size 128MiB --file-size 64MiB\n  \
+        nandkit bench random-overwrite --device-size 128MiB --utilization 0.8 --cleaner greedy\n  \
+        nandkit bench heap --device-size 1GiB --json")]
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Presets(args) => presets_cmd::run(args),
         Command::FlashBench(args) => flash_bench::run(args),
+        Command::Bench(args) => bench::run(args),
     }
 }

@@ -108,10 +108,12 @@ impl BlockTable {
             .collect()
     }
 
-    /// Blocks cleaning may reclaim: full, holding at least one invalid page (or flagged).
+    /// Blocks cleaning may reclaim: full, holding at least one invalid page or unwritten
+    /// pages it will never be written to (a block a mount found part-written), or flagged.
     pub fn is_candidate(&self, block: u32) -> bool {
         let b = &self.blocks[block as usize];
-        b.state == BlockState::Full && (b.invalid() > 0 || b.retire || b.scrub)
+        b.state == BlockState::Full
+            && (b.invalid() > 0 || b.next_page < self.pages_per_block || b.retire || b.scrub)
     }
 
     pub fn good_blocks(&self) -> u32 {
@@ -151,5 +153,29 @@ impl BlockTable {
             invalid as f64 / pages as f64,
             uniform as f64 / blocks as f64,
         )
+    }
+}
+
+impl BlockTable {
+    /// The raw validity bitmap (for checkpoints).
+    pub fn valid_words(&self) -> &[u64] {
+        &self.valid_bits
+    }
+
+    /// Restores the bitmap from a checkpoint and recounts every block's valid pages.
+    /// Returns false if the bitmap does not fit this table.
+    pub fn restore_valid_words(&mut self, words: Vec<u64>) -> bool {
+        if words.len() != self.valid_bits.len() {
+            return false;
+        }
+        self.valid_bits = words;
+        let ppb = self.pages_per_block;
+        for b in 0..self.blocks.len() as u32 {
+            let valid = (b * ppb..(b + 1) * ppb)
+                .filter(|&p| self.is_valid(p))
+                .count() as u32;
+            self.blocks[b as usize].valid = valid;
+        }
+        true
     }
 }

@@ -343,3 +343,194 @@ mod tests {
         }
     }
 }
+
+/// Marks "none" in checkpoint page and block fields.
+pub const CKPT_NONE: u32 = u32::MAX;
+const CKPT_MAGIC: u32 = 0x504b_434e; // "NCKP"
+
+/// One block's line in a checkpoint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CkptBlock {
+    /// 0 empty, 1 active, 2 full, 3 bad.
+    pub state: u8,
+    pub retire: bool,
+    pub scrub: bool,
+    pub seq: u32,
+    pub next_page: u32,
+    pub header_objs: Vec<Ino>,
+}
+
+/// One object in a checkpoint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CkptObject {
+    pub ino: Ino,
+    pub header: u32,
+    pub max_chunk_on_flash: u32,
+    /// The object's header record, encoded as on its header page.
+    pub record: Vec<u8>,
+    pub chunks: Vec<u32>,
+}
+
+/// The whole in-RAM state of a cleanly unmounted file system.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckpointImage {
+    pub next_serial: u64,
+    pub next_seq: u32,
+    pub next_ino: Ino,
+    pub alloc_cursor: u32,
+    pub super_page: u32,
+    pub streams: Vec<u32>,
+    pub blocks: Vec<CkptBlock>,
+    pub valid_bits: Vec<u64>,
+    pub headers_on_flash: Vec<(Ino, u32)>,
+    pub tombstones: Vec<(Ino, u32)>,
+    pub objects: Vec<CkptObject>,
+}
+
+impl CheckpointImage {
+    /// magic, length, body, CRC32C of the body.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::new();
+        let put32 = |b: &mut Vec<u8>, v: u32| b.extend_from_slice(&v.to_le_bytes());
+        b.extend_from_slice(&self.next_serial.to_le_bytes());
+        for v in [
+            self.next_seq,
+            self.next_ino,
+            self.alloc_cursor,
+            self.super_page,
+        ] {
+            put32(&mut b, v);
+        }
+        put32(&mut b, self.streams.len() as u32);
+        for &s in &self.streams {
+            put32(&mut b, s);
+        }
+        put32(&mut b, self.blocks.len() as u32);
+        for blk in &self.blocks {
+            b.push(blk.state);
+            b.push(u8::from(blk.retire) | u8::from(blk.scrub) << 1);
+            put32(&mut b, blk.seq);
+            put32(&mut b, blk.next_page);
+            put32(&mut b, blk.header_objs.len() as u32);
+            for &o in &blk.header_objs {
+                put32(&mut b, o);
+            }
+        }
+        put32(&mut b, self.valid_bits.len() as u32);
+        for w in &self.valid_bits {
+            b.extend_from_slice(&w.to_le_bytes());
+        }
+        for list in [&self.headers_on_flash, &self.tombstones] {
+            put32(&mut b, list.len() as u32);
+            for &(k, v) in list {
+                put32(&mut b, k);
+                put32(&mut b, v);
+            }
+        }
+        put32(&mut b, self.objects.len() as u32);
+        for o in &self.objects {
+            for v in [o.ino, o.header, o.max_chunk_on_flash, o.record.len() as u32] {
+                put32(&mut b, v);
+            }
+            b.extend_from_slice(&o.record);
+            put32(&mut b, o.chunks.len() as u32);
+            for &c in &o.chunks {
+                put32(&mut b, c);
+            }
+        }
+        let mut out = Vec::with_capacity(b.len() + 16);
+        out.extend_from_slice(&CKPT_MAGIC.to_le_bytes());
+        out.extend_from_slice(&(b.len() as u64).to_le_bytes());
+        out.extend_from_slice(&b);
+        out.extend_from_slice(&crc(&b).to_le_bytes());
+        out
+    }
+
+    /// Total encoded length, from the first bytes of the stream (magic + length).
+    pub fn stream_len(head: &[u8]) -> Option<u64> {
+        let mut r = Reader { b: head, at: 0 };
+        if r.u32()? != CKPT_MAGIC {
+            return None;
+        }
+        r.u64()?.checked_add(16)
+    }
+
+    pub fn decode(bytes: &[u8]) -> Option<CheckpointImage> {
+        let len = Self::stream_len(bytes)? as usize;
+        if bytes.len() < len {
+            return None;
+        }
+        let body = &bytes[12..len - 4];
+        let stored = u32::from_le_bytes(bytes[len - 4..len].try_into().ok()?);
+        if crc(body) != stored {
+            return None;
+        }
+        let mut r = Reader { b: body, at: 0 };
+        // Counts come from flash: cap what they may allocate by what the body can hold.
+        let count = |r: &mut Reader, unit: usize| -> Option<usize> {
+            let n = r.u32()? as usize;
+            (n.checked_mul(unit)? <= r.b.len() - r.at).then_some(n)
+        };
+        let next_serial = r.u64()?;
+        let (next_seq, next_ino, alloc_cursor, super_page) =
+            (r.u32()?, r.u32()?, r.u32()?, r.u32()?);
+        let n = count(&mut r, 4)?;
+        let streams = (0..n).map(|_| r.u32()).collect::<Option<Vec<_>>>()?;
+        let n = count(&mut r, 14)?;
+        let mut blocks = Vec::with_capacity(n);
+        for _ in 0..n {
+            let state = r.u8()?;
+            let flags = r.u8()?;
+            let (seq, next_page) = (r.u32()?, r.u32()?);
+            let m = count(&mut r, 4)?;
+            let header_objs = (0..m).map(|_| r.u32()).collect::<Option<Vec<_>>>()?;
+            blocks.push(CkptBlock {
+                state,
+                retire: flags & 1 != 0,
+                scrub: flags & 2 != 0,
+                seq,
+                next_page,
+                header_objs,
+            });
+        }
+        let n = count(&mut r, 8)?;
+        let valid_bits = (0..n).map(|_| r.u64()).collect::<Option<Vec<_>>>()?;
+        let pairs = |r: &mut Reader| -> Option<Vec<(u32, u32)>> {
+            let n = count(r, 8)?;
+            (0..n).map(|_| Some((r.u32()?, r.u32()?))).collect()
+        };
+        let headers_on_flash = pairs(&mut r)?;
+        let tombstones = pairs(&mut r)?;
+        let n = count(&mut r, 20)?;
+        let mut objects = Vec::with_capacity(n);
+        for _ in 0..n {
+            let (ino, header, max_chunk_on_flash, rlen) = (r.u32()?, r.u32()?, r.u32()?, r.u32()?);
+            let record = r.take(rlen as usize)?.to_vec();
+            let m = count(&mut r, 4)?;
+            let chunks = (0..m).map(|_| r.u32()).collect::<Option<Vec<_>>>()?;
+            objects.push(CkptObject {
+                ino,
+                header,
+                max_chunk_on_flash,
+                record,
+                chunks,
+            });
+        }
+        if r.at != body.len() {
+            return None;
+        }
+        Some(CheckpointImage {
+            next_serial,
+            next_seq,
+            next_ino,
+            alloc_cursor,
+            super_page,
+            streams,
+            blocks,
+            valid_bits,
+            headers_on_flash,
+            tombstones,
+            objects,
+        })
+    }
+}

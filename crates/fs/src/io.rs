@@ -29,7 +29,7 @@ impl<F: Flash> FileSystem<F> {
     }
 
     /// Lays out a page: data, padding, and the tags in OOB or in band.
-    fn encode_page(&self, tags: &Tags, data: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    pub(crate) fn encode_page(&self, tags: &Tags, data: &[u8]) -> (Vec<u8>, Vec<u8>) {
         let g = self.layout.geometry;
         let mut page = vec![0xFF; g.page_size_bytes as usize];
         let mut oob = vec![0xFF; g.oob_size_bytes as usize];

@@ -48,6 +48,14 @@ impl<F: Flash> FileSystem<F> {
             fs.mount_method = MountMethod::Checkpoint;
             return Ok(fs);
         }
+        // Start from nothing: a checkpoint that was refused half-way may have left state.
+        let dev = fs.into_device();
+        let mut fs = Self::empty(
+            dev,
+            FsConfig::profile("yaffs", blocks)?,
+            Arc::clone(&options.clock),
+        );
+        fs.read_only = options.read_only;
         fs.scan()?;
         fs.mount_method = MountMethod::Scan;
         Ok(fs)
@@ -89,6 +97,7 @@ impl<F: Flash> FileSystem<F> {
             }
             let first_seen = seen.len();
             let mut used = 0;
+            let mut holds_checkpoint = false;
             let mut last_valid = None;
             for page in 0..ppb {
                 let pno = self.layout.pno(b, page);
@@ -103,6 +112,7 @@ impl<F: Flash> FileSystem<F> {
                             last_valid = Some(seen.len());
                             seen.push(Seen { pno, tags });
                         } else {
+                            holds_checkpoint = true;
                             last_valid = None;
                         }
                     }
@@ -122,7 +132,12 @@ impl<F: Flash> FileSystem<F> {
                 .map(|s| s.tags.block_seq)
                 .max()
                 .unwrap_or(0);
-            if used > 0 {
+            if holds_checkpoint {
+                // A checkpoint this scan does not use: erased before the first write, or
+                // a later mount could take it for current.
+                self.blocks.set_state(b, BlockState::Checkpoint);
+                self.checkpoint_blocks.push(b);
+            } else if used > 0 {
                 // Never append to a block found partly written: its next page may be torn.
                 self.blocks.set_state(b, BlockState::Full);
             }

@@ -78,3 +78,70 @@ fn write_remount_read() {
     fs.read(a3, 0, &mut buf).unwrap();
     assert!(buf.iter().all(|&x| x == 39));
 }
+
+#[test]
+fn checkpoint_mount_matches_scan_mount() {
+    let dev = FlashDevice::ram(preset("tiny").unwrap()).unwrap();
+    let cfg = FsConfig::profile("yaffs", 64).unwrap();
+    let mut fs = FileSystem::format(dev, cfg, opts().clock).unwrap();
+    let d = fs
+        .create(
+            ROOT_INO,
+            b"dir",
+            NewObject {
+                kind: Kind::Dir,
+                perm: 0o755,
+                ..file(0)
+            },
+        )
+        .unwrap();
+    for i in 0..50u32 {
+        let f = fs
+            .create(d.ino, format!("f{i}").as_bytes(), file(i))
+            .unwrap();
+        fs.write(f.ino, 0, &vec![i as u8; (i as usize) * 300])
+            .unwrap();
+    }
+    fs.unlink(d.ino, b"f7").unwrap();
+    let listing = fs.readdir(d.ino).unwrap();
+    let dev = fs.unmount().unwrap();
+    let mut fs = FileSystem::mount(dev, opts()).unwrap();
+    assert_eq!(fs.mount_method(), MountMethod::Checkpoint);
+    assert!(fs.fsck().is_clean(), "{:?}", fs.fsck().problems);
+    assert_eq!(fs.readdir(d.ino).unwrap(), listing);
+    let f9 = fs.resolve("/dir/f9").unwrap();
+    let mut buf = vec![0; 2700];
+    assert_eq!(fs.read(f9, 0, &mut buf).unwrap(), 2700);
+    assert!(buf.iter().all(|&b| b == 9));
+    // A write erases the checkpoint first; a crash then must scan and agree.
+    fs.write(f9, 0, b"new").unwrap();
+    fs.fsync(f9).unwrap();
+    let dev = fs.into_device();
+    let mut fs = FileSystem::mount(dev, opts()).unwrap();
+    assert_eq!(fs.mount_method(), MountMethod::Scan);
+    assert!(fs.fsck().is_clean(), "{:?}", fs.fsck().problems);
+    assert_eq!(fs.readdir(d.ino).unwrap(), listing);
+    let mut buf = vec![0; 3];
+    fs.read(f9, 0, &mut buf).unwrap();
+    assert_eq!(&buf, b"new");
+    // Forced scan with a valid checkpoint present, then a crash: the stale checkpoint
+    // must not come back.
+    let dev = fs.unmount().unwrap();
+    let mut fs = FileSystem::mount(
+        dev,
+        MountOptions {
+            force_scan: true,
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert_eq!(fs.mount_method(), MountMethod::Scan);
+    fs.write(f9, 0, b"NEW").unwrap();
+    fs.fsync(f9).unwrap();
+    let dev = fs.into_device();
+    let mut fs = FileSystem::mount(dev, opts()).unwrap();
+    assert_eq!(fs.mount_method(), MountMethod::Scan);
+    fs.read(f9, 0, &mut buf).unwrap();
+    assert_eq!(&buf, b"NEW");
+    assert!(fs.fsck().is_clean(), "{:?}", fs.fsck().problems);
+}

@@ -1,0 +1,418 @@
+//! `nandkit bench`: file system benchmarks on a simulated RAM device.
+//!
+//! Every benchmark formats a fresh device, runs one workload through the nandkit-fs API and
+//! reports, for the phase it measures, simulated time (the device clock), host time, flash
+//! operation counts, pages copied by cleaning and write amplification (flash programs / user
+//! data pages). Every random choice comes from a seed the report names: the device's
+//! (`--seed`, bad blocks and bit errors) and the workload's (`--workload-seed`).
+
+mod heap;
+mod random_overwrite;
+mod seq_write;
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use nandkit_flash::{ChipStats, Flash, FlashDevice};
+use nandkit_fs::{
+    CleanerKind, Clock, CountingClock, FileSystem, FsConfig, FsError, FsStats, Ino, Kind,
+    MountMethod, MountOptions, NewObject,
+};
+use rand::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::Serialize;
+
+#[derive(Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    command: BenchCommand,
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// One file written sequentially: host and simulated bandwidth, then mount times.
+    #[command(
+        long_about = seq_write::LONG_ABOUT,
+        after_help = "Targets: host_user_mb_per_s >= 200, efficiency_vs_raw >= 0.90.\n\n\
+            Examples:\n  \
+            nandkit bench seq-write\n  \
+            nandkit bench seq-write --geometry mlc-1g --device-size 128MiB --file-size 64MiB --json"
+    )]
+    SeqWrite(seq_write::SeqWriteArgs),
+    /// Uniform random overwrites of one big file: cleaning cost and write amplification
+    /// against the greedy model.
+    #[command(
+        long_about = random_overwrite::LONG_ABOUT,
+        after_help = "Target: with --cleaner greedy, write amplification within 5% of the formula \
+             or below (wa_ratio_to_formula <= 1.05).\n\n\
+             Examples:\n  \
+             nandkit bench random-overwrite --cleaner greedy\n  \
+             nandkit bench random-overwrite --geometry mlc-1g --device-size 128MiB \
+             --utilization 0.8 --cleaner greedy --json\n  \
+             nandkit bench random-overwrite --cleaner greedy --warmup-factor 4"
+    )]
+    RandomOverwrite(random_overwrite::RandomOverwriteArgs),
+    /// Heap the mounted file system holds: one big file, and many small files.
+    #[command(
+        long_about = heap::LONG_ABOUT,
+        after_help = "Examples:\n  \
+            nandkit bench heap --geometry mlc-1g --device-size 1GiB --json\n  \
+            nandkit bench heap --files 1000 --big-file-size 8MiB"
+    )]
+    Heap(heap::HeapArgs),
+}
+
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    match args.command {
+        BenchCommand::SeqWrite(a) => seq_write::run(a),
+        BenchCommand::RandomOverwrite(a) => random_overwrite::run(a),
+        BenchCommand::Heap(a) => heap::run(a),
+    }
+}
+
+/// File system options every benchmark shares.
+#[derive(Args, Debug, Clone)]
+pub struct FsArgs {
+    /// File system profile given to mkfs.
+    #[arg(long, default_value = "yaffs", value_name = "NAME")]
+    pub profile: String,
+    /// Cleaning policy: yaffs, greedy or cost-benefit [default: the profile's].
+    #[arg(long, value_name = "POLICY", value_parser = parse_cleaner)]
+    pub cleaner: Option<CleanerKind>,
+}
+
+fn parse_cleaner(text: &str) -> Result<CleanerKind, String> {
+    text.parse().map_err(|e: FsError| e.to_string())
+}
+
+impl FsArgs {
+    pub fn config(&self, dev: &FlashDevice) -> anyhow::Result<FsConfig> {
+        let blocks = dev.geometry().total_blocks() as u32;
+        let mut config = FsConfig::profile(&self.profile, blocks)
+            .with_context(|| format!("--profile {}", self.profile))?;
+        if let Some(kind) = self.cleaner {
+            config = config.with_cleaner(kind);
+        }
+        Ok(config)
+    }
+}
+
+/// Timestamps for the file system: a counter, so every run is the same run.
+pub fn bench_clock() -> Arc<dyn Clock> {
+    Arc::new(CountingClock::new(1_700_000_000_000_000_000))
+}
+
+pub fn mount_options(force_scan: bool) -> MountOptions {
+    MountOptions {
+        force_scan,
+        clock: bench_clock(),
+        ..MountOptions::default()
+    }
+}
+
+/// mkfs on a fresh RAM device.
+pub fn format(
+    config: nandkit_flash::DeviceConfig,
+    fs_args: &FsArgs,
+) -> anyhow::Result<FileSystem<FlashDevice>> {
+    let dev = FlashDevice::ram(config).context("creating the RAM device")?;
+    let fs_config = fs_args.config(&dev)?;
+    FileSystem::format(dev, fs_config, bench_clock()).context("formatting")
+}
+
+pub fn regular_file() -> NewObject<'static> {
+    NewObject {
+        kind: Kind::File,
+        perm: 0o644,
+        uid: 0,
+        gid: 0,
+        rdev: 0,
+        target: b"",
+    }
+}
+
+pub fn directory() -> NewObject<'static> {
+    NewObject {
+        kind: Kind::Dir,
+        perm: 0o755,
+        ..regular_file()
+    }
+}
+
+/// `len` bytes of seeded noise, so pages hold realistic (incompressible) data.
+pub fn noise(len: usize, seed: u64) -> Vec<u8> {
+    let mut buf = vec![0u8; len];
+    Xoshiro256PlusPlus::seed_from_u64(seed).fill_bytes(&mut buf);
+    buf
+}
+
+/// Writes `size` bytes to `ino` from offset 0 in writes of `write_size` bytes.
+pub fn write_sequential(
+    fs: &mut FileSystem<FlashDevice>,
+    ino: Ino,
+    size: u64,
+    write_size: u64,
+    data: &[u8],
+    progress: &mut Progress,
+) -> anyhow::Result<()> {
+    let mut offset = 0u64;
+    while offset < size {
+        let n = write_size.min(size - offset) as usize;
+        let done = fs
+            .write(ino, offset, &data[..n])
+            .with_context(|| format!("writing {n} bytes at offset {offset}"))?;
+        anyhow::ensure!(
+            done == n,
+            "short write at offset {offset}: {done} of {n} bytes (device full)"
+        );
+        offset += n as u64;
+        progress.inc(n as u64);
+    }
+    Ok(())
+}
+
+/// Device and file system counters at one moment, to measure a phase by difference.
+pub struct Snapshot {
+    host: Instant,
+    sim_ns: u64,
+    dev: ChipStats,
+    fs: FsStats,
+}
+
+impl Snapshot {
+    pub fn take(fs: &mut FileSystem<FlashDevice>) -> Snapshot {
+        let dev = fs.device_mut().stats().total();
+        Snapshot {
+            host: Instant::now(),
+            sim_ns: fs.device().now_ns(),
+            dev,
+            fs: fs.stats().clone(),
+        }
+    }
+}
+
+/// What one measured phase cost. Every benchmark reports these.
+#[derive(Serialize, Clone, Debug)]
+pub struct PhaseStats {
+    /// Simulated seconds (device clock) the phase took.
+    pub sim_s: f64,
+    /// Host (wall-clock) seconds the phase took.
+    pub host_s: f64,
+    /// Full page reads (data + OOB).
+    pub flash_reads: u64,
+    /// OOB-only reads.
+    pub flash_oob_reads: u64,
+    pub flash_programs: u64,
+    pub flash_erases: u64,
+    /// Valid pages cleaning moved (FsStats.pages_copied).
+    pub pages_copied: u64,
+    pub blocks_cleaned: u64,
+    /// Pages of file data the file system wrote (user data, not copies).
+    pub data_pages_written: u64,
+    /// Object header (metadata) pages written.
+    pub header_pages_written: u64,
+    pub checkpoint_pages_written: u64,
+    /// Bytes of user data accepted by write.
+    pub user_bytes: u64,
+    /// user_bytes in chunks (one flash page of user data each), rounded up.
+    pub user_pages: u64,
+    /// flash_programs / user_pages.
+    pub write_amplification: f64,
+}
+
+impl PhaseStats {
+    pub fn between(start: &Snapshot, end: &Snapshot, chunk_bytes: u32) -> PhaseStats {
+        let user_bytes = end.fs.user_bytes_written - start.fs.user_bytes_written;
+        let user_pages = user_bytes.div_ceil(u64::from(chunk_bytes));
+        let programs = end.dev.programs - start.dev.programs;
+        PhaseStats {
+            sim_s: (end.sim_ns - start.sim_ns) as f64 / 1e9,
+            host_s: end.host.duration_since(start.host).as_secs_f64(),
+            flash_reads: end.dev.page_reads - start.dev.page_reads,
+            flash_oob_reads: end.dev.oob_reads - start.dev.oob_reads,
+            flash_programs: programs,
+            flash_erases: end.dev.erases - start.dev.erases,
+            pages_copied: end.fs.pages_copied - start.fs.pages_copied,
+            blocks_cleaned: end.fs.blocks_cleaned - start.fs.blocks_cleaned,
+            data_pages_written: end.fs.data_pages_written - start.fs.data_pages_written,
+            header_pages_written: end.fs.header_pages_written - start.fs.header_pages_written,
+            checkpoint_pages_written: end.fs.checkpoint_pages_written
+                - start.fs.checkpoint_pages_written,
+            user_bytes,
+            user_pages,
+            write_amplification: ratio(programs as f64, user_pages as f64),
+        }
+    }
+
+    pub fn print(&self, label: &str) {
+        println!(
+            "{label:<12}simulated {:.3} s, host {:.3} s",
+            self.sim_s, self.host_s
+        );
+        println!(
+            "{:<12}flash: {} reads, {} OOB reads, {} programs, {} erases",
+            "", self.flash_reads, self.flash_oob_reads, self.flash_programs, self.flash_erases
+        );
+        println!(
+            "{:<12}fs: {} data + {} header + {} checkpoint pages written, {} pages copied \
+             by cleaning ({} blocks)",
+            "",
+            self.data_pages_written,
+            self.header_pages_written,
+            self.checkpoint_pages_written,
+            self.pages_copied,
+            self.blocks_cleaned
+        );
+        println!(
+            "{:<12}user: {} bytes = {} pages; write amplification {:.3}",
+            "", self.user_bytes, self.user_pages, self.write_amplification
+        );
+    }
+}
+
+/// a / b, or NaN (JSON null) when b is zero.
+pub fn ratio(a: f64, b: f64) -> f64 {
+    if b == 0.0 {
+        f64::NAN
+    } else {
+        a / b
+    }
+}
+
+/// One timed mount.
+#[derive(Serialize, Clone, Debug)]
+pub struct MountTiming {
+    /// How the mount actually found its state.
+    pub method: MountMethod,
+    pub host_ms: f64,
+    pub sim_ms: f64,
+}
+
+/// Mounts `dev` and times it (host and simulated).
+pub fn timed_mount(
+    dev: FlashDevice,
+    force_scan: bool,
+) -> anyhow::Result<(FileSystem<FlashDevice>, MountTiming)> {
+    let options = mount_options(force_scan);
+    let sim_start = dev.now_ns();
+    let t = Instant::now();
+    let fs = FileSystem::mount(dev, options).context("mounting")?;
+    let host_ms = t.elapsed().as_secs_f64() * 1e3;
+    let sim_ms = (fs.device().now_ns() - sim_start) as f64 / 1e6;
+    let method = fs.mount_method();
+    Ok((
+        fs,
+        MountTiming {
+            method,
+            host_ms,
+            sim_ms,
+        },
+    ))
+}
+
+/// Device facts every report starts with.
+#[derive(Serialize, Clone, Debug)]
+pub struct DeviceInfo {
+    pub geometry: String,
+    pub chips: u32,
+    pub device_bytes: u64,
+    pub page_size_bytes: u32,
+    pub pages_per_block: u32,
+    pub blocks: u64,
+    /// Seed of the device's random draws (factory bad blocks, bit errors).
+    pub device_seed: u64,
+}
+
+impl DeviceInfo {
+    pub fn of(config: &nandkit_flash::DeviceConfig) -> DeviceInfo {
+        let g = config.geometry;
+        DeviceInfo {
+            geometry: config.name.clone(),
+            chips: g.chips,
+            device_bytes: g.total_bytes(),
+            page_size_bytes: g.page_size_bytes,
+            pages_per_block: g.pages_per_block,
+            blocks: g.total_blocks(),
+            device_seed: config.seed,
+        }
+    }
+
+    pub fn print(&self) {
+        println!(
+            "device      {} x{} chip(s), {} MiB, {} B pages, {} pages/block, {} blocks, seed {:#x}",
+            self.geometry,
+            self.chips,
+            self.device_bytes >> 20,
+            self.page_size_bytes,
+            self.pages_per_block,
+            self.blocks,
+            self.device_seed
+        );
+    }
+}
+
+/// A progress bar on stderr that appears only once a phase has run for a second, and never
+/// when stderr is not a terminal or the output is JSON.
+pub struct Progress {
+    bar: ProgressBar,
+    enabled: bool,
+    shown: bool,
+    start: Instant,
+}
+
+impl Progress {
+    pub fn bytes(total: u64, what: &'static str, quiet: bool) -> Progress {
+        Progress::new(
+            total,
+            what,
+            quiet,
+            "{msg:>16} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
+        )
+    }
+
+    pub fn items(total: u64, what: &'static str, quiet: bool) -> Progress {
+        Progress::new(
+            total,
+            what,
+            quiet,
+            "{msg:>16} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} ({eta})",
+        )
+    }
+
+    fn new(total: u64, what: &'static str, quiet: bool, template: &str) -> Progress {
+        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
+        if let Ok(style) = ProgressStyle::with_template(template) {
+            bar.set_style(style);
+        }
+        bar.set_message(what);
+        Progress {
+            bar,
+            enabled: !quiet && std::io::stderr().is_terminal(),
+            shown: false,
+            start: Instant::now(),
+        }
+    }
+
+    pub fn inc(&mut self, n: u64) {
+        self.bar.inc(n);
+        if self.enabled && !self.shown && self.start.elapsed() >= Duration::from_secs(1) {
+            self.bar.set_draw_target(ProgressDrawTarget::stderr());
+            self.shown = true;
+        }
+    }
+
+    pub fn finish(self) {
+        if self.shown {
+            self.bar.finish_and_clear();
+        }
+    }
+}
+
+pub fn print_json<T: Serialize>(report: &T) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(report)?);
+    Ok(())
+}

@@ -1,0 +1,246 @@
+//! `nandkit bench` as a user runs it, at tiny sizes: the JSON fields exist and are sane.
+//! No timing thresholds: host speed depends on the machine.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn nandkit(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nandkit"))
+        .args(args)
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("RUST_LIB_BACKTRACE")
+        .output()
+        .expect("run nandkit")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs a bench with --json and parses its one JSON object.
+fn bench_json(args: &[&str]) -> Value {
+    let mut all = vec!["bench"];
+    all.extend_from_slice(args);
+    all.push("--json");
+    let out = nandkit(&all);
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    // Progress bars never go to a pipe, and JSON output is alone on stdout.
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).expect("stdout is one JSON object")
+}
+
+fn f(r: &Value, field: &str) -> f64 {
+    r[field]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{field} missing or not a number in {r}"))
+}
+
+fn u(r: &Value, field: &str) -> u64 {
+    r[field]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{field} missing or not an integer in {r}"))
+}
+
+/// The fields every benchmark reports for its measured phase.
+fn check_phase(r: &Value) {
+    assert!(f(r, "sim_s") > 0.0, "{r}");
+    assert!(f(r, "host_s") > 0.0, "{r}");
+    for field in [
+        "flash_reads",
+        "flash_oob_reads",
+        "flash_erases",
+        "pages_copied",
+        "blocks_cleaned",
+        "header_pages_written",
+    ] {
+        u(r, field);
+    }
+    let programs = u(r, "flash_programs");
+    let user_pages = u(r, "user_pages");
+    assert!(user_pages > 0 && programs >= user_pages, "{r}");
+    assert_eq!(
+        programs,
+        u(r, "data_pages_written")
+            + u(r, "header_pages_written")
+            + u(r, "checkpoint_pages_written")
+            + u(r, "pages_copied"),
+        "every program is data, a header, a checkpoint page or a copy: {r}"
+    );
+    let wa = f(r, "write_amplification");
+    assert!(
+        (wa - programs as f64 / user_pages as f64).abs() < 1e-9,
+        "{r}"
+    );
+}
+
+#[test]
+fn seq_write_json_contract() {
+    let r = bench_json(&[
+        "seq-write",
+        "--geometry",
+        "tiny",
+        "--file-size",
+        "1MiB",
+        "--write-size",
+        "64KiB",
+    ]);
+    assert_eq!(r["bench"], "seq-write");
+    assert_eq!(r["geometry"], "tiny");
+    u(&r, "device_seed");
+    u(&r, "workload_seed");
+    check_phase(&r);
+    assert_eq!(u(&r, "user_bytes"), 1 << 20);
+    assert_eq!(u(&r, "user_pages"), 512);
+    assert!(f(&r, "host_user_mb_per_s") > 0.0);
+    // tiny: 2048 B pages + 64 B OOB over a 40 MB/s bus, then 200 us: 252.8 us a page.
+    let raw = f(&r, "raw_program_mb_per_s");
+    assert!((raw - 2048.0 / 252.8).abs() < 1e-9, "{raw}");
+    let sim = f(&r, "sim_user_mb_per_s");
+    let eff = f(&r, "efficiency_vs_raw");
+    assert!((eff - sim / raw).abs() < 1e-12);
+    assert!(eff > 0.5 && eff <= 1.0 + 1e-9, "{eff}");
+    for field in [
+        "mount_scan_ms_host",
+        "mount_scan_ms_sim",
+        "mount_checkpoint_ms_host",
+        "mount_checkpoint_ms_sim",
+    ] {
+        assert!(f(&r, field) > 0.0, "{field}: {r}");
+    }
+    assert_eq!(r["scan_mount_method"], "Scan");
+    let m = r["checkpoint_mount_method"].as_str().unwrap();
+    assert!(m == "Checkpoint" || m == "Scan", "{m}");
+}
+
+#[test]
+fn random_overwrite_json_contract_and_determinism() {
+    let args = [
+        "random-overwrite",
+        "--geometry",
+        "tiny",
+        "--utilization",
+        "0.7",
+        "--overwrite-factor",
+        "1.5",
+        "--cleaner",
+        "greedy",
+        "--workload-seed",
+        "7",
+    ];
+    let r = bench_json(&args);
+    assert_eq!(r["bench"], "random-overwrite");
+    assert_eq!(r["cleaner"], "greedy");
+    assert_eq!(u(&r, "workload_seed"), 7);
+    check_phase(&r);
+    check_phase(&r["fill"]);
+    let file = u(&r, "file_size_bytes");
+    let usable = u(&r, "usable_capacity_bytes");
+    assert_eq!(file % 4096, 0);
+    assert!(
+        file <= usable * 7 / 10 && file + 4096 > usable * 7 / 10,
+        "{r}"
+    );
+    let ops = u(&r, "overwrite_ops");
+    assert_eq!(ops, (file * 3 / 2).div_ceil(4096));
+    assert_eq!(u(&r, "user_bytes"), ops * 4096);
+    // Overwrites on a 70% full device must clean.
+    assert!(
+        u(&r, "pages_copied") > 0 && u(&r, "flash_erases") > 0,
+        "{r}"
+    );
+    let a = f(&r, "a");
+    assert!((a - u(&r, "physical_pages") as f64 / u(&r, "logical_pages") as f64).abs() < 1e-12);
+    let formula = f(&r, "greedy_formula_wa");
+    assert!(formula > 1.0 && formula < 10.0, "{formula}");
+    let ratio = f(&r, "wa_ratio_to_formula");
+    assert!((ratio - f(&r, "write_amplification") / formula).abs() < 1e-12);
+    assert_eq!(r["within_5pct_of_formula"], ratio <= 1.05);
+    assert!(f(&r, "a_effective") < a);
+    for field in ["u", "i", "p"] {
+        let x = f(&r, field);
+        assert!((0.0..=1.0).contains(&x), "{field} = {x}");
+    }
+    assert!(f(&r, "u") > 0.6, "{r}");
+
+    // Same seeds, same run (simulated numbers are deterministic).
+    let again = bench_json(&args);
+    for field in ["flash_programs", "pages_copied", "flash_erases", "sim_s"] {
+        assert_eq!(r[field], again[field], "{field}");
+    }
+}
+
+#[test]
+fn random_overwrite_table_and_errors() {
+    let out = nandkit(&[
+        "bench",
+        "random-overwrite",
+        "--geometry",
+        "tiny",
+        "--utilization",
+        "0.5",
+        "--overwrite-factor",
+        "0.5",
+        "--cleaner",
+        "cost-benefit",
+        "--warmup-factor",
+        "0.5",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    for want in ["write amplification", "formula WA", "CostBenefit", "u "] {
+        assert!(text.contains(want), "{want} missing from:\n{text}");
+    }
+    let bad = nandkit(&["bench", "random-overwrite", "--cleaner", "lru"]);
+    assert!(!bad.status.success());
+    assert!(stderr(&bad).contains("greedy"), "{}", stderr(&bad));
+    let full = nandkit(&[
+        "bench",
+        "random-overwrite",
+        "--geometry",
+        "tiny",
+        "--utilization",
+        "1.5",
+    ]);
+    assert!(!full.status.success());
+    assert!(stderr(&full).contains("--utilization"), "{}", stderr(&full));
+}
+
+#[test]
+fn heap_json_contract() {
+    let r = bench_json(&[
+        "heap",
+        "--geometry",
+        "tiny",
+        "--big-file-size",
+        "1MiB",
+        "--files",
+        "300",
+        "--dirs",
+        "3",
+    ]);
+    assert_eq!(r["bench"], "heap");
+    // tiny is 8 MiB: per GiB is 128 times the bytes.
+    for case in ["one_100mib_file", "35000_files_2kib"] {
+        for suffix in ["", "_scan"] {
+            let bytes = f(&r, &format!("heap_bytes_{case}{suffix}"));
+            assert!(bytes > 0.0, "{case}{suffix}: {r}");
+            let per_gib = f(&r, &format!("heap_bytes_per_gib_{case}{suffix}"));
+            assert!((per_gib - bytes * 128.0).abs() < 1e-6, "{case}{suffix}");
+        }
+    }
+    let small = &r["many_small_files"];
+    assert_eq!(u(small, "files"), 300);
+    assert_eq!(u(small, "dirs"), 3);
+    check_phase(&small["populate"]);
+    check_phase(&r["one_100mib_file"]["populate"]);
+    assert_eq!(u(&small["populate"], "user_bytes"), 300 * 2048);
+    for mount in ["default_mount", "scan_mount"] {
+        let m = &small[mount];
+        assert!(u(m, "heap_peak_bytes") >= u(m, "heap_bytes"), "{m}");
+        assert!(f(m, "host_ms") > 0.0 && f(m, "sim_ms") > 0.0, "{m}");
+    }
+    assert_eq!(small["scan_mount"]["method"], "Scan");
+    // 300 files cost more heap than one.
+    assert!(f(&r, "heap_bytes_35000_files_2kib") > f(&r, "heap_bytes_one_100mib_file"));
+}
