@@ -4,10 +4,15 @@
 set -euo pipefail
 
 need_apt=()
-# fuse3 (fusermount3) is for `nandkit mount`, which arrives with the FUSE issue; installing
-# it now keeps set-up one command for every later feature.
-command -v fusermount3 >/dev/null 2>&1 || need_apt+=(fuse3)
-command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
+# Each entry: a command, and the Debian package that provides it.
+#   fusermount3      `nandkit mount` (FUSE) mounts and unmounts through it as a non-root user
+#   setfattr         xattr checks in crates/cli/tests/fuse_mount.rs
+#   sqlite3, git     real programs the FUSE integration test runs on a mount
+#   fio, bindfs      measuring the FUSE path against a pass-through file system
+for pair in fusermount3:fuse3 pkg-config:pkg-config setfattr:attr sqlite3:sqlite3 \
+            git:git fio:fio bindfs:bindfs; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || need_apt+=("${pair#*:}")
+done
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi

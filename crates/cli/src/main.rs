@@ -1,10 +1,18 @@
 //! `nandkit`: the command-line face of the NAND flash kit.
 
 mod bench;
+mod cmd_dump;
+mod cmd_fsck;
+mod cmd_info;
+mod cmd_mkfs;
 mod device_args;
 mod flash_bench;
 mod heap;
+mod image;
+mod mount;
 mod presets_cmd;
+
+use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
@@ -43,12 +51,67 @@ enum Command {
         nandkit bench random-overwrite --device-size 128MiB --utilization 0.8 --cleaner greedy\n  \
         nandkit bench heap --device-size 1GiB --json")]
     Bench(bench::BenchArgs),
+    /// Create a flash image (if absent) and format it with a nandkit file system.
+    #[command(
+        after_help = "The image is two files: IMAGE (every page's data then OOB, as \
+        nanddump --oob writes it) and IMAGE.meta (geometry and per-block wear).\n\
+        mkfs refuses to format an image that already holds a file system or data unless \
+        --force is given; with --force and different device options it recreates the image.\n\n\
+        Examples:\n  \
+        nandkit mkfs disk.img\n  \
+        nandkit mkfs disk.img --geometry mlc-1g --device-size 256MiB\n  \
+        nandkit mkfs disk.img --geometry tlc-1g --chips 4 --force"
+    )]
+    Mkfs(cmd_mkfs::MkfsArgs),
+    /// Mount an image through FUSE (returns once the mount is up; `fusermount3 -u` unmounts).
+    #[command(after_help = mount::AFTER_HELP)]
+    Mount(mount::MountArgs),
+    /// Check an image's file system without changing it.
+    #[command(
+        after_help = "Mounts the image read-only by a full scan and checks every \
+        invariant (page ownership, tags and CRCs, block table, directory tree, sizes). If a \
+        checkpoint is present, the mount it gives is checked too and compared with the scan.\n\n\
+        Exit status: 0 clean, 1 problems found (listed), 8 the image could not be checked.\n\n\
+        Examples:\n  \
+        nandkit fsck disk.img\n  \
+        nandkit fsck disk.img --json"
+    )]
+    Fsck(cmd_fsck::FsckArgs),
+    /// Describe an image: device, profile, space, wear, bad blocks, u/i/p.
+    #[command(
+        after_help = "u, i and p are the MODA paper's utilization (valid pages / all \
+        pages), invalidity (invalid pages / all pages) and uniformity (fraction of blocks \
+        that do not hold both valid and invalid pages).\n\n\
+        Examples:\n  \
+        nandkit info disk.img\n  \
+        nandkit info disk.img --json"
+    )]
+    Info(cmd_info::InfoArgs),
+    /// Per-block state of an image, or the decoded tags of one block's pages.
+    #[command(after_help = "Examples:\n  \
+        nandkit dump disk.img\n  \
+        nandkit dump disk.img --all --json\n  \
+        nandkit dump disk.img --block 0")]
+    Dump(cmd_dump::DumpArgs),
 }
 
-fn main() -> anyhow::Result<()> {
-    match Cli::parse().command {
+fn main() -> ExitCode {
+    let result = match Cli::parse().command {
         Command::Presets(args) => presets_cmd::run(args),
         Command::FlashBench(args) => flash_bench::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Mkfs(args) => cmd_mkfs::run(args),
+        Command::Mount(args) => return mount::main(args),
+        Command::Fsck(args) => return cmd_fsck::main(args),
+        Command::Info(args) => cmd_info::run(args),
+        Command::Dump(args) => cmd_dump::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // The same form anyhow's own `main` would print.
+            eprintln!("Error: {e:?}");
+            ExitCode::FAILURE
+        }
     }
 }

@@ -112,7 +112,13 @@ impl<F: Flash> FileSystem<F> {
             match self.write_chunk(ino, chunk, within, &data[done..done + n]) {
                 Ok(()) => done += n,
                 Err(FsError::NoSpace) if done > 0 => break,
-                Err(e) => return Err(e),
+                Err(e) => {
+                    // Nothing was written: neither is the file extended.
+                    if offset > size {
+                        self.shrink_back(ino, size);
+                    }
+                    return Err(e);
+                }
             }
         }
         let now = self.now();
@@ -146,21 +152,46 @@ impl<F: Flash> FileSystem<F> {
             }
             self.obj_mut(ino)?.cache = Some(WriteCache { chunk, data: buf });
         }
-        let full = {
+        // A new cache entry may later be flushed from the reserve; their number is bounded
+        // by what the reserve holds, and past that a partial chunk is written at once.
+        let full = within + bytes.len() == c || (!cached && self.cache_is_full());
+        let saved = {
             let o = self.obj_mut(ino)?;
             let w = o.cache.as_mut().expect("cache loaded");
-            w.data[within..within + bytes.len()].copy_from_slice(bytes);
-            within + bytes.len() == c
+            let range = within..within + bytes.len();
+            // A full chunk is flushed at once; if that fails the write did not happen, so
+            // the bytes it replaced must come back.
+            let saved = full.then(|| w.data[range.clone()].to_vec());
+            w.data[range].copy_from_slice(bytes);
+            saved
         };
-        if full {
+        if let Some(saved) = saved {
             // Size must cover the chunk before it is flushed (n_bytes comes from it).
             let o = self.obj_mut(ino)?;
             let end = u64::from(chunk) * c as u64 + (within + bytes.len()) as u64;
             let old_size = o.meta.size;
             o.meta.size = old_size.max(end);
-            if let Err(e) = self.flush_cache(ino) {
+            let flushed = match self.obj_mut(ino)?.cache.take() {
+                Some(w) => {
+                    let r = self.write_data_chunk(ino, w.chunk, &w.data, cached);
+                    if r.is_err() {
+                        self.obj_mut(ino)?.cache = Some(w);
+                    }
+                    r
+                }
+                None => Ok(()),
+            };
+            if let Err(e) = flushed {
                 let o = self.obj_mut(ino)?;
                 o.meta.size = old_size;
+                if cached {
+                    if let Some(w) = o.cache.as_mut() {
+                        w.data[within..within + saved.len()].copy_from_slice(&saved);
+                    }
+                } else {
+                    // Loaded (or not even read) for this write only: flash still has it.
+                    o.cache = None;
+                }
                 return Err(e);
             }
         } else {
@@ -176,7 +207,7 @@ impl<F: Flash> FileSystem<F> {
         let Some(cache) = self.obj_mut(ino)?.cache.take() else {
             return Ok(());
         };
-        match self.write_data_chunk(ino, cache.chunk, &cache.data) {
+        match self.write_data_chunk(ino, cache.chunk, &cache.data, true) {
             Ok(()) => Ok(()),
             Err(e) => {
                 self.obj_mut(ino)?.cache = Some(cache);
@@ -185,8 +216,23 @@ impl<F: Flash> FileSystem<F> {
         }
     }
 
+    /// Does the write cache already hold as many chunks as the reserve can flush?
+    fn cache_is_full(&self) -> bool {
+        let limit = self.cache_limit();
+        self.objects.len() > limit
+            && self.objects.values().filter(|o| o.cache.is_some()).count() >= limit
+    }
+
     /// Programs one chunk of file data (as much of `data` as the file size covers).
-    fn write_data_chunk(&mut self, ino: Ino, chunk: u32, data: &[u8]) -> Result<()> {
+    /// `accepted`: bytes a past `write` already reported written (a cache flush), which
+    /// may use the cleaning reserve.
+    fn write_data_chunk(
+        &mut self,
+        ino: Ino,
+        chunk: u32,
+        data: &[u8],
+        accepted: bool,
+    ) -> Result<()> {
         let c = u64::from(self.layout.chunk_bytes);
         let size = self.obj(ino)?.meta.size;
         let n = size.saturating_sub(u64::from(chunk) * c).min(c) as usize;
@@ -208,7 +254,11 @@ impl<F: Flash> FileSystem<F> {
             obj: ino,
             chunk,
         };
-        let pno = self.program(hint, tags, bytes)?;
+        let pno = if accepted {
+            self.program_accepted(hint, tags, bytes)?
+        } else {
+            self.program(hint, tags, bytes)?
+        };
         self.stats.data_pages_written += 1;
         let o = self.obj_mut(ino)?;
         let old = o.chunk_page(chunk);
@@ -222,11 +272,20 @@ impl<F: Flash> FileSystem<F> {
 
     /// Grows a file to `new_size` with zeros (see the module comment for why some zeros
     /// are written out).
+    /// On failure the file keeps its old size.
     fn extend(&mut self, ino: Ino, new_size: u64) -> Result<()> {
-        let c = u64::from(self.layout.chunk_bytes);
         let old = self.obj(ino)?.meta.size;
         debug_assert!(new_size > old);
-        if old % c != 0 {
+        let r = self.extend_from(ino, old, new_size);
+        if r.is_err() {
+            self.shrink_back(ino, old);
+        }
+        r
+    }
+
+    fn extend_from(&mut self, ino: Ino, old: u64, new_size: u64) -> Result<()> {
+        let c = u64::from(self.layout.chunk_bytes);
+        if !old.is_multiple_of(c) {
             // Zero the garbage past the end of the last chunk.
             let chunk = (old / c) as u32;
             let within = (old % c) as usize;
@@ -241,12 +300,38 @@ impl<F: Flash> FileSystem<F> {
                 let chunk_end = (u64::from(chunk) + 1) * c;
                 let o = self.obj_mut(ino)?;
                 o.meta.size = o.meta.size.max(chunk_end.min(new_size));
-                self.write_data_chunk(ino, chunk, &zeros)?;
+                self.write_data_chunk(ino, chunk, &zeros, false)?;
             }
         }
         let o = self.obj_mut(ino)?;
         o.meta.size = o.meta.size.max(new_size);
         Ok(())
+    }
+
+    /// Undoes a failed extension: the file keeps `size`. Zero chunks written past it are
+    /// dropped, and the header is rewritten so that a scan does not take them (or the
+    /// zeroed tail of the last chunk, flushed whole) as data newer than the header: it
+    /// would grow the file back. If even that fails, the next fsync writes it.
+    fn shrink_back(&mut self, ino: Ino, size: u64) {
+        let c = u64::from(self.layout.chunk_bytes);
+        let Ok(o) = self.obj_mut(ino) else {
+            return;
+        };
+        o.meta.size = size;
+        o.header_dirty = true;
+        let keep = size.div_ceil(c) as usize;
+        if o.cache.as_ref().is_some_and(|w| w.chunk as usize >= keep) {
+            o.cache = None;
+        }
+        let dropped: Vec<u32> = o.chunks.drain(keep.min(o.chunks.len())..).collect();
+        for pno in dropped {
+            if pno != NO_PAGE && pno != LOST_PAGE {
+                self.blocks.invalidate(pno);
+            }
+        }
+        if let Some(meta) = self.obj(ino).ok().map(|o| o.meta.clone()) {
+            let _ = self.persist(ino, meta, Vec::new());
+        }
     }
 
     /// Sets the file size. A shrink is written out at once, so stale chunks past the new

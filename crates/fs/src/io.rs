@@ -21,7 +21,21 @@ pub(crate) struct PageRead {
     pub damaged: bool,
 }
 
+/// Erased blocks that flushing already-accepted file data leaves alone: one for cleaning,
+/// one for the headers deletes write.
+const ACCEPTED_DATA_FLOOR: u32 = 2;
+
 impl<F: Flash> FileSystem<F> {
+    /// Most chunks the write cache may hold at once: what flushing them can take from the
+    /// reserve. Past that, partial chunks are written through.
+    pub(crate) fn cache_limit(&self) -> usize {
+        let blocks = self
+            .config
+            .reserve_blocks
+            .saturating_sub(ACCEPTED_DATA_FLOOR);
+        blocks as usize * self.layout.pages_per_block as usize
+    }
+
     pub(crate) fn take_serial(&mut self) -> u64 {
         let s = self.next_serial;
         self.next_serial += 1;
@@ -89,13 +103,35 @@ impl<F: Flash> FileSystem<F> {
 
     /// Programs a page somewhere the allocator chooses, handling torn and failing pages,
     /// and marks it valid. `tags.block_seq` is filled in here.
-    pub(crate) fn program(&mut self, hint: WriteHint, mut tags: Tags, data: &[u8]) -> Result<u32> {
+    pub(crate) fn program(&mut self, hint: WriteHint, tags: Tags, data: &[u8]) -> Result<u32> {
+        self.program_in(hint, tags, data, false)
+    }
+
+    /// `program`, for file data that `write` already accepted into the write cache: like
+    /// YAFFS's cache flush, it may use the cleaning reserve (all but the two blocks that
+    /// cleaning and deletes need), so fsync and unmount work on a full device.
+    pub(crate) fn program_accepted(
+        &mut self,
+        hint: WriteHint,
+        tags: Tags,
+        data: &[u8],
+    ) -> Result<u32> {
+        self.program_in(hint, tags, data, true)
+    }
+
+    fn program_in(
+        &mut self,
+        hint: WriteHint,
+        mut tags: Tags,
+        data: &[u8],
+        accepted: bool,
+    ) -> Result<u32> {
         self.check_writable()?;
         self.erase_stale_checkpoint()?;
         let mut erased_for_retry = false;
         loop {
             let stream = self.allocator.stream_for(&hint);
-            let block = self.active_block(stream, hint.cause)?;
+            let block = self.active_block(stream, hint.cause, accepted)?;
             let page = self.blocks.blocks[block as usize].next_page;
             tags.block_seq = self.blocks.blocks[block as usize].seq;
             let (buf, oob) = self.encode_page(&tags, data);
@@ -148,12 +184,18 @@ impl<F: Flash> FileSystem<F> {
     }
 
     /// The open block of a stream, opening (and first making room for) a new one if needed.
-    fn active_block(&mut self, stream: usize, cause: WriteCause) -> Result<u32> {
+    fn active_block(&mut self, stream: usize, cause: WriteCause, accepted: bool) -> Result<u32> {
+        let new_data = cause == WriteCause::UserData && !accepted;
+        if new_data && self.blocks.empty < self.config.reserve_blocks {
+            // Metadata may take a block out of the reserve and leave it open on a stream
+            // user data shares: new user data must not follow it there.
+            self.clean_while_empty_at_most(self.config.reserve_blocks - 1)?;
+        }
         if let Some(b) = self.streams[stream] {
             return Ok(b);
         }
         if matches!(cause, WriteCause::UserData | WriteCause::Metadata) {
-            self.make_room(cause)?;
+            self.make_room(stream, cause, accepted)?;
             // Cleaning may have opened a block for this stream meanwhile.
             if let Some(b) = self.streams[stream] {
                 return Ok(b);
@@ -185,19 +227,50 @@ impl<F: Flash> FileSystem<F> {
     /// Cleans until a new block may be opened for `cause`: user data must leave the
     /// reserve alone; metadata (which deletes need, to free space on a full device) may
     /// use all but the last erased block, which cleaning itself needs.
-    fn make_room(&mut self, cause: WriteCause) -> Result<()> {
+    fn make_room(&mut self, stream: usize, cause: WriteCause, accepted: bool) -> Result<()> {
         if let Some(victim) = self.cleaner.pick(&self.blocks, Need::Opportunistic) {
             self.clean_block(victim)?;
         }
         let floor = match cause {
-            WriteCause::UserData => self.config.reserve_blocks,
+            WriteCause::UserData if accepted => ACCEPTED_DATA_FLOOR.min(self.config.reserve_blocks),
+            WriteCause::UserData => {
+                return self.clean_while_empty_at_most(self.config.reserve_blocks)
+            }
             _ => 1,
         };
+        while self.blocks.empty <= floor {
+            // Cleaning copies into this stream's block too: once it has opened one, metadata
+            // and accepted data can go there (new user data keeps to the reserve rule).
+            if self.streams[stream].is_some() {
+                return Ok(());
+            }
+            match self.cleaner.pick(&self.blocks, Need::Space) {
+                Some(victim) => self.clean_block(victim)?,
+                None => return Err(FsError::NoSpace),
+            }
+        }
+        Ok(())
+    }
+
+    /// Cleans until more than `floor` blocks are erased, or fails with ENOSPC.
+    fn clean_while_empty_at_most(&mut self, floor: u32) -> Result<()> {
         while self.blocks.empty <= floor {
             match self.cleaner.pick(&self.blocks, Need::Space) {
                 Some(victim) => self.clean_block(victim)?,
                 None => return Err(FsError::NoSpace),
             }
+        }
+        Ok(())
+    }
+
+    /// Called before a new object's first header is written. New objects, like user data,
+    /// leave the cleaning reserve alone (YAFFS lets only rewrites of existing headers use
+    /// it), so that on a device full of objects a delete can still write its tombstone.
+    pub(crate) fn make_room_for_new_object(&mut self) -> Result<()> {
+        self.check_writable()?;
+        self.erase_stale_checkpoint()?;
+        if self.blocks.empty < self.config.reserve_blocks {
+            self.clean_while_empty_at_most(self.config.reserve_blocks - 1)?;
         }
         Ok(())
     }
@@ -262,38 +335,51 @@ impl<F: Flash> FileSystem<F> {
         };
         let new = self.program(hint, tags, &read.data)?;
         self.stats.pages_copied += 1;
-        self.repoint(&tags, pno, new);
-        self.blocks.invalidate(pno);
+        if self.repoint(&tags, pno, new) {
+            self.blocks.invalidate(pno);
+        } else {
+            // The page holds something its owner does not expect (it was overwritten or
+            // damaged since a checkpoint vouched for it): the copy belongs to nobody, and
+            // whoever referenced the page has lost it.
+            self.blocks.invalidate(new);
+            self.forget_page(pno);
+        }
         Ok(())
     }
 
-    /// Whatever referenced page `old` now references `new`.
-    fn repoint(&mut self, tags: &Tags, old: u32, new: u32) {
+    /// Whatever referenced page `old` now references `new`. False if nothing did.
+    fn repoint(&mut self, tags: &Tags, old: u32, new: u32) -> bool {
+        let mut found = false;
         match tags.kind {
             PageKind::Data => {
                 if let Some(o) = self.objects.get_mut(&tags.obj) {
                     if o.chunk_page(tags.chunk) == old {
                         o.set_chunk(tags.chunk, new);
+                        found = true;
                     }
                 }
             }
             PageKind::Header => {
                 if tags.obj == SUPER_INO && self.super_page == Some(old) {
                     self.super_page = Some(new);
+                    found = true;
                 }
                 if let Some(o) = self.objects.get_mut(&tags.obj) {
                     if o.header == Some(old) {
                         o.header = Some(new);
+                        found = true;
                     }
                 }
                 if let Some(t) = self.tombstones.get_mut(&tags.obj) {
                     if *t == old {
                         *t = new;
+                        found = true;
                     }
                 }
             }
             PageKind::Checkpoint => {}
         }
+        found
     }
 
     /// A valid page whose tags cannot be read: whoever owns it loses it (reads give EIO,
@@ -437,7 +523,11 @@ impl<F: Flash> FileSystem<F> {
     pub(crate) fn erase_stale_checkpoint(&mut self) -> Result<()> {
         while let Some(b) = self.checkpoint_blocks.pop() {
             self.blocks.set_state(b, BlockState::Full);
-            self.blocks.blocks[b as usize].valid = 0;
+            if self.blocks.blocks[b as usize].valid > 0 {
+                // Live pages beside checkpoint pages (a damaged image: a scan trusts valid
+                // pages wherever they are): cleaning copies them out before it erases.
+                continue;
+            }
             self.erase_block(b)?;
         }
         Ok(())

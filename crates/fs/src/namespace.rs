@@ -124,6 +124,7 @@ impl<F: Flash> FileSystem<F> {
         if !self.fits(&meta, &[]) {
             return Err(FsError::NameTooLong);
         }
+        self.make_room_for_new_object()?;
         let ino = self.next_ino;
         self.next_ino = self.next_ino.checked_add(1).ok_or(FsError::NoSpace)?;
         self.objects.insert(ino, Object::new(meta.clone()));
@@ -216,11 +217,17 @@ impl<F: Flash> FileSystem<F> {
     /// last name and nothing holds it open.
     fn drop_name(&mut self, ino: Ino, parent: Ino, name: &[u8]) -> Result<()> {
         let now = self.now();
-        self.flush_cache(ino)?;
         let mut meta = self.obj(ino)?.meta.clone();
         meta.names
             .retain(|n| !(n.parent == parent && &*n.name == name));
         meta.ctime_ns = now;
+        if !meta.names.is_empty() {
+            // The header records the size: the data it covers goes first. An object losing
+            // its last name is going away, so its data needs no flash (and a full device
+            // must still be able to delete it).
+            self.flush_cache(ino)?;
+            meta.size = self.obj(ino)?.meta.size;
+        }
         self.persist(ino, meta, Vec::new())?;
         self.remove_name(ino, parent, name);
         self.touch_dir(parent, now);
@@ -339,6 +346,15 @@ impl<F: Flash> FileSystem<F> {
         }
         self.flush_cache(src)?;
         meta.size = self.obj(src)?.meta.size;
+        // The replaced object's header is rewritten after the rename is durable; whatever
+        // that needs must succeed (or fail) before it.
+        let dst_keeps_names = match dst {
+            Some(d) => self.obj(d)?.meta.names.len() > 1,
+            None => false,
+        };
+        if let (Some(d), true) = (dst, dst_keeps_names) {
+            self.flush_cache(d)?;
+        }
         self.persist(src, meta, Vec::new())?;
         // Durable from here: the replaced object's own (older) claim on the name loses.
         if let Some(d) = dst {
@@ -355,8 +371,9 @@ impl<F: Flash> FileSystem<F> {
                 .names
                 .retain(|n| !(n.parent == new_parent && &*n.name == new_name));
             dmeta.ctime_ns = now;
-            self.flush_cache(d)?;
-            dmeta.size = self.obj(d)?.meta.size;
+            if dst_keeps_names {
+                dmeta.size = self.obj(d)?.meta.size;
+            }
             self.persist(d, dmeta, Vec::new())?;
             let o = self.obj(d)?;
             if o.meta.names.is_empty() && o.open == 0 {

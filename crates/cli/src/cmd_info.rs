@@ -1,0 +1,180 @@
+//! `nandkit info`: what an image is and how full and worn it is.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::Args;
+use nandkit_flash::{DeviceOptions, Flash};
+use nandkit_fs::layout::{Layout, TagPlace};
+use nandkit_fs::MountMethod;
+use serde::Serialize;
+
+use crate::image::{self, Access};
+use crate::presets_cmd::human_bytes;
+
+#[derive(Args)]
+pub struct InfoArgs {
+    /// Flash image to describe.
+    #[arg(value_name = "IMAGE")]
+    image: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Info {
+    image: PathBuf,
+    device: nandkit_flash::DeviceConfig,
+    total_bytes: u64,
+    profile: nandkit_fs::FsConfig,
+    chunk_bytes: u32,
+    /// "oob" or "in-band".
+    tags: &'static str,
+    mount_method: MountMethod,
+    mount_host_ms: f64,
+    mount_simulated_ms: f64,
+    statfs: nandkit_fs::StatFs,
+    used_bytes: u64,
+    free_bytes: u64,
+    total_fs_bytes: u64,
+    good_blocks: u64,
+    erase_count_min: u32,
+    erase_count_mean: f64,
+    erase_count_max: u32,
+    bad_blocks: u64,
+    factory_bad_blocks: u64,
+    grown_bad_blocks: u64,
+    /// MODA: valid pages / all pages.
+    utilization: f64,
+    /// MODA: invalid pages / all pages.
+    invalidity: f64,
+    /// MODA: fraction of blocks that do not hold both valid and invalid pages.
+    uniformity: f64,
+}
+
+pub fn run(args: InfoArgs) -> anyhow::Result<()> {
+    let img = &args.image;
+    image::require_exists(img)?;
+    let _lock = image::lock(img, Access::Read)?;
+    let mut dev = image::open_device(img, DeviceOptions::default())?;
+
+    // Wear comes from the device itself (the sidecar), so it is read before the mount.
+    let g = dev.geometry();
+    let (mut good, mut sum, mut min, mut max) = (0u64, 0u64, u32::MAX, 0u32);
+    let (mut factory, mut grown) = (0u64, 0u64);
+    for addr in image::block_addrs(g) {
+        let b = dev.block_info(addr)?;
+        if b.factory_bad || b.grown_bad {
+            factory += u64::from(b.factory_bad);
+            grown += u64::from(b.grown_bad && !b.factory_bad);
+            continue;
+        }
+        good += 1;
+        sum += u64::from(b.erase_count);
+        min = min.min(b.erase_count);
+        max = max.max(b.erase_count);
+    }
+    let device = dev.config().clone();
+
+    let start = Instant::now();
+    let fs = image::mount_read_only(img, dev, false)?;
+    let mount_host_ms = start.elapsed().as_secs_f64() * 1e3;
+    let mount_simulated_ms = fs.device().now_ns() as f64 / 1e6;
+    let statfs = fs.statfs();
+    let (u, i, p) = fs.uip();
+    let c = u64::from(statfs.chunk_bytes);
+    let layout = Layout::new(g);
+    let info = Info {
+        image: img.clone(),
+        total_bytes: g.total_bytes(),
+        device,
+        profile: fs.config().clone(),
+        chunk_bytes: fs.chunk_bytes(),
+        tags: match layout.tags {
+            TagPlace::Oob => "oob",
+            TagPlace::InBand => "in-band",
+        },
+        mount_method: fs.mount_method(),
+        mount_host_ms,
+        mount_simulated_ms,
+        used_bytes: statfs.used_chunks * c,
+        free_bytes: statfs.free_chunks * c,
+        total_fs_bytes: statfs.total_chunks * c,
+        statfs,
+        good_blocks: good,
+        erase_count_min: if good == 0 { 0 } else { min },
+        erase_count_mean: if good == 0 {
+            0.0
+        } else {
+            sum as f64 / good as f64
+        },
+        erase_count_max: max,
+        bad_blocks: factory + grown,
+        factory_bad_blocks: factory,
+        grown_bad_blocks: grown,
+        utilization: u,
+        invalidity: i,
+        uniformity: p,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&info)?);
+    } else {
+        print_text(&info);
+    }
+    Ok(())
+}
+
+fn print_text(x: &Info) {
+    let s = &x.statfs;
+    let pct = |a: u64, b: u64| {
+        if b == 0 {
+            0.0
+        } else {
+            100.0 * a as f64 / b as f64
+        }
+    };
+    println!("image        {}", x.image.display());
+    println!("device       {}", image::describe_device(&x.device));
+    println!(
+        "             {:?} cells, {} us read / {} us program / {} us erase",
+        x.device.cell,
+        x.device.timing.read_ns as f64 / 1e3,
+        x.device.timing.program_ns as f64 / 1e3,
+        x.device.timing.erase_ns as f64 / 1e3
+    );
+    println!(
+        "file system  {} profile, {} B chunks, tags {}, cleaner {:?}, {} reserve blocks",
+        x.profile.profile, x.chunk_bytes, x.tags, x.profile.cleaner, x.profile.reserve_blocks
+    );
+    println!(
+        "mounted by   {} ({:.1} ms host, {:.1} ms simulated)",
+        match x.mount_method {
+            MountMethod::Checkpoint => "checkpoint (last unmount was clean)",
+            MountMethod::Scan => "full scan (no checkpoint: last unmount was not clean)",
+            MountMethod::Format => "format",
+        },
+        x.mount_host_ms,
+        x.mount_simulated_ms
+    );
+    println!(
+        "space        {} used of {} ({:.1}%), {} free; {} objects",
+        human_bytes(x.used_bytes),
+        human_bytes(x.total_fs_bytes),
+        pct(s.used_chunks, s.total_chunks),
+        human_bytes(x.free_bytes),
+        s.objects
+    );
+    println!(
+        "erase counts min {} / mean {:.2} / max {} over {} good blocks",
+        x.erase_count_min, x.erase_count_mean, x.erase_count_max, x.good_blocks
+    );
+    println!(
+        "bad blocks   {} ({} factory, {} grown)",
+        x.bad_blocks, x.factory_bad_blocks, x.grown_bad_blocks
+    );
+    println!(
+        "u / i / p    {:.4} / {:.4} / {:.4}  (utilization, invalidity, uniformity)",
+        x.utilization, x.invalidity, x.uniformity
+    );
+}

@@ -1,0 +1,189 @@
+//! `nandkit mkfs`: create a flash image (if needed) and format it.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use nandkit_flash::{DeviceConfig, DeviceOptions, Flash, FlashDevice};
+use nandkit_fs::{FileSystem, StatFs, SystemClock};
+
+use crate::bench::FsArgs;
+use crate::image::{self, Access, NewDeviceArgs};
+use crate::presets_cmd::human_bytes;
+
+#[derive(Args)]
+pub struct MkfsArgs {
+    /// Flash image file (its geometry lives beside it in IMAGE.meta). Created if absent.
+    #[arg(value_name = "IMAGE")]
+    pub image: PathBuf,
+    #[command(flatten)]
+    pub device: NewDeviceArgs,
+    #[command(flatten)]
+    pub fs: FsArgs,
+    /// Format even if the image already holds a file system or data, and recreate the image
+    /// if it exists with a different geometry.
+    #[arg(long, short = 'f')]
+    pub force: bool,
+}
+
+pub fn run(args: MkfsArgs) -> anyhow::Result<()> {
+    let report = make(&args)?;
+    println!("{report}");
+    Ok(())
+}
+
+/// What mkfs did, for the caller to print.
+pub struct MkfsReport {
+    image: PathBuf,
+    created: bool,
+    device: DeviceConfig,
+    profile: String,
+    statfs: StatFs,
+}
+
+impl std::fmt::Display for MkfsReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = &self.statfs;
+        let c = u64::from(s.chunk_bytes);
+        writeln!(
+            f,
+            "nandkit mkfs: {} {}",
+            if self.created {
+                "created and formatted"
+            } else {
+                "formatted"
+            },
+            self.image.display()
+        )?;
+        writeln!(f, "  device   {}", image::describe_device(&self.device))?;
+        writeln!(f, "  profile  {}, {} B chunks", self.profile, s.chunk_bytes)?;
+        write!(
+            f,
+            "  space    {} usable, {} free",
+            human_bytes(s.total_chunks * c),
+            human_bytes(s.free_chunks * c)
+        )
+    }
+}
+
+/// Creates (or reuses) the image and formats it; used by `mkfs` and `mount --create`.
+pub fn make(args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
+    let image = &args.image;
+    // A bad --geometry or --profile is reported before any file is touched.
+    let wanted = args.device.config()?;
+    nandkit_fs::FsConfig::profile(&args.fs.profile, wanted.geometry.total_blocks() as u32)
+        .with_context(|| {
+            format!(
+                "--profile {} (known: {})",
+                args.fs.profile,
+                nandkit_fs::PROFILES.join(", ")
+            )
+        })?;
+    if image.is_dir() {
+        bail!("{}: is a directory, not a flash image", image.display());
+    }
+    if !image.exists() {
+        let dev = FlashDevice::create_image(image, wanted, false, DeviceOptions::default())
+            .with_context(|| format!("creating flash image {}", image.display()))?;
+        let _lock = image::lock(image, Access::Write)?;
+        return format(image, dev, &args.fs, true);
+    }
+
+    let _lock = image::lock(image, Access::Write)?;
+    let dev = match image::open_device(image, DeviceOptions::default()) {
+        Ok(dev) => dev,
+        Err(e) if args.force => {
+            eprintln!("nandkit mkfs: {e:#}; recreating the image");
+            return recreate(image, wanted, &args.fs);
+        }
+        Err(e) => bail!("{e:#}\n(--force recreates the image)"),
+    };
+    let existing = dev.config().clone();
+    if args.device.given() && args.device.differs_from(&wanted, &existing) {
+        if !args.force {
+            bail!(
+                "{} exists with a different device:\n  image:     {}\n  requested: {}\n\
+                 (--force recreates it, losing its contents; without device options mkfs \
+                 formats it as it is)",
+                image.display(),
+                image::describe_device(&existing),
+                image::describe_device(&wanted)
+            );
+        }
+        drop(dev);
+        return recreate(image, wanted, &args.fs);
+    }
+    if !args.force {
+        refuse_if_in_use(image, dev)?;
+        let dev = image::open_device(image, DeviceOptions::default())?;
+        return format(image, dev, &args.fs, false);
+    }
+    format(image, dev, &args.fs, false)
+}
+
+fn recreate(image: &Path, config: DeviceConfig, fs: &FsArgs) -> anyhow::Result<MkfsReport> {
+    let dev = FlashDevice::create_image(image, config, true, DeviceOptions::default())
+        .with_context(|| format!("recreating flash image {}", image.display()))?;
+    format(image, dev, fs, true)
+}
+
+/// Fails if any page of the image was ever programmed: it holds a file system or data.
+fn refuse_if_in_use(image: &Path, mut dev: FlashDevice) -> anyhow::Result<()> {
+    let g = dev.geometry();
+    let mut written = 0u64;
+    for addr in image::block_addrs(g) {
+        let info = dev.block_info(addr)?;
+        if info.write_ptr > 0 || info.erase_torn {
+            written += 1;
+        }
+    }
+    if written == 0 {
+        return Ok(());
+    }
+    match image::mount_read_only(image, dev, false) {
+        Ok(fs) => {
+            let s = fs.statfs();
+            bail!(
+                "{} already holds a nandkit file system ({} profile, {} files and directories, {} used); \
+                 use --force to format it anyway, destroying its contents",
+                image.display(),
+                fs.config().profile,
+                s.objects,
+                human_bytes(s.used_chunks * u64::from(s.chunk_bytes))
+            )
+        }
+        Err(_) => bail!(
+            "{} holds data ({written} blocks written) but no mountable nandkit file system; \
+             use --force to format it anyway",
+            image.display()
+        ),
+    }
+}
+
+fn format(
+    image: &Path,
+    dev: FlashDevice,
+    fs_args: &FsArgs,
+    created: bool,
+) -> anyhow::Result<MkfsReport> {
+    let device = dev.config().clone();
+    let config = fs_args.config(&dev)?;
+    let profile = config.profile.clone();
+    let fs = FileSystem::format(dev, config, Arc::new(SystemClock))
+        .with_context(|| format!("formatting {}", image.display()))?;
+    let statfs = fs.statfs();
+    // A clean unmount leaves a checkpoint, so the first mount needs no scan.
+    let mut dev = fs
+        .unmount()
+        .with_context(|| format!("writing {}", image.display()))?;
+    dev.sync()
+        .with_context(|| format!("syncing {}", image.display()))?;
+    Ok(MkfsReport {
+        image: image.to_path_buf(),
+        created,
+        device,
+        profile,
+        statfs,
+    })
+}

@@ -1,0 +1,793 @@
+//! The FUSE face of the file system: each kernel request becomes one call on the
+//! `FileSystem`, under one lock.
+//!
+//! Inode numbers pass through unchanged: nandkit's root is object 1, as FUSE's is, and
+//! nandkit never reuses an object number, so the generation is always 0.
+//!
+//! Caching: every change reaches the daemon through this kernel mount (the image is locked
+//! against anyone else), so directory entries may be cached. Attributes are not, by default
+//! (TTL 0): the kernel then asks again on every stat, and a link count or ctime can never be
+//! stale. With `-o writeback` the kernel owns sizes and times of files being written anyway,
+//! and a short attribute TTL saves a GETATTR on every write.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use fuser::{
+    AccessFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags,
+    Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr,
+    ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs,
+    ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+};
+use nandkit_flash::FlashDevice;
+use nandkit_fs::{Attr, FileSystem, FsError, Ino, Kind, NewObject, RenameMode, SetAttr, XattrMode};
+
+/// The mounted file system, shared with the code that unmounts it when the session ends.
+pub type SharedFs = Arc<Mutex<Option<FileSystem<FlashDevice>>>>;
+
+/// `st_blksize`: the I/O size tools such as cp use. Much larger than a flash page, so each
+/// FUSE request carries many chunks.
+const BLKSIZE: u32 = 64 * 1024;
+
+/// Largest write the kernel may send in one request.
+pub const MAX_WRITE: u32 = 1 << 20;
+
+/// How the mount behaves (from -o options).
+#[derive(Clone, Debug)]
+pub struct FuseOptions {
+    pub read_only: bool,
+    /// Ask the kernel for its write-back cache.
+    pub writeback: bool,
+    pub attr_ttl: Duration,
+    pub entry_ttl: Duration,
+}
+
+/// A directory listing taken at opendir (and again at rewinddir). Offsets are positions in
+/// it, so while entries are added and removed a reader still sees each entry that was there
+/// at opendir exactly once; entries added since may be missing and removed ones may still
+/// show, as POSIX allows.
+struct DirSnapshot {
+    ino: Ino,
+    entries: Vec<(u64, FileType, Vec<u8>)>,
+    /// A read at offset 0 after this one is a rewind: list afresh.
+    served: bool,
+}
+
+pub struct NandFuse {
+    fs: SharedFs,
+    opts: FuseOptions,
+    chunk_bytes: u32,
+    dirs: Mutex<HashMap<u64, DirSnapshot>>,
+    next_fh: AtomicU64,
+}
+
+fn errno(e: &FsError) -> Errno {
+    Errno::from_i32(e.errno())
+}
+
+fn ino32(ino: INodeNo) -> Result<Ino, Errno> {
+    Ino::try_from(ino.0).map_err(|_| Errno::ENOENT)
+}
+
+fn name_bytes(name: &OsStr) -> &[u8] {
+    name.as_bytes()
+}
+
+fn time(ns: i64) -> SystemTime {
+    if ns >= 0 {
+        UNIX_EPOCH + Duration::from_nanos(ns as u64)
+    } else {
+        UNIX_EPOCH - Duration::from_nanos(ns.unsigned_abs())
+    }
+}
+
+fn time_ns(t: SystemTime) -> i64 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+        Err(e) => -i64::try_from(e.duration().as_nanos()).unwrap_or(i64::MAX),
+    }
+}
+
+fn time_or_now(t: TimeOrNow) -> i64 {
+    match t {
+        TimeOrNow::SpecificTime(t) => time_ns(t),
+        TimeOrNow::Now => time_ns(SystemTime::now()),
+    }
+}
+
+fn file_type(kind: Kind) -> FileType {
+    match kind {
+        Kind::File => FileType::RegularFile,
+        Kind::Dir => FileType::Directory,
+        Kind::Symlink => FileType::Symlink,
+        Kind::CharDev => FileType::CharDevice,
+        Kind::BlockDev => FileType::BlockDevice,
+        Kind::Fifo => FileType::NamedPipe,
+        Kind::Socket => FileType::Socket,
+    }
+}
+
+/// The object kind a mknod mode asks for.
+fn kind_of_mode(mode: u32) -> Option<Kind> {
+    match mode & libc::S_IFMT {
+        libc::S_IFREG | 0 => Some(Kind::File),
+        libc::S_IFCHR => Some(Kind::CharDev),
+        libc::S_IFBLK => Some(Kind::BlockDev),
+        libc::S_IFIFO => Some(Kind::Fifo),
+        libc::S_IFSOCK => Some(Kind::Socket),
+        _ => None,
+    }
+}
+
+/// A new object of `kind`; its owner is filled in by `NandFuse::make`.
+fn object(kind: Kind, mode: u32, rdev: u64, target: &[u8]) -> NewObject<'_> {
+    NewObject {
+        kind,
+        perm: mode,
+        uid: 0,
+        gid: 0,
+        rdev,
+        target,
+    }
+}
+
+impl NandFuse {
+    pub fn new(fs: SharedFs, chunk_bytes: u32, opts: FuseOptions) -> Self {
+        Self {
+            fs,
+            opts,
+            chunk_bytes,
+            dirs: Mutex::new(HashMap::new()),
+            next_fh: AtomicU64::new(1),
+        }
+    }
+
+    /// Runs `f` on the file system under its lock. A lock poisoned by a panic, or a file
+    /// system already handed back for unmounting, answers EIO.
+    fn with_fs<T>(
+        &self,
+        f: impl FnOnce(&mut FileSystem<FlashDevice>) -> Result<T, FsError>,
+    ) -> Result<T, Errno> {
+        let mut guard = self.fs.lock().map_err(|_| Errno::EIO)?;
+        let fs = guard.as_mut().ok_or(Errno::EIO)?;
+        f(fs).map_err(|e| errno(&e))
+    }
+
+    fn attr(&self, a: &Attr) -> FileAttr {
+        let ctime = time(a.ctime_ns);
+        FileAttr {
+            ino: INodeNo(u64::from(a.ino)),
+            size: a.size,
+            // st_blocks counts 512-byte units of space held.
+            blocks: (a.blocks * u64::from(self.chunk_bytes)).div_ceil(512),
+            atime: time(a.atime_ns),
+            mtime: time(a.mtime_ns),
+            ctime,
+            crtime: ctime,
+            kind: file_type(a.kind),
+            perm: (a.perm & 0o7777) as u16,
+            nlink: a.nlink,
+            uid: a.uid,
+            gid: a.gid,
+            // FUSE carries the kernel's 32-bit encoding of dev_t; mknod gave us that form.
+            rdev: a.rdev as u32,
+            blksize: BLKSIZE,
+            flags: 0,
+        }
+    }
+
+    fn reply_entry(&self, reply: ReplyEntry, r: Result<Attr, Errno>) {
+        match r {
+            Ok(a) => reply.entry_with_ttls(
+                &self.opts.attr_ttl,
+                &self.opts.entry_ttl,
+                &self.attr(&a),
+                Generation(0),
+            ),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn reply_empty(reply: ReplyEmpty, r: Result<(), Errno>) {
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    /// Creates an object as `req`'s user (`new`'s owner fields are filled in here), and
+    /// opens it if asked. A
+    /// set-gid directory passes its group on, and its set-gid bit to new subdirectories
+    /// (as on every Linux file system).
+    fn make(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mut new: NewObject<'_>,
+        open: bool,
+    ) -> Result<Attr, Errno> {
+        let parent = ino32(parent)?;
+        self.with_fs(|fs| {
+            let p = fs.getattr(parent)?;
+            new.perm &= 0o7777;
+            new.uid = req.uid();
+            new.gid = req.gid();
+            if p.perm & libc::S_ISGID != 0 {
+                new.gid = p.gid;
+                if new.kind == Kind::Dir {
+                    new.perm |= libc::S_ISGID;
+                }
+            }
+            let a = fs.create(parent, name_bytes(name), new)?;
+            if open {
+                // Under the same lock, so nobody can unlink it before it is open.
+                fs.open(a.ino)?;
+            }
+            Ok(a)
+        })
+    }
+
+    fn snapshot(&self, ino: Ino) -> Result<Vec<(u64, FileType, Vec<u8>)>, Errno> {
+        self.with_fs(|fs| {
+            let parent = fs.parent_of(ino)?;
+            let list = fs.readdir(ino)?;
+            let mut out = Vec::with_capacity(list.len() + 2);
+            out.push((u64::from(ino), FileType::Directory, b".".to_vec()));
+            out.push((u64::from(parent), FileType::Directory, b"..".to_vec()));
+            out.extend(
+                list.into_iter()
+                    .map(|e| (u64::from(e.ino), file_type(e.kind), e.name)),
+            );
+            Ok(out)
+        })
+    }
+}
+
+impl Filesystem for NandFuse {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        // Both only raise limits; the kernel clamps them to what it allows.
+        let _ = config.set_max_write(MAX_WRITE);
+        let _ = config.set_max_background(64);
+        if self.opts.writeback
+            && config
+                .add_capabilities(InitFlags::FUSE_WRITEBACK_CACHE)
+                .is_err()
+        {
+            self.opts.writeback = false;
+        }
+        Ok(())
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let r = ino32(parent).and_then(|p| self.with_fs(|fs| fs.lookup(p, name_bytes(name))));
+        self.reply_entry(reply, r);
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        match ino32(ino).and_then(|i| self.with_fs(|fs| fs.getattr(i))) {
+            Ok(a) => reply.attr(&self.opts.attr_ttl, &self.attr(&a)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let set = SetAttr {
+            perm: mode.map(|m| m & 0o7777),
+            uid,
+            gid,
+            size,
+            atime_ns: atime.map(time_or_now),
+            mtime_ns: mtime.map(time_or_now),
+        };
+        let r = ino32(ino).and_then(|i| {
+            self.with_fs(|fs| {
+                if set == SetAttr::default() {
+                    // Only ctime (or a flag nandkit does not keep): nothing to store.
+                    fs.getattr(i)
+                } else {
+                    fs.setattr(i, set)
+                }
+            })
+        });
+        match r {
+            Ok(a) => reply.attr(&self.opts.attr_ttl, &self.attr(&a)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        match ino32(ino).and_then(|i| self.with_fs(|fs| fs.readlink(i))) {
+            Ok(t) => reply.data(&t),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn mknod(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        _umask: u32,
+        rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        let r = match kind_of_mode(mode) {
+            Some(kind) => self.make(
+                req,
+                parent,
+                name,
+                object(kind, mode, u64::from(rdev), &[]),
+                false,
+            ),
+            None => Err(Errno::EINVAL),
+        };
+        self.reply_entry(reply, r);
+    }
+
+    fn mkdir(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        _umask: u32,
+        reply: ReplyEntry,
+    ) {
+        let r = self.make(req, parent, name, object(Kind::Dir, mode, 0, &[]), false);
+        self.reply_entry(reply, r);
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let r = ino32(parent).and_then(|p| self.with_fs(|fs| fs.unlink(p, name_bytes(name))));
+        Self::reply_empty(reply, r);
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let r = ino32(parent).and_then(|p| self.with_fs(|fs| fs.rmdir(p, name_bytes(name))));
+        Self::reply_empty(reply, r);
+    }
+
+    fn symlink(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        target: &Path,
+        reply: ReplyEntry,
+    ) {
+        let target = target.as_os_str().as_bytes();
+        let r = self.make(
+            req,
+            parent,
+            link_name,
+            object(Kind::Symlink, 0o777, 0, target),
+            false,
+        );
+        self.reply_entry(reply, r);
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        let mode = if flags.is_empty() {
+            RenameMode::Replace
+        } else if flags == RenameFlags::RENAME_NOREPLACE {
+            RenameMode::NoReplace
+        } else if flags == RenameFlags::RENAME_EXCHANGE {
+            RenameMode::Exchange
+        } else {
+            // RENAME_WHITEOUT (overlayfs) or a combination the kernel should have refused.
+            return reply.error(Errno::EINVAL);
+        };
+        let r = ino32(parent).and_then(|p| {
+            let np = ino32(newparent)?;
+            self.with_fs(|fs| fs.rename(p, name_bytes(name), np, name_bytes(newname), mode))
+        });
+        Self::reply_empty(reply, r);
+    }
+
+    fn link(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        newparent: INodeNo,
+        newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        let r = ino32(ino).and_then(|i| {
+            let np = ino32(newparent)?;
+            self.with_fs(|fs| fs.link(i, np, name_bytes(newname)))
+        });
+        self.reply_entry(reply, r);
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        // fs.open counts handles, so a file unlinked while open lives until the last close.
+        match ino32(ino).and_then(|i| self.with_fs(|fs| fs.open(i))) {
+            // Only this mount changes the data, so cached pages stay good across opens.
+            Ok(()) => reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let mut buf = vec![0u8; size as usize];
+        match ino32(ino).and_then(|i| self.with_fs(|fs| fs.read(i, offset, &mut buf))) {
+            Ok(n) => reply.data(&buf[..n]),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        match ino32(ino).and_then(|i| self.with_fs(|fs| fs.write(i, offset, data))) {
+            Ok(n) => reply.written(n as u32),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        // close() of one descriptor: the data is written out at release (last close) or
+        // fsync, as YAFFS does; nothing to do for each duplicate descriptor.
+        reply.ok();
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        let r = ino32(ino).and_then(|i| self.with_fs(|fs| fs.release(i)));
+        Self::reply_empty(reply, r);
+    }
+
+    fn fsync(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        // Replies only once the data and the header that reaches it are on flash.
+        let r = if self.opts.read_only {
+            Ok(())
+        } else {
+            ino32(ino).and_then(|i| self.with_fs(|fs| fs.fsync(i)))
+        };
+        Self::reply_empty(reply, r);
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        let r = ino32(ino).and_then(|i| Ok((i, self.snapshot(i)?)));
+        match r {
+            Ok((ino, entries)) => {
+                let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+                if let Ok(mut dirs) = self.dirs.lock() {
+                    dirs.insert(
+                        fh,
+                        DirSnapshot {
+                            ino,
+                            entries,
+                            served: false,
+                        },
+                    );
+                }
+                reply.opened(FileHandle(fh), FopenFlags::empty());
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        let Ok(ino) = ino32(ino) else {
+            return reply.error(Errno::ENOENT);
+        };
+        let Ok(mut dirs) = self.dirs.lock() else {
+            return reply.error(Errno::EIO);
+        };
+        let refresh = match dirs.get(&fh.0) {
+            Some(d) => d.ino != ino || (offset == 0 && d.served),
+            None => true,
+        };
+        if refresh {
+            match self.snapshot(ino) {
+                Ok(entries) => {
+                    dirs.insert(
+                        fh.0,
+                        DirSnapshot {
+                            ino,
+                            entries,
+                            served: false,
+                        },
+                    );
+                }
+                Err(e) => return reply.error(e),
+            }
+        }
+        let Some(d) = dirs.get_mut(&fh.0) else {
+            return reply.error(Errno::EIO);
+        };
+        d.served = true;
+        // Offsets are positions in the snapshot: entry i carries offset i + 1, the
+        // position to continue from.
+        let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        for (i, (child, kind, name)) in d.entries.iter().enumerate().skip(start) {
+            if reply.add(
+                INodeNo(*child),
+                (i + 1) as u64,
+                *kind,
+                OsStr::from_bytes(name),
+            ) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        if let Ok(mut dirs) = self.dirs.lock() {
+            dirs.remove(&fh.0);
+        }
+        reply.ok();
+    }
+
+    fn fsyncdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        let r = if self.opts.read_only {
+            Ok(())
+        } else {
+            ino32(ino).and_then(|i| self.with_fs(|fs| fs.fsync(i)))
+        };
+        Self::reply_empty(reply, r);
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        match self.with_fs(|fs| Ok(fs.statfs())) {
+            Ok(s) => reply.statfs(
+                s.total_chunks,
+                s.free_chunks,
+                s.free_chunks,
+                // Each object needs a header page: free pages bound the objects that fit.
+                s.objects + s.free_chunks,
+                s.free_chunks,
+                s.chunk_bytes,
+                s.name_max,
+                s.chunk_bytes,
+            ),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn setxattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        let mode = match flags & (libc::XATTR_CREATE | libc::XATTR_REPLACE) {
+            0 => XattrMode::Set,
+            libc::XATTR_CREATE => XattrMode::Create,
+            libc::XATTR_REPLACE => XattrMode::Replace,
+            _ => return reply.error(Errno::EINVAL),
+        };
+        let r = ino32(ino)
+            .and_then(|i| self.with_fs(|fs| fs.setxattr(i, name_bytes(name), value, mode)));
+        Self::reply_empty(reply, r);
+    }
+
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        match ino32(ino).and_then(|i| self.with_fs(|fs| fs.getxattr(i, name_bytes(name)))) {
+            // size 0 asks how big the value is.
+            Ok(v) if size == 0 => reply.size(v.len() as u32),
+            Ok(v) if v.len() > size as usize => reply.error(Errno::ERANGE),
+            Ok(v) => reply.data(&v),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        match ino32(ino).and_then(|i| self.with_fs(|fs| fs.listxattr(i))) {
+            Ok(names) => {
+                let mut list = Vec::new();
+                for n in names {
+                    list.extend_from_slice(&n);
+                    list.push(0);
+                }
+                if size == 0 {
+                    reply.size(list.len() as u32)
+                } else if list.len() > size as usize {
+                    reply.error(Errno::ERANGE)
+                } else {
+                    reply.data(&list)
+                }
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let r = ino32(ino).and_then(|i| self.with_fs(|fs| fs.removexattr(i, name_bytes(name))));
+        Self::reply_empty(reply, r);
+    }
+
+    fn access(&self, _req: &Request, ino: INodeNo, _mask: AccessFlags, reply: ReplyEmpty) {
+        // The kernel checks permissions itself (default_permissions); this only answers
+        // whether the object exists.
+        let r = ino32(ino).and_then(|i| self.with_fs(|fs| fs.getattr(i).map(|_| ())));
+        Self::reply_empty(reply, r);
+    }
+
+    fn create(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        _umask: u32,
+        _flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let r = self.make(req, parent, name, object(Kind::File, mode, 0, &[]), true);
+        match r {
+            Ok(a) => reply.created(
+                &self.opts.attr_ttl,
+                &self.attr(&a),
+                Generation(0),
+                FileHandle(0),
+                FopenFlags::FOPEN_KEEP_CACHE,
+            ),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn fallocate(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        // Plain preallocation only. A log-structured file system writes every chunk out of
+        // place anyway, so "allocate" means: there is room for the range now, and (without
+        // KEEP_SIZE) the file covers it. Punching holes, zeroing, collapsing and inserting
+        // ranges are not supported.
+        if mode & !libc::FALLOC_FL_KEEP_SIZE != 0 {
+            return reply.error(Errno::EOPNOTSUPP);
+        }
+        let Some(end) = offset.checked_add(length) else {
+            return reply.error(Errno::EFBIG);
+        };
+        let r = ino32(ino).and_then(|i| {
+            self.with_fs(|fs| {
+                let a = fs.getattr(i)?;
+                if a.kind != Kind::File {
+                    return Err(FsError::Invalid("fallocate of a non-file"));
+                }
+                let c = u64::from(fs.chunk_bytes());
+                let need = end.div_ceil(c).saturating_sub(a.size.div_ceil(c));
+                if need > fs.statfs().free_chunks {
+                    return Err(FsError::NoSpace);
+                }
+                if mode & libc::FALLOC_FL_KEEP_SIZE == 0 && end > a.size {
+                    fs.setattr(
+                        i,
+                        SetAttr {
+                            size: Some(end),
+                            ..SetAttr::default()
+                        },
+                    )?;
+                }
+                Ok(())
+            })
+        });
+        Self::reply_empty(reply, r);
+    }
+
+    fn copy_file_range(
+        &self,
+        _req: &Request,
+        _ino_in: INodeNo,
+        _fh_in: FileHandle,
+        _offset_in: u64,
+        _ino_out: INodeNo,
+        _fh_out: FileHandle,
+        _offset_out: u64,
+        _len: u64,
+        _flags: CopyFileRangeFlags,
+        reply: ReplyWrite,
+    ) {
+        // No reflinks or server-side copy: callers fall back to read and write.
+        reply.error(Errno::EOPNOTSUPP);
+    }
+}

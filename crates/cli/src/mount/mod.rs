@@ -1,0 +1,457 @@
+//! `nandkit mount`: serve an image through FUSE.
+//!
+//! Life of a mount:
+//! 1. Without `--foreground`, fork first (while the process has one thread): the parent
+//!    waits on a pipe until the child says the mount is up, or why it failed, and exits 0
+//!    or 1 with that message. The child runs as the daemon in its own session.
+//! 2. Lock the image, mount the file system (checkpoint or scan), mount FUSE.
+//! 3. Serve requests on several threads; every call takes the one file system lock.
+//! 4. The session ends when the kernel drops the mount: `fusermount3 -u` / `umount`, or
+//!    SIGINT/SIGTERM/SIGHUP, which this process turns into an unmount (lazy if the mount
+//!    point is busy, so it ends once the last file there is closed).
+//! 5. Then the file system is unmounted: everything flushed, a checkpoint written, the
+//!    image synced. Only after that does the image lock go, so a following `nandkit fsck`
+//!    waits for it.
+
+mod fuse;
+mod options;
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::io::FromRawFd;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{bail, Context};
+use clap::{ArgAction, Args};
+use nandkit_flash::{DeviceOptions, Flash};
+use nandkit_fs::{FileSystem, MountOptions, SystemClock};
+
+use crate::bench::FsArgs;
+use crate::cmd_mkfs::{self, MkfsArgs};
+use crate::image::{self, Access, NewDeviceArgs};
+use options::MountConfig;
+
+pub const AFTER_HELP: &str = "\
+Returns once the mount is up, leaving a daemon serving it (--foreground keeps it in this \
+terminal). Unmount with `fusermount3 -u MOUNTPOINT` (or umount, or SIGTERM to the daemon, \
+or Ctrl-C with --foreground): every buffered write is flushed and a checkpoint written, so \
+the next mount is fast and `nandkit fsck` finds it clean. fsync on the mount returns once \
+the data is on flash.
+
+Mount options (-o, comma-separated or repeated):
+  ro, rw                     read-only / read-write (default rw)
+  allow_other, allow_root    let other users (or root) in; permissions are checked by the
+                             kernel (default_permissions is always on). As a non-root user
+                             allow_other needs user_allow_other in /etc/fuse.conf
+  dev, suid, exec, noatime, nodev, nosuid, noexec, atime, sync, async, dirsync
+                             as for any mount (FUSE defaults to nodev,nosuid)
+  writeback                  use the kernel's write-back cache (batches small writes
+                             in the page cache; off by default)
+  threads=N                  request threads (default 1; more help only when several
+                             programs do I/O at once on a many-core machine)
+  attr_timeout=S, entry_timeout=S
+                             seconds the kernel may cache attributes (default 0, so a
+                             stat never shows an old link count or ctime; 1 with
+                             writeback) and names (default 1)
+
+Examples:
+  nandkit mkfs disk.img --device-size 256MiB
+  nandkit mount disk.img /mnt/nand
+  cp -r ~/src /mnt/nand/ && df -T /mnt/nand
+  fusermount3 -u /mnt/nand
+  nandkit mount --create new.img /mnt/nand --geometry tlc-1g --device-size 128MiB
+  nandkit mount disk.img /mnt/nand -o ro,allow_other --foreground";
+
+#[derive(Args)]
+pub struct MountArgs {
+    /// Flash image to mount.
+    #[arg(value_name = "IMAGE")]
+    image: PathBuf,
+    /// Existing directory to mount it on.
+    #[arg(value_name = "MOUNTPOINT")]
+    mountpoint: PathBuf,
+    /// Stay in the foreground until unmounted (Ctrl-C unmounts) instead of returning once
+    /// the mount is up.
+    #[arg(long, short = 'f')]
+    foreground: bool,
+    /// Run the simulated device in real time: sleep for each flash operation's latency.
+    #[arg(long)]
+    realtime: bool,
+    /// Mount options (see below).
+    #[arg(short = 'o', value_name = "OPTIONS", action = ArgAction::Append)]
+    options: Vec<String>,
+    /// If IMAGE does not exist, create and format it (default geometry, or the device
+    /// options given).
+    #[arg(long)]
+    create: bool,
+    #[command(flatten)]
+    device: NewDeviceArgs,
+    /// Where the background daemon writes its messages [default: discarded].
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
+}
+
+/// What the daemon tells the waiting parent: "OK\n", or an error message.
+struct ReadyPipe(File);
+
+pub fn main(args: MountArgs) -> ExitCode {
+    let prepared = match prepare(&args) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("Error: {e:?}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if args.foreground {
+        return match serve(&prepared, None) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("Error: {e:?}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    daemonize(&prepared)
+}
+
+/// Everything checked and resolved before the fork.
+struct Prepared {
+    image: PathBuf,
+    mountpoint: PathBuf,
+    config: MountConfig,
+    realtime: bool,
+    log: Option<PathBuf>,
+}
+
+fn prepare(args: &MountArgs) -> anyhow::Result<Prepared> {
+    let config = MountConfig::parse(&args.options)?;
+    let mnt = &args.mountpoint;
+    let meta = std::fs::metadata(mnt).with_context(|| format!("mount point {}", mnt.display()))?;
+    if !meta.is_dir() {
+        bail!("mount point {} is not a directory", mnt.display());
+    }
+    let mountpoint = mnt
+        .canonicalize()
+        .with_context(|| format!("mount point {}", mnt.display()))?;
+    if let Some(m) = image::mounts()
+        .into_iter()
+        .find(|m| m.mountpoint == mountpoint)
+    {
+        bail!(
+            "{} is busy: {} ({}) is already mounted there; unmount it first",
+            mountpoint.display(),
+            m.source,
+            m.fstype
+        );
+    }
+    if args.device.given() && !args.create {
+        bail!("--geometry, --chips, --device-size and --seed only apply with --create");
+    }
+    if !args.image.exists() {
+        if !args.create {
+            bail!(
+                "{}: no such flash image (make one with `nandkit mkfs {}`, or pass --create)",
+                args.image.display(),
+                args.image.display()
+            );
+        }
+        if config.read_only {
+            bail!("--create with -o ro would mount an empty file system read-only");
+        }
+        let report = cmd_mkfs::make(&MkfsArgs {
+            image: args.image.clone(),
+            device: args.device.clone(),
+            fs: FsArgs {
+                profile: "yaffs".into(),
+                cleaner: None,
+            },
+            force: false,
+        })?;
+        eprintln!("{report}");
+    } else {
+        image::require_exists(&args.image)?;
+    }
+    Ok(Prepared {
+        image: image::canonical(&args.image),
+        mountpoint,
+        config,
+        realtime: args.realtime,
+        log: args.log.clone(),
+    })
+}
+
+/// Forks; the parent waits for the child's word that the mount is up.
+fn daemonize(p: &Prepared) -> ExitCode {
+    let mut fds = [0i32; 2];
+    // SAFETY: plain system calls on descriptors this function creates. The process is
+    // still single-threaded here (nothing before this point spawns threads), so fork is
+    // safe.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        eprintln!("Error: pipe: {}", std::io::Error::last_os_error());
+        return ExitCode::FAILURE;
+    }
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        eprintln!("Error: fork: {}", std::io::Error::last_os_error());
+        return ExitCode::FAILURE;
+    }
+    if pid == 0 {
+        // The daemon: its own session, so the terminal's signals do not reach it.
+        unsafe {
+            libc::close(fds[0]);
+            libc::setsid();
+        }
+        let ready = ReadyPipe(unsafe { File::from_raw_fd(fds[1]) });
+        let code = match serve(p, Some(ready)) {
+            Ok(()) => 0,
+            Err(_) => 1,
+        };
+        std::process::exit(code);
+    }
+    unsafe { libc::close(fds[1]) };
+    let mut msg = String::new();
+    let _ = unsafe { File::from_raw_fd(fds[0]) }.read_to_string(&mut msg);
+    if msg.starts_with("OK") {
+        println!(
+            "nandkit: mounted {} on {} (daemon pid {pid}); unmount with: fusermount3 -u {}",
+            p.image.display(),
+            p.mountpoint.display(),
+            p.mountpoint.display()
+        );
+        return ExitCode::SUCCESS;
+    }
+    if msg.is_empty() {
+        let mut status = 0;
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        eprintln!("Error: the mount daemon exited before the mount was up (status {status})");
+    } else {
+        eprint!("{msg}");
+    }
+    ExitCode::FAILURE
+}
+
+/// Mounts and serves until unmounted. With `ready`, reports to the waiting parent once the
+/// mount is up (or what failed before that), then detaches from the terminal.
+fn serve(p: &Prepared, ready: Option<ReadyPipe>) -> anyhow::Result<()> {
+    let mut ready = ready;
+    let session = match start(p) {
+        Ok(s) => s,
+        Err(e) => {
+            if let Some(ReadyPipe(mut pipe)) = ready.take() {
+                let _ = writeln!(pipe, "Error: {e:?}");
+            }
+            return Err(e);
+        }
+    };
+    let Started {
+        session,
+        shared,
+        _lock,
+    } = session;
+    match ready.take() {
+        Some(ReadyPipe(mut pipe)) => {
+            let _ = pipe.write_all(b"OK\n");
+            drop(pipe);
+            detach_stdio(p.log.as_deref());
+        }
+        None => eprintln!(
+            "nandkit: mounted {} on {}; Ctrl-C or `fusermount3 -u {}` unmounts",
+            p.image.display(),
+            p.mountpoint.display(),
+            p.mountpoint.display()
+        ),
+    }
+    let served = session.run();
+    // The kernel has let go of the mount: flush everything and write the checkpoint.
+    let fs = shared
+        .lock()
+        .map_err(|_| anyhow::anyhow!("a request handler panicked; not writing a checkpoint"))?
+        .take();
+    let checkpoint = fs.as_ref().is_some_and(|fs| fs.config().checkpoint);
+    let result = match fs {
+        Some(fs) => fs
+            .unmount()
+            .and_then(|mut dev| dev.sync().map_err(Into::into))
+            .with_context(|| format!("unmounting {}", p.image.display())),
+        None => Ok(()),
+    };
+    match (&served, &result) {
+        (Err(e), _) => eprintln!("nandkit: FUSE session ended with an error: {e}"),
+        (Ok(()), Ok(())) => eprintln!(
+            "nandkit: unmounted {}: everything flushed{}",
+            p.image.display(),
+            if checkpoint && !p.config.read_only {
+                ", checkpoint written"
+            } else {
+                ""
+            }
+        ),
+        _ => {}
+    }
+    if let Err(e) = &result {
+        eprintln!("Error: {e:?}");
+    }
+    result
+}
+
+struct Started {
+    session: fuser::Session<fuse::NandFuse>,
+    shared: fuse::SharedFs,
+    _lock: image::ImageLock,
+}
+
+fn start(p: &Prepared) -> anyhow::Result<Started> {
+    let lock = image::lock(&p.image, Access::Write)?;
+    let dev = image::open_device(
+        &p.image,
+        DeviceOptions {
+            realtime: p.realtime,
+            ..DeviceOptions::default()
+        },
+    )?;
+    let fs = FileSystem::mount(
+        dev,
+        MountOptions {
+            read_only: p.config.read_only,
+            force_scan: false,
+            clock: Arc::new(SystemClock),
+        },
+    )
+    .map_err(|e| image::mount_error(&p.image, e))?;
+    let chunk_bytes = fs.chunk_bytes();
+    let shared: fuse::SharedFs = Arc::new(Mutex::new(Some(fs)));
+    let handler = fuse::NandFuse::new(Arc::clone(&shared), chunk_bytes, p.config.fuse.clone());
+    // Signals are taken by one thread (below); every thread fuser starts inherits the mask.
+    let signals = block_signals()?;
+    let session = fuser::Session::new(handler, &p.mountpoint, &p.config.fuser_config(&p.image))
+        .map_err(|e| {
+            // Nothing was served: hand the file system back cleanly (a checkpoint as usual).
+            if let Some(fs) = shared.lock().ok().and_then(|mut g| g.take()) {
+                let _ = fs.unmount();
+            }
+            let hint = if e.kind() == std::io::ErrorKind::PermissionDenied {
+                " (allow_other as a non-root user needs user_allow_other in /etc/fuse.conf)"
+            } else {
+                ""
+            };
+            anyhow::anyhow!("mounting FUSE on {}: {e}{hint}", p.mountpoint.display())
+        })?;
+    let mnt = p.mountpoint.clone();
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || signal_loop(signals, &mnt))
+        .context("starting the signal thread")?;
+    Ok(Started {
+        session,
+        shared,
+        _lock: lock,
+    })
+}
+
+/// Blocks SIGINT, SIGTERM and SIGHUP in this thread (and so in every thread it starts).
+fn block_signals() -> anyhow::Result<libc::sigset_t> {
+    // SAFETY: sigset manipulation on a local set, then pthread_sigmask on this thread.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaddset(&mut set, s);
+        }
+        let rc = libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        if rc != 0 {
+            bail!(
+                "blocking signals: {}",
+                std::io::Error::from_raw_os_error(rc)
+            );
+        }
+        Ok(set)
+    }
+}
+
+/// Waits for a termination signal and unmounts; the session then ends by itself.
+fn signal_loop(set: libc::sigset_t, mountpoint: &Path) {
+    loop {
+        let mut sig = 0;
+        // SAFETY: sigwait on a set of signals blocked in every thread.
+        if unsafe { libc::sigwait(&set, &mut sig) } != 0 {
+            return;
+        }
+        eprintln!("nandkit: signal {sig}: unmounting {}", mountpoint.display());
+        if let Err(e) = unmount(mountpoint) {
+            eprintln!("nandkit: {e}");
+        }
+    }
+}
+
+/// Unmounts a FUSE mount point: directly as root, through fusermount3 otherwise. A busy
+/// mount point is detached (lazy unmount): the session ends when its last file closes.
+pub fn unmount(mountpoint: &Path) -> Result<(), String> {
+    if unsafe { libc::geteuid() } == 0 {
+        let c = CString::new(mountpoint.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
+        // SAFETY: umount2 with a NUL-terminated path.
+        if unsafe { libc::umount2(c.as_ptr(), 0) } == 0 {
+            return Ok(());
+        }
+        let err = std::io::Error::last_os_error();
+        if err.raw_os_error() == Some(libc::EBUSY)
+            && unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } == 0
+        {
+            eprintln!(
+                "nandkit: {} is busy; detached it, the file system is written out when its \
+                 last open file is closed",
+                mountpoint.display()
+            );
+            return Ok(());
+        }
+        return Err(format!("unmounting {}: {err}", mountpoint.display()));
+    }
+    let run = |lazy: bool| {
+        let mut cmd = std::process::Command::new("fusermount3");
+        cmd.arg("-u").arg("-q");
+        if lazy {
+            cmd.arg("-z");
+        }
+        cmd.arg("--").arg(mountpoint);
+        cmd.status().map(|s| s.success()).unwrap_or(false)
+    };
+    if run(false) || run(true) {
+        Ok(())
+    } else {
+        Err(format!(
+            "fusermount3 -u {} failed; is fuse3 installed?",
+            mountpoint.display()
+        ))
+    }
+}
+
+/// Points stdin at /dev/null and stdout/stderr at the log (or /dev/null), so the daemon
+/// holds nothing of the terminal or of a caller's pipes.
+fn detach_stdio(log: Option<&Path>) {
+    let null = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null");
+    let out = match log {
+        Some(path) => std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path),
+        None => std::fs::OpenOptions::new().write(true).open("/dev/null"),
+    };
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: dup2 onto the standard descriptors; the sources stay open until then.
+    unsafe {
+        if let Ok(n) = &null {
+            libc::dup2(n.as_raw_fd(), 0);
+        }
+        if let Ok(o) = &out {
+            libc::dup2(o.as_raw_fd(), 1);
+            libc::dup2(o.as_raw_fd(), 2);
+        }
+        libc::chdir(c"/".as_ptr());
+    }
+}

@@ -1,0 +1,366 @@
+//! Helpers shared by the file system's integration tests (each test file is its own crate
+//! and uses a part of this module).
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use nandkit_flash::{preset, BlockAddr, DeviceConfig, Flash, FlashDevice, PageAddr};
+use nandkit_fs::*;
+
+pub type Fs = FileSystem<FlashDevice>;
+
+/// The two geometries every file system test runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dev {
+    /// "tiny": 8 MiB, 2 KiB pages + 64 B OOB, 64 pages/block, 64 blocks: tags in the OOB.
+    Tiny,
+    /// "smallblock-64m" cut to 2 MiB: 512 B pages + 16 B OOB, 32 pages/block, 128 blocks:
+    /// the OOB is too small, so tags are in band (472 data bytes per chunk).
+    InBand,
+}
+
+impl Dev {
+    pub const ALL: [Dev; 2] = [Dev::Tiny, Dev::InBand];
+
+    pub fn config(self) -> DeviceConfig {
+        let c = match self {
+            Dev::Tiny => preset("tiny").expect("tiny preset"),
+            Dev::InBand => preset("smallblock-64m")
+                .expect("smallblock preset")
+                .with_total_bytes(2 << 20)
+                .expect("2 MiB smallblock"),
+        };
+        no_bit_errors(c)
+    }
+
+    pub fn blocks(self) -> u32 {
+        self.config().geometry.total_blocks() as u32
+    }
+
+    /// Bytes of file data one flash page holds.
+    pub fn chunk(self) -> usize {
+        match self {
+            Dev::Tiny => 2048,
+            Dev::InBand => 512 - 40,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Dev::Tiny => "tiny",
+            Dev::InBand => "inband-2m",
+        }
+    }
+}
+
+/// The device with random raw bit errors switched off, so every outcome is exact.
+pub fn no_bit_errors(mut config: DeviceConfig) -> DeviceConfig {
+    config.ecc.rber_fresh = 0.0;
+    config.ecc.rber_at_endurance = 0.0;
+    config
+}
+
+/// A deterministic clock.
+pub fn clock() -> Arc<dyn Clock> {
+    Arc::new(CountingClock::new(1_000_000_000))
+}
+
+pub fn opts() -> MountOptions {
+    MountOptions {
+        read_only: false,
+        force_scan: false,
+        clock: clock(),
+    }
+}
+
+pub fn scan_opts() -> MountOptions {
+    MountOptions {
+        force_scan: true,
+        ..opts()
+    }
+}
+
+pub fn yaffs(dev: Dev) -> FsConfig {
+    FsConfig::profile("yaffs", dev.blocks()).expect("yaffs profile")
+}
+
+/// A freshly formatted file system on a new RAM device.
+pub fn format(dev: Dev) -> Fs {
+    let flash = FlashDevice::ram(dev.config()).expect("ram device");
+    FileSystem::format(flash, yaffs(dev), clock()).expect("format")
+}
+
+pub fn mount(flash: FlashDevice) -> Result<Fs> {
+    FileSystem::mount(flash, opts())
+}
+
+/// Power fails (nothing is flushed), power returns, and the device is mounted (scan).
+pub fn crash_remount(fs: Fs) -> Fs {
+    let mut flash = fs.into_device();
+    flash.power_cycle().expect("power cycle");
+    mount(flash).expect("mount after crash")
+}
+
+/// Clean unmount and mount again.
+pub fn clean_remount(fs: Fs) -> Fs {
+    let flash = fs.unmount().expect("unmount");
+    mount(flash).expect("mount after clean unmount")
+}
+
+pub fn assert_fsck(fs: &mut Fs, ctx: &str) {
+    let r = fs.fsck();
+    assert!(
+        r.is_clean(),
+        "{ctx}: fsck found problems: {:#?}",
+        r.problems
+    );
+}
+
+pub fn new_obj(kind: Kind) -> NewObject<'static> {
+    NewObject {
+        kind,
+        perm: if kind == Kind::Dir { 0o755 } else { 0o644 },
+        uid: 1000,
+        gid: 1000,
+        rdev: 0,
+        target: b"",
+    }
+}
+
+pub fn file() -> NewObject<'static> {
+    new_obj(Kind::File)
+}
+
+pub fn dir() -> NewObject<'static> {
+    new_obj(Kind::Dir)
+}
+
+pub fn symlink(target: &[u8]) -> NewObject<'_> {
+    NewObject {
+        perm: 0o777,
+        target,
+        ..new_obj(Kind::Symlink)
+    }
+}
+
+pub fn special(kind: Kind, rdev: u64) -> NewObject<'static> {
+    NewObject {
+        rdev,
+        ..new_obj(kind)
+    }
+}
+
+/// A file's whole contents.
+pub fn read_all(fs: &mut Fs, ino: Ino) -> Result<Vec<u8>> {
+    let size = fs.getattr(ino)?.size as usize;
+    let mut buf = vec![0xA5; size + 7];
+    let n = fs.read(ino, 0, &mut buf)?;
+    assert_eq!(n, size, "read of object {ino} returned {n} of {size} bytes");
+    buf.truncate(n);
+    Ok(buf)
+}
+
+/// Deterministic bytes that depend on `seed` (no long runs of one value).
+pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed
+        .wrapping_add(1)
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .rotate_left(23)
+        | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// Every name in the tree reachable from the root: (parent, name) -> object.
+pub type Dentries = BTreeMap<(Ino, Vec<u8>), Ino>;
+
+/// Walks the tree from the root with readdir.
+pub fn dentries(fs: &Fs) -> Result<Dentries> {
+    let mut out = Dentries::new();
+    let mut stack = vec![ROOT_INO];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(d) = stack.pop() {
+        assert!(seen.insert(d), "directory {d} reached twice (a cycle?)");
+        for e in fs.readdir(d)? {
+            out.insert((d, e.name.clone()), e.ino);
+            if e.kind == Kind::Dir {
+                stack.push(e.ino);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A readable rendering of a dentry map for failure messages.
+pub fn show_dentries(d: &Dentries) -> String {
+    d.iter()
+        .map(|((p, n), i)| format!("{p}/{}->{i}", String::from_utf8_lossy(n)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// What a file may hold after a crash: the content at its last durable point plus every
+/// change made since (each of which may or may not have reached flash).
+#[derive(Clone, Debug, Default)]
+pub struct FileHistory {
+    /// Content as of the last fsync (or creation).
+    pub durable: Vec<u8>,
+    /// Content as the file system should show it now.
+    pub current: Vec<u8>,
+    /// Changes since `durable`, in order.
+    pub pending: Vec<Change>,
+}
+
+#[derive(Clone, Debug)]
+pub enum Change {
+    Write { off: u64, data: Vec<u8> },
+    Truncate { size: u64 },
+}
+
+impl FileHistory {
+    pub fn write(&mut self, off: u64, data: &[u8]) {
+        if data.is_empty() {
+            return;
+        }
+        let off_us = off as usize;
+        let end = off_us + data.len();
+        if self.current.len() < end {
+            self.current.resize(end, 0);
+        }
+        self.current[off_us..end].copy_from_slice(data);
+        self.pending.push(Change::Write {
+            off,
+            data: data.to_vec(),
+        });
+    }
+
+    pub fn truncate(&mut self, size: u64) {
+        self.current.resize(size as usize, 0);
+        self.pending.push(Change::Truncate { size });
+    }
+
+    /// fsync returned: everything is durable.
+    pub fn synced(&mut self) {
+        self.durable = self.current.clone();
+        self.pending.clear();
+    }
+
+    /// After a crash the file holds `actual`: from now on that is both durable and current.
+    pub fn adopt(&mut self, actual: Vec<u8>) {
+        self.durable = actual.clone();
+        self.current = actual;
+        self.pending.clear();
+    }
+
+    /// Checks a post-crash content against what may have survived. Bytes fsync'd and not
+    /// changed since must read back exactly; every other byte must be a value some change
+    /// since the fsync gave it (or zero, where the file was extended or cut and regrown).
+    pub fn check(&self, actual: &[u8]) -> std::result::Result<(), String> {
+        let d = self.durable.len() as u64;
+        let (mut min, mut max) = (d, d);
+        let mut min_cut = u64::MAX;
+        for c in &self.pending {
+            match c {
+                Change::Write { off, data } => max = max.max(off + data.len() as u64),
+                Change::Truncate { size } => {
+                    min = min.min(*size);
+                    max = max.max(*size);
+                    min_cut = min_cut.min(*size);
+                }
+            }
+        }
+        let len = actual.len() as u64;
+        if len < min || len > max {
+            return Err(format!(
+                "size {len} outside [{min}, {max}] (durable {d}, {} changes since)",
+                self.pending.len()
+            ));
+        }
+        for (i, &b) in actual.iter().enumerate() {
+            let i64_ = i as u64;
+            let cur = self.current.get(i).copied();
+            let dur = self.durable.get(i).copied();
+            if Some(b) == cur || Some(b) == dur {
+                continue;
+            }
+            if b == 0 && (i64_ >= d || i64_ >= min_cut) {
+                continue;
+            }
+            let written = self.pending.iter().any(|c| match c {
+                Change::Write { off, data } => {
+                    i64_ >= *off
+                        && i64_ < off + data.len() as u64
+                        && data[(i64_ - off) as usize] == b
+                }
+                Change::Truncate { .. } => false,
+            });
+            if !written {
+                return Err(format!(
+                    "byte {i} is {b:#04x}; durable {dur:?}, current {cur:?}, not written since \
+                     ({} changes since the last fsync)",
+                    self.pending.len()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Copies a device page by page onto a fresh RAM device of the same configuration: a
+/// snapshot to start many runs from. Only for devices whose pages were all cleanly
+/// programmed (a clean unmount leaves that).
+pub fn clone_device(src: &mut FlashDevice) -> FlashDevice {
+    let config = src.config().clone();
+    let g = config.geometry;
+    let mut dst = FlashDevice::ram(config).expect("ram device");
+    let page = g.page_size_bytes as usize;
+    for chip in 0..g.chips {
+        for block in 0..g.blocks_per_chip {
+            let addr = BlockAddr::new(chip, block);
+            if src.is_bad(addr).expect("is_bad") {
+                if !dst.is_bad(addr).expect("is_bad") {
+                    dst.mark_bad(addr).expect("mark bad");
+                }
+                continue;
+            }
+            for p in 0..g.pages_per_block {
+                let addr = PageAddr::new(chip, block, p);
+                let raw = src.raw_page(addr).expect("raw page");
+                if raw.iter().all(|&b| b == 0xFF) {
+                    break;
+                }
+                dst.program_page(addr, &raw[..page], &raw[page..])
+                    .expect("program copy");
+            }
+        }
+    }
+    dst
+}
+
+/// Compares two byte strings and panics with the first difference (not the whole bytes).
+#[track_caller]
+pub fn assert_bytes(got: &[u8], want: &[u8], ctx: &str) {
+    if got == want {
+        return;
+    }
+    let first = got
+        .iter()
+        .zip(want)
+        .position(|(a, b)| a != b)
+        .unwrap_or(got.len().min(want.len()));
+    panic!(
+        "{ctx}: contents differ: {} bytes, expected {}; first difference at byte {first} \
+         (got {:?}, expected {:?})",
+        got.len(),
+        want.len(),
+        got.get(first),
+        want.get(first)
+    );
+}

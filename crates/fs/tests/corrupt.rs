@@ -1,0 +1,567 @@
+//! Corrupt images: a populated device gets bit flips, garbage tags, torn and zeroed pages,
+//! duplicated pages and half-erased blocks, through the raw image file or through injected
+//! ECC errors. Mount must then either fail with a clean error or succeed; it must never
+//! panic. After a successful mount fsck runs and may report damaged data (what the
+//! corruption did) but never a broken structure, and the file system keeps working: every
+//! call answers (errors allowed), it writes, unmounts and mounts again.
+//!
+//! Each case is one seed; a failure names it. `NANDKIT_LONG=1` runs many more seeds;
+//! `NANDKIT_SHOW_REFUSALS=1` prints why each refused mount refused.
+
+mod common;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+
+use common::*;
+use nandkit_flash::{DeviceOptions, FlashDevice, PageAddr};
+use nandkit_fs::*;
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+fn seeds(default: u64, long: u64) -> std::ops::Range<u64> {
+    if std::env::var_os("NANDKIT_LONG").is_some() {
+        0..long
+    } else {
+        0..default
+    }
+}
+
+/// Fills a file system with a tree that has history: several versions of headers, data
+/// overwritten, deletes (tombstones), links, a symlink, xattrs, special files.
+fn populate(fs: &mut Fs, seed: u64) {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let c = fs.chunk_bytes() as usize;
+    let d1 = fs.create(ROOT_INO, b"d1", dir()).unwrap().ino;
+    let d2 = fs.create(d1, b"d2", dir()).unwrap().ino;
+    let mut files = Vec::new();
+    for i in 0..30u32 {
+        let p = [ROOT_INO, d1, d2][i as usize % 3];
+        let f = fs
+            .create(p, format!("f{i}").as_bytes(), file())
+            .unwrap()
+            .ino;
+        let len = rng.gen_range(0..12 * c);
+        fs.write(f, 0, &pattern(u64::from(i), len)).unwrap();
+        if i % 4 == 0 {
+            fs.write(f, rng.gen_range(0..len as u64 + 1), &pattern(99, c))
+                .unwrap();
+        }
+        if i % 3 == 0 {
+            fs.fsync(f).unwrap();
+        }
+        files.push((p, format!("f{i}"), f));
+    }
+    for (k, (p, n, f)) in files.iter().enumerate() {
+        match k % 7 {
+            0 => fs.unlink(*p, n.as_bytes()).unwrap(),
+            1 => {
+                fs.link(*f, ROOT_INO, format!("l{k}").as_bytes()).unwrap();
+            }
+            2 => fs
+                .rename(
+                    *p,
+                    n.as_bytes(),
+                    d2,
+                    format!("r{k}").as_bytes(),
+                    RenameMode::Replace,
+                )
+                .unwrap(),
+            3 => fs
+                .setxattr(*f, b"user.k", &pattern(k as u64, 40), XattrMode::Set)
+                .unwrap(),
+            4 => {
+                fs.setattr(
+                    *f,
+                    SetAttr {
+                        size: Some(c as u64 + 3),
+                        ..SetAttr::default()
+                    },
+                )
+                .unwrap();
+            }
+            _ => {}
+        }
+    }
+    fs.create(d1, b"sym", symlink(b"../f1")).unwrap();
+    fs.create(ROOT_INO, b"fifo", special(Kind::Fifo, 0))
+        .unwrap();
+    fs.create(ROOT_INO, b"chr", special(Kind::CharDev, 0x0501))
+        .unwrap();
+    fs.sync().unwrap();
+    // Unsynced tail changes too.
+    fs.write(files[5].2, 0, b"unsynced").unwrap();
+}
+
+/// Calls everything on every object; any error is fine, a panic is not.
+fn exercise(fs: &mut Fs) {
+    let mut stack = vec![ROOT_INO];
+    let mut seen = std::collections::HashSet::new();
+    let mut files = Vec::new();
+    while let Some(d) = stack.pop() {
+        if !seen.insert(d) {
+            continue;
+        }
+        let Ok(entries) = fs.readdir(d) else { continue };
+        for e in entries {
+            let _ = fs.lookup(d, &e.name);
+            let _ = fs.getattr(e.ino);
+            let _ = fs.listxattr(e.ino);
+            let _ = fs.getxattr(e.ino, b"user.k");
+            match e.kind {
+                Kind::Dir => stack.push(e.ino),
+                Kind::Symlink => {
+                    let _ = fs.readlink(e.ino);
+                }
+                Kind::File => files.push((d, e.name, e.ino)),
+                _ => {}
+            }
+        }
+    }
+    for (_, _, ino) in &files {
+        let _ = read_all_tolerant(fs, *ino);
+    }
+    let _ = fs.statfs();
+    // Writes: a new file, an overwrite, a delete, cleaning.
+    if let Ok(a) = fs.create(ROOT_INO, b"after-corruption", file()) {
+        let _ = fs.write(a.ino, 0, &pattern(5, 5000));
+        let _ = fs.fsync(a.ino);
+    }
+    if let Some((_, _, ino)) = files.first() {
+        let _ = fs.write(*ino, 3, b"overwrite");
+        let _ = fs.fsync(*ino);
+    }
+    if let Some((p, n, _)) = files.last() {
+        let _ = fs.unlink(*p, n);
+    }
+    let _ = fs.gc(4);
+    let _ = fs.sync();
+}
+
+fn read_all_tolerant(fs: &mut Fs, ino: Ino) -> Result<Vec<u8>> {
+    let size = fs.getattr(ino)?.size as usize;
+    let mut buf = vec![0; size];
+    let n = fs.read(ino, 0, &mut buf)?;
+    assert_eq!(n, size, "short read of {ino}");
+    Ok(buf)
+}
+
+/// fsck may find what the corruption damaged, not a broken structure. A scan validates
+/// every page's tags at mount, so only data can be found damaged later; a checkpoint
+/// mount does not read the pages it references, so damaged tags show up too (as they
+/// would with bit rot after any mount) and reads of them fail cleanly.
+fn fsck_only_damage(fs: &mut Fs, ctx: &str, damaged_after_mount: bool) {
+    let r = fs.fsck();
+    let checkpoint = fs.mount_method() == MountMethod::Checkpoint || damaged_after_mount;
+    let structural: Vec<&String> = r
+        .problems
+        .iter()
+        .filter(|p| {
+            let data = p.contains("fails its data CRC") || p.contains("cannot be read");
+            let tags = p.contains("has unreadable tags")
+                || p.contains("do not match its owner")
+                || p.contains("header record does not decode")
+                || p.contains("header kind differs from RAM");
+            !(data || (checkpoint && tags))
+        })
+        .collect();
+    assert!(
+        structural.is_empty(),
+        "{ctx}: fsck found structural problems after mounting a corrupt image: {structural:#?}"
+    );
+}
+
+/// Mount, check, exercise, unmount, mount again, check. Never panics on its own account.
+/// `weak_pages`: damage can also hit pages written after the mount (injected errors on
+/// erased pages stay until the block is erased).
+fn survive(flash: FlashDevice, ctx: &str, weak_pages: bool) -> bool {
+    let mut fs = match mount(flash) {
+        Ok(fs) => fs,
+        Err(e) => {
+            if std::env::var_os("NANDKIT_SHOW_REFUSALS").is_some() {
+                println!("{ctx}: mount refused: {e}");
+            }
+            // A clean refusal: not a file system (the record is gone) or an I/O error.
+            assert!(
+                matches!(e.errno(), 5 | 22),
+                "{ctx}: mount refused with an unexpected error: {e}"
+            );
+            return false;
+        }
+    };
+    fsck_only_damage(&mut fs, ctx, false);
+    exercise(&mut fs);
+    fsck_only_damage(&mut fs, &format!("{ctx}, after use"), weak_pages);
+    match fs.unmount() {
+        Ok(flash) => {
+            if let Ok(mut fs) = mount(flash) {
+                fsck_only_damage(&mut fs, &format!("{ctx}, remounted"), weak_pages);
+                exercise(&mut fs);
+            }
+        }
+        Err(e) => {
+            let _ = e.errno();
+        }
+    }
+    true
+}
+
+fn run_seed(ctx: &str, f: impl FnOnce() -> bool) -> bool {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(mounted) => mounted,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            panic!("{ctx}: panicked: {msg}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Corruption through the image file.
+
+fn meta_path(p: &Path) -> PathBuf {
+    let mut s = p.as_os_str().to_owned();
+    s.push(".meta");
+    PathBuf::from(s)
+}
+
+/// Builds a populated image: cleanly unmounted (a checkpoint) or left as a crash leaves it.
+fn base_image(dir: &Path, dev: Dev, clean: bool) -> PathBuf {
+    let path = dir.join(format!("{}-{clean}.img", dev.name()));
+    let flash =
+        FlashDevice::create_image(&path, dev.config(), true, DeviceOptions::default()).unwrap();
+    let mut fs = FileSystem::format(flash, yaffs(dev), clock()).unwrap();
+    populate(&mut fs, 1);
+    let flash = if clean {
+        fs.unmount().unwrap()
+    } else {
+        fs.into_device()
+    };
+    drop(flash);
+    path
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Damage {
+    /// Random bits anywhere in a page (data or OOB).
+    FlipBits,
+    /// Random bytes over the tag area (OOB, or the end of the page for in-band tags).
+    GarbageTags,
+    /// A page cut short: its end reads erased.
+    Tear,
+    /// A page of zeros.
+    Zero,
+    /// A valid page copied over another one.
+    Duplicate,
+    /// A whole block as a cut erase leaves it: some bytes erased, some not.
+    HalfErase,
+}
+
+const DAMAGES: [Damage; 6] = [
+    Damage::FlipBits,
+    Damage::GarbageTags,
+    Damage::Tear,
+    Damage::Zero,
+    Damage::Duplicate,
+    Damage::HalfErase,
+];
+
+/// Damages `count` random programmed pages of the image at `path`.
+fn damage_image(path: &Path, dev: Dev, seed: u64, count: usize) -> Vec<(Damage, u64)> {
+    let g = dev.config().geometry;
+    let raw = g.raw_page_bytes();
+    let ppb = g.pages_per_block as usize;
+    let mut bytes = std::fs::read(path).unwrap();
+    let pages = bytes.len() / raw;
+    let programmed: Vec<usize> = (0..pages)
+        .filter(|&p| bytes[p * raw..(p + 1) * raw].iter().any(|&b| b != 0xFF))
+        .collect();
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut done = Vec::new();
+    for _ in 0..count {
+        let p = programmed[rng.gen_range(0..programmed.len())];
+        let page = &mut bytes[p * raw..(p + 1) * raw];
+        let damage = DAMAGES[rng.gen_range(0..DAMAGES.len())];
+        match damage {
+            Damage::FlipBits => {
+                for _ in 0..rng.gen_range(1..8) {
+                    let bit = rng.gen_range(0..raw * 8);
+                    page[bit / 8] ^= 1 << (bit % 8);
+                }
+            }
+            Damage::GarbageTags => {
+                let tags = if g.oob_size_bytes >= 42 {
+                    g.page_size_bytes as usize + 2..raw
+                } else {
+                    g.page_size_bytes as usize - 40..g.page_size_bytes as usize
+                };
+                for b in &mut page[tags] {
+                    *b = rng.gen();
+                }
+            }
+            Damage::Tear => {
+                let from = rng.gen_range(0..raw);
+                page[from..].fill(0xFF);
+            }
+            Damage::Zero => page.fill(0),
+            Damage::Duplicate => {
+                let q = programmed[rng.gen_range(0..programmed.len())];
+                let copy = bytes[q * raw..(q + 1) * raw].to_vec();
+                bytes[p * raw..(p + 1) * raw].copy_from_slice(&copy);
+            }
+            Damage::HalfErase => {
+                let first = p / ppb * ppb;
+                for b in &mut bytes[first * raw..(first + ppb) * raw] {
+                    if *b != 0xFF && rng.gen_bool(0.5) {
+                        *b = if rng.gen_bool(0.5) {
+                            0xFF
+                        } else {
+                            *b | rng.gen::<u8>()
+                        };
+                    }
+                }
+            }
+        }
+        done.push((damage, p as u64));
+    }
+    std::fs::write(path, bytes).unwrap();
+    done
+}
+
+fn image_cases(dev: Dev, seeds: impl Iterator<Item = u64>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let bases = [
+        base_image(tmp.path(), dev, true),
+        base_image(tmp.path(), dev, false),
+    ];
+    let work = tmp.path().join("work.img");
+    let (mut mounted, mut refused) = (0, 0);
+    for seed in seeds {
+        let base = &bases[seed as usize % 2];
+        std::fs::copy(base, &work).unwrap();
+        std::fs::copy(meta_path(base), meta_path(&work)).unwrap();
+        let count = [1, 2, 5, 20, 100][seed as usize % 5];
+        let what = damage_image(&work, dev, seed, count);
+        let ctx = format!(
+            "{} image ({}) seed {seed}: {count} damaged pages, first {:?}",
+            dev.name(),
+            if seed % 2 == 0 {
+                "checkpoint"
+            } else {
+                "crashed"
+            },
+            &what[..what.len().min(3)]
+        );
+        let flash = FlashDevice::open_image(&work, DeviceOptions::default()).unwrap();
+        if run_seed(&ctx, || survive(flash, &ctx, false)) {
+            mounted += 1;
+        } else {
+            refused += 1;
+        }
+    }
+    println!(
+        "{}: {mounted} corrupt images mounted, {refused} refused",
+        dev.name()
+    );
+    assert!(mounted > 0, "no corrupt image mounted at all");
+}
+
+#[test]
+fn corrupt_images_inband() {
+    // Seed 508 once found a checkpoint page copied into a data block.
+    image_cases(Dev::InBand, seeds(120, 2000).chain([508]));
+}
+
+#[test]
+fn corrupt_images_tiny() {
+    image_cases(Dev::Tiny, seeds(40, 400));
+}
+
+/// Damage confined to the file system record or the root: the mount must refuse cleanly
+/// or rebuild.
+#[test]
+fn corrupt_first_pages() {
+    let tmp = tempfile::tempdir().unwrap();
+    for dev in Dev::ALL {
+        for clean in [true, false] {
+            let base = base_image(tmp.path(), dev, clean);
+            let g = dev.config().geometry;
+            let raw = g.raw_page_bytes();
+            for page in 0..4 {
+                for how in 0..3 {
+                    let ctx = format!("{} clean {clean}: page {page} damage {how}", dev.name());
+                    let work = tmp.path().join("first.img");
+                    std::fs::copy(&base, &work).unwrap();
+                    std::fs::copy(meta_path(&base), meta_path(&work)).unwrap();
+                    let mut bytes = std::fs::read(&work).unwrap();
+                    let p = &mut bytes[page * raw..(page + 1) * raw];
+                    match how {
+                        0 => p.fill(0),
+                        1 => p.fill(0xFF),
+                        _ => p[7] ^= 0x10,
+                    }
+                    std::fs::write(&work, bytes).unwrap();
+                    let flash = FlashDevice::open_image(&work, DeviceOptions::default()).unwrap();
+                    run_seed(&ctx, || survive(flash, &ctx, false));
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Corruption through ECC: injected raw bit errors, correctable or not, on RAM devices.
+
+fn ecc_cases(dev: Dev, seeds: std::ops::Range<u64>) {
+    let mut base = {
+        let mut fs = format(dev);
+        populate(&mut fs, 2);
+        fs.unmount().unwrap()
+    };
+    let g = dev.config().geometry;
+    let codewords = g.page_size_bytes.div_ceil(512) + 1;
+    let (mut mounted, mut refused) = (0, 0);
+    for seed in seeds {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let mut flash = clone_device(&mut base);
+        let count = [1, 3, 10, 50][seed as usize % 4];
+        let mut what = Vec::new();
+        for _ in 0..count {
+            let block = rng.gen_range(0..g.blocks_per_chip);
+            let page = rng.gen_range(0..g.pages_per_block);
+            let cw = rng.gen_range(0..codewords);
+            let bits = rng.gen_range(1..12);
+            flash
+                .inject_bit_errors(PageAddr::new(0, block, page), cw, bits)
+                .unwrap();
+            what.push((block, page, cw, bits));
+        }
+        let ctx = format!(
+            "{} ECC seed {seed}: {count} injections, first {:?}",
+            dev.name(),
+            &what[..what.len().min(3)]
+        );
+        if run_seed(&ctx, || survive(flash, &ctx, true)) {
+            mounted += 1;
+        } else {
+            refused += 1;
+        }
+    }
+    println!(
+        "{}: ECC damage: {mounted} mounted, {refused} refused",
+        dev.name()
+    );
+    assert!(mounted > 0);
+}
+
+#[test]
+fn ecc_errors_tiny() {
+    ecc_cases(Dev::Tiny, seeds(60, 1000));
+}
+
+#[test]
+fn ecc_errors_inband() {
+    ecc_cases(Dev::InBand, seeds(60, 1000));
+}
+
+/// Every file's content by path (`None`: unreadable).
+fn contents(fs: &mut Fs) -> std::collections::BTreeMap<Vec<u8>, Option<Vec<u8>>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![(ROOT_INO, Vec::new())];
+    while let Some((d, path)) = stack.pop() {
+        for e in fs.readdir(d).unwrap() {
+            let mut p = path.clone();
+            p.push(b'/');
+            p.extend_from_slice(&e.name);
+            match e.kind {
+                Kind::Dir => stack.push((e.ino, p)),
+                Kind::File => {
+                    out.insert(p, read_all_tolerant(fs, e.ino).ok());
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// A copy of a checkpoint page inside a block of live data (found by the random image
+/// cases, in-band seed 508): the scan took the whole block for a stale checkpoint and the
+/// first write erased it, live pages and all.
+#[test]
+fn checkpoint_page_copied_into_a_data_block() {
+    let tmp = tempfile::tempdir().unwrap();
+    for dev in Dev::ALL {
+        let base = base_image(tmp.path(), dev, true);
+        let g = dev.config().geometry;
+        let (raw, ppb, page) = (
+            g.raw_page_bytes(),
+            g.pages_per_block as usize,
+            g.page_size_bytes as usize,
+        );
+        let kind_at = if g.oob_size_bytes >= 42 {
+            page + 2
+        } else {
+            page - 40
+        };
+        let mut bytes = std::fs::read(&base).unwrap();
+        let pristine = contents(&mut mount(open_image(&base, &tmp)).unwrap());
+        // The checkpoint's first page (kind 3, format version 1), and a data page to
+        // overwrite: in the first block after it that holds live data pages (kind 1).
+        let pages = bytes.len() / raw;
+        let is = |bytes: &[u8], p: usize, kind: u8| {
+            bytes[p * raw + kind_at] == kind && bytes[p * raw + kind_at + 1] == 1
+        };
+        let ckpt = (0..pages)
+            .step_by(ppb)
+            .find(|&p| is(&bytes, p, 3))
+            .expect("a checkpoint on a cleanly unmounted image");
+        let target = (0..pages)
+            .filter(|&p| p % ppb > 0 && is(&bytes, p, 1) && is(&bytes, p - 1, 1))
+            .nth(3)
+            .expect("a data page");
+        let copy = bytes[ckpt * raw..(ckpt + 1) * raw].to_vec();
+        bytes[target * raw..(target + 1) * raw].copy_from_slice(&copy);
+        let work = tmp.path().join("mixed.img");
+        std::fs::write(&work, bytes).unwrap();
+        std::fs::copy(meta_path(&base), meta_path(&work)).unwrap();
+        let ctx = format!(
+            "{}: checkpoint page {ckpt} copied over page {target}",
+            dev.name()
+        );
+        // A scan (the checkpoint would still load: the copy is not at a block's start).
+        let flash = FlashDevice::open_image(&work, DeviceOptions::default()).unwrap();
+        let mut fs =
+            FileSystem::mount(flash, scan_opts()).unwrap_or_else(|e| panic!("{ctx}: mount: {e}"));
+        assert_eq!(fs.mount_method(), MountMethod::Scan);
+        let f = fs.create(ROOT_INO, b"new", file()).unwrap().ino;
+        fs.write(f, 0, &pattern(1, 5000)).unwrap();
+        fs.fsync(f).unwrap();
+        fs.gc(8).unwrap();
+        fsck_only_damage(&mut fs, &ctx, false);
+        let after = contents(&mut fs);
+        let lost: Vec<_> = pristine
+            .iter()
+            .filter(|(p, c)| after.get(*p) != Some(*c))
+            .map(|(p, _)| String::from_utf8_lossy(p).into_owned())
+            .collect();
+        assert!(
+            lost.len() <= 1,
+            "{ctx}: files lost beyond the overwritten page: {lost:?}"
+        );
+        let mut fs = clean_remount(fs);
+        fsck_only_damage(&mut fs, &format!("{ctx}, remounted"), false);
+    }
+}
+
+/// Opens a copy of an image (the original stays as it is).
+fn open_image(path: &Path, tmp: &tempfile::TempDir) -> FlashDevice {
+    let copy = tmp.path().join("copy.img");
+    std::fs::copy(path, &copy).unwrap();
+    std::fs::copy(meta_path(path), meta_path(&copy)).unwrap();
+    FlashDevice::open_image(&copy, DeviceOptions::default()).unwrap()
+}

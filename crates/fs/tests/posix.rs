@@ -1,0 +1,689 @@
+//! POSIX behaviour of the file system API, case by case, on both geometries (tags in the
+//! OOB and in band). Every case also survives a remount (clean, and crash where it says).
+
+mod common;
+
+use common::*;
+use nandkit_fs::*;
+
+fn errno<T: std::fmt::Debug>(r: Result<T>) -> i32 {
+    match r {
+        Ok(v) => panic!("expected an error, got Ok({v:?})"),
+        Err(e) => e.errno(),
+    }
+}
+
+const ENOENT: i32 = 2;
+const EPERM: i32 = 1;
+const EEXIST: i32 = 17;
+const ENOTDIR: i32 = 20;
+const EISDIR: i32 = 21;
+const EINVAL: i32 = 22;
+const ENOSPC: i32 = 28;
+const ENAMETOOLONG: i32 = 36;
+const ENOTEMPTY: i32 = 39;
+const ENODATA: i32 = 61;
+const EOPNOTSUPP: i32 = 95;
+
+fn for_each_dev(mut f: impl FnMut(Dev)) {
+    for dev in Dev::ALL {
+        f(dev);
+    }
+}
+
+#[test]
+fn holes_read_as_zero() {
+    for_each_dev(|dev| {
+        let c = dev.chunk() as u64;
+        let mut fs = format(dev);
+        let f = fs.create(ROOT_INO, b"sparse", file()).unwrap().ino;
+        // A hole inside the first chunk, whole chunks of hole, and a hole at the end.
+        fs.write(f, 10, b"abc").unwrap();
+        fs.write(f, 5 * c + 7, b"xyz").unwrap();
+        let mut expect = vec![0u8; (5 * c + 10) as usize];
+        expect[10..13].copy_from_slice(b"abc");
+        expect[(5 * c + 7) as usize..].copy_from_slice(b"xyz");
+        assert_eq!(read_all(&mut fs, f).unwrap(), expect, "{dev:?}");
+        fs.setattr(
+            f,
+            SetAttr {
+                size: Some(9 * c + 1),
+                ..SetAttr::default()
+            },
+        )
+        .unwrap();
+        expect.resize((9 * c + 1) as usize, 0);
+        assert_eq!(read_all(&mut fs, f).unwrap(), expect, "{dev:?}");
+        // Reads inside the hole, straddling its end, and past the end of the file.
+        let mut buf = vec![7u8; 100];
+        assert_eq!(fs.read(f, 2 * c, &mut buf).unwrap(), 100);
+        assert!(buf.iter().all(|&b| b == 0));
+        assert_eq!(fs.read(f, 9 * c + 1, &mut buf).unwrap(), 0);
+        assert_eq!(fs.read(f, 100 * c, &mut buf).unwrap(), 0);
+        assert_fsck(&mut fs, "holes");
+        fs.fsync(f).unwrap();
+        let mut fs = clean_remount(fs);
+        assert_eq!(
+            read_all(&mut fs, f).unwrap(),
+            expect,
+            "{dev:?} after remount"
+        );
+        let mut fs = crash_remount(fs);
+        assert_eq!(read_all(&mut fs, f).unwrap(), expect, "{dev:?} after crash");
+        assert_fsck(&mut fs, "holes after remount");
+    });
+}
+
+#[test]
+fn truncate_shrink_then_grow_reads_zeros() {
+    for_each_dev(|dev| {
+        let c = dev.chunk();
+        for (len, cut) in [
+            (3 * c + 100, c + 17),
+            (3 * c, 3 * c - 1),
+            (c / 2, 5),
+            (4 * c, 0),
+            (2 * c + 1, 2 * c),
+        ] {
+            let ctx = format!("{dev:?} len {len} cut {cut}");
+            let mut fs = format(dev);
+            let f = fs.create(ROOT_INO, b"t", file()).unwrap().ino;
+            let data = pattern(len as u64, len);
+            fs.write(f, 0, &data).unwrap();
+            fs.fsync(f).unwrap();
+            let set = |size: usize| SetAttr {
+                size: Some(size as u64),
+                ..SetAttr::default()
+            };
+            assert_eq!(fs.setattr(f, set(cut)).unwrap().size, cut as u64);
+            assert_eq!(fs.setattr(f, set(len + c)).unwrap().size, (len + c) as u64);
+            let mut expect = data[..cut].to_vec();
+            expect.resize(len + c, 0);
+            assert_eq!(read_all(&mut fs, f).unwrap(), expect, "{ctx}");
+            // Grow by a write past the end as well.
+            fs.setattr(f, set(cut)).unwrap();
+            fs.write(f, (len + 2 * c) as u64, b"end").unwrap();
+            expect.truncate(cut);
+            expect.resize(len + 2 * c, 0);
+            expect.extend_from_slice(b"end");
+            assert_eq!(read_all(&mut fs, f).unwrap(), expect, "{ctx}");
+            fs.fsync(f).unwrap();
+            assert_fsck(&mut fs, &ctx);
+            let mut fs = crash_remount(fs);
+            assert_eq!(read_all(&mut fs, f).unwrap(), expect, "{ctx} after crash");
+            assert_fsck(&mut fs, &ctx);
+            let mut fs = clean_remount(fs);
+            assert_eq!(read_all(&mut fs, f).unwrap(), expect, "{ctx} after remount");
+            // Shrink again, then remount before growing: old bytes must not come back.
+            fs.setattr(f, set(1)).unwrap();
+            let mut fs = crash_remount(fs);
+            fs.setattr(f, set(len + 2 * c + 3)).unwrap();
+            let mut e2 = expect[..1].to_vec();
+            e2.resize(len + 2 * c + 3, 0);
+            assert_eq!(
+                read_all(&mut fs, f).unwrap(),
+                e2,
+                "{ctx} regrow after remount"
+            );
+            fs.fsync(f).unwrap();
+            let mut fs = crash_remount(fs);
+            assert_eq!(read_all(&mut fs, f).unwrap(), e2, "{ctx} regrow, crash");
+            assert_fsck(&mut fs, &ctx);
+        }
+    });
+}
+
+#[test]
+fn truncate_errors() {
+    let mut fs = format(Dev::Tiny);
+    let d = fs.create(ROOT_INO, b"d", dir()).unwrap().ino;
+    let l = fs.create(ROOT_INO, b"l", symlink(b"x")).unwrap().ino;
+    let p = fs
+        .create(ROOT_INO, b"p", special(Kind::Fifo, 0))
+        .unwrap()
+        .ino;
+    let set = SetAttr {
+        size: Some(0),
+        ..SetAttr::default()
+    };
+    assert_eq!(errno(fs.setattr(d, set.clone())), EISDIR);
+    assert_eq!(errno(fs.setattr(l, set.clone())), EINVAL);
+    assert_eq!(errno(fs.setattr(p, set)), EINVAL);
+    let mut buf = [0u8; 4];
+    assert_eq!(errno(fs.read(d, 0, &mut buf)), EISDIR);
+    assert_eq!(errno(fs.write(d, 0, b"x")), EISDIR);
+    assert_eq!(errno(fs.write(l, 0, b"x")), EINVAL);
+    assert_eq!(errno(fs.write(p, 0, b"x")), EINVAL);
+    assert_eq!(errno(fs.getattr(9999)), ENOENT);
+    assert_eq!(errno(fs.write(9999, 0, b"x")), ENOENT);
+    assert_fsck(&mut fs, "truncate errors");
+}
+
+#[test]
+fn rename_replace_rules() {
+    for_each_dev(|dev| {
+        let mut fs = format(dev);
+        let f1 = fs.create(ROOT_INO, b"f1", file()).unwrap().ino;
+        let f2 = fs.create(ROOT_INO, b"f2", file()).unwrap().ino;
+        let d1 = fs.create(ROOT_INO, b"d1", dir()).unwrap().ino;
+        let d2 = fs.create(ROOT_INO, b"d2", dir()).unwrap().ino;
+        let d3 = fs.create(ROOT_INO, b"d3", dir()).unwrap().ino;
+        let inner = fs.create(d3, b"inner", file()).unwrap().ino;
+        fs.write(f1, 0, b"one").unwrap();
+        fs.write(f2, 0, b"two").unwrap();
+        let r = |fs: &mut Fs, a: &[u8], b: &[u8], m| fs.rename(ROOT_INO, a, ROOT_INO, b, m);
+        // file over dir, dir over file, dir over a non-empty dir
+        assert_eq!(errno(r(&mut fs, b"f1", b"d1", RenameMode::Replace)), EISDIR);
+        assert_eq!(
+            errno(r(&mut fs, b"d1", b"f1", RenameMode::Replace)),
+            ENOTDIR
+        );
+        assert_eq!(
+            errno(r(&mut fs, b"d1", b"d3", RenameMode::Replace)),
+            ENOTEMPTY
+        );
+        // NoReplace over anything existing; Exchange with a missing destination
+        assert_eq!(
+            errno(r(&mut fs, b"f1", b"f2", RenameMode::NoReplace)),
+            EEXIST
+        );
+        assert_eq!(
+            errno(r(&mut fs, b"f1", b"d1", RenameMode::NoReplace)),
+            EEXIST
+        );
+        assert_eq!(
+            errno(r(&mut fs, b"f1", b"nope", RenameMode::Exchange)),
+            ENOENT
+        );
+        assert_eq!(
+            errno(r(&mut fs, b"nope", b"f1", RenameMode::Replace)),
+            ENOENT
+        );
+        assert_eq!(
+            errno(r(&mut fs, b"nope", b"f1", RenameMode::Exchange)),
+            ENOENT
+        );
+        // a missing parent; a file as parent
+        assert_eq!(
+            errno(fs.rename(ROOT_INO, b"f1", 9999, b"x", RenameMode::Replace)),
+            ENOENT
+        );
+        assert_eq!(
+            errno(fs.rename(ROOT_INO, b"f1", f2, b"x", RenameMode::Replace)),
+            ENOTDIR
+        );
+        // moving a directory into itself or its own subtree
+        assert_eq!(
+            errno(fs.rename(ROOT_INO, b"d3", d3, b"x", RenameMode::Replace)),
+            EINVAL
+        );
+        let deep = fs.create(d3, b"deep", dir()).unwrap().ino;
+        assert_eq!(
+            errno(fs.rename(ROOT_INO, b"d3", deep, b"x", RenameMode::NoReplace)),
+            EINVAL
+        );
+        assert_eq!(
+            errno(fs.rename(d3, b"deep", ROOT_INO, b"d3", RenameMode::Exchange)),
+            EINVAL,
+            "exchange would put d3 under its own child"
+        );
+        fs.rmdir(d3, b"deep").unwrap();
+        // Nothing changed so far.
+        assert_eq!(fs.lookup(ROOT_INO, b"f1").unwrap().ino, f1);
+        assert_eq!(fs.lookup(ROOT_INO, b"d3").unwrap().ino, d3);
+        assert_fsck(&mut fs, "after refused renames");
+
+        // file over file: the old target is gone
+        r(&mut fs, b"f1", b"f2", RenameMode::Replace).unwrap();
+        assert_eq!(errno(fs.lookup(ROOT_INO, b"f1")), ENOENT);
+        assert_eq!(fs.lookup(ROOT_INO, b"f2").unwrap().ino, f1);
+        assert_eq!(errno(fs.getattr(f2)), ENOENT);
+        assert_eq!(read_all(&mut fs, f1).unwrap(), b"one");
+        // dir over an empty dir
+        r(&mut fs, b"d1", b"d2", RenameMode::Replace).unwrap();
+        assert_eq!(fs.lookup(ROOT_INO, b"d2").unwrap().ino, d1);
+        assert_eq!(errno(fs.getattr(d2)), ENOENT);
+        // rename onto itself is a no-op
+        r(&mut fs, b"d2", b"d2", RenameMode::Replace).unwrap();
+        r(&mut fs, b"d2", b"d2", RenameMode::Exchange).unwrap();
+        // move a file into a directory and a directory under another
+        fs.rename(ROOT_INO, b"f2", d1, b"moved", RenameMode::NoReplace)
+            .unwrap();
+        fs.rename(ROOT_INO, b"d3", d1, b"sub", RenameMode::Replace)
+            .unwrap();
+        assert_eq!(fs.resolve("/d2/moved").unwrap(), f1);
+        assert_eq!(fs.resolve("/d2/sub/inner").unwrap(), inner);
+        assert_eq!(fs.getattr(d1).unwrap().nlink, 3);
+        assert_eq!(fs.getattr(ROOT_INO).unwrap().nlink, 3);
+        // exchange a file and a directory
+        let g = fs.create(ROOT_INO, b"g", file()).unwrap().ino;
+        fs.rename(ROOT_INO, b"g", ROOT_INO, b"d2", RenameMode::Exchange)
+            .unwrap();
+        assert_eq!(fs.lookup(ROOT_INO, b"g").unwrap().ino, d1);
+        assert_eq!(fs.lookup(ROOT_INO, b"d2").unwrap().ino, g);
+        // exchange across directories
+        fs.rename(d1, b"moved", d3, b"inner", RenameMode::Exchange)
+            .unwrap();
+        assert_eq!(fs.resolve("/g/moved").unwrap(), inner);
+        assert_eq!(fs.resolve("/g/sub/inner").unwrap(), f1);
+        assert_fsck(&mut fs, "after renames");
+        let expect = dentries(&fs).unwrap();
+        let mut fs = crash_remount(fs);
+        assert_eq!(dentries(&fs).unwrap(), expect, "{dev:?} after crash");
+        assert_fsck(&mut fs, "after renames, crash");
+        let mut fs = clean_remount(fs);
+        assert_eq!(dentries(&fs).unwrap(), expect, "{dev:?} after remount");
+        assert_eq!(read_all(&mut fs, f1).unwrap(), b"one");
+        assert_eq!(fs.getattr(ROOT_INO).unwrap().nlink, 3);
+        assert_fsck(&mut fs, "after renames, remount");
+    });
+}
+
+#[test]
+fn unlink_and_rmdir_rules() {
+    let mut fs = format(Dev::Tiny);
+    let d = fs.create(ROOT_INO, b"d", dir()).unwrap().ino;
+    let f = fs.create(d, b"f", file()).unwrap().ino;
+    assert_eq!(errno(fs.unlink(ROOT_INO, b"d")), EISDIR);
+    assert_eq!(errno(fs.rmdir(d, b"f")), ENOTDIR);
+    assert_eq!(errno(fs.rmdir(ROOT_INO, b"d")), ENOTEMPTY);
+    assert_eq!(errno(fs.unlink(ROOT_INO, b"nope")), ENOENT);
+    assert_eq!(errno(fs.rmdir(ROOT_INO, b"nope")), ENOENT);
+    assert_eq!(errno(fs.unlink(f, b"x")), ENOTDIR);
+    assert_eq!(errno(fs.create(f, b"x", file())), ENOTDIR);
+    assert_eq!(errno(fs.lookup(f, b"x")), ENOTDIR);
+    assert_eq!(errno(fs.readdir(f)), ENOTDIR);
+    assert_eq!(errno(fs.create(d, b"f", dir())), EEXIST);
+    assert_eq!(errno(fs.create(ROOT_INO, b"", file())), EINVAL);
+    assert_eq!(errno(fs.create(ROOT_INO, b".", file())), EINVAL);
+    assert_eq!(errno(fs.create(ROOT_INO, b"..", dir())), EINVAL);
+    assert_eq!(errno(fs.create(ROOT_INO, b"a/b", file())), EINVAL);
+    assert_eq!(errno(fs.create(ROOT_INO, b"a\0b", file())), EINVAL);
+    assert_eq!(errno(fs.create(ROOT_INO, b"l", symlink(b""))), EINVAL);
+    fs.unlink(d, b"f").unwrap();
+    assert_eq!(errno(fs.getattr(f)), ENOENT);
+    fs.rmdir(ROOT_INO, b"d").unwrap();
+    assert!(fs.readdir(ROOT_INO).unwrap().is_empty());
+    assert_eq!(fs.getattr(ROOT_INO).unwrap().nlink, 2);
+    assert_fsck(&mut fs, "unlink rules");
+    let mut fs = crash_remount(fs);
+    assert!(fs.readdir(ROOT_INO).unwrap().is_empty());
+    assert_fsck(&mut fs, "unlink rules after crash");
+}
+
+#[test]
+fn hard_links_count_and_survive() {
+    for_each_dev(|dev| {
+        let mut fs = format(dev);
+        let d = fs.create(ROOT_INO, b"d", dir()).unwrap().ino;
+        let f = fs.create(ROOT_INO, b"f", file()).unwrap().ino;
+        fs.write(f, 0, b"shared").unwrap();
+        assert_eq!(fs.link(f, d, b"l1").unwrap().nlink, 2);
+        assert_eq!(fs.link(f, ROOT_INO, b"l2").unwrap().nlink, 3);
+        assert_eq!(errno(fs.link(f, ROOT_INO, b"l2")), EEXIST);
+        assert_eq!(errno(fs.link(d, ROOT_INO, b"dl")), EPERM);
+        assert_eq!(errno(fs.link(f, f, b"x")), ENOTDIR);
+        assert_eq!(errno(fs.link(9999, ROOT_INO, b"x")), ENOENT);
+        // A rename between two names of one object changes nothing.
+        fs.rename(ROOT_INO, b"f", d, b"l1", RenameMode::Replace)
+            .unwrap();
+        assert_eq!(fs.getattr(f).unwrap().nlink, 3);
+        assert_eq!(fs.lookup(ROOT_INO, b"f").unwrap().ino, f);
+        fs.unlink(ROOT_INO, b"f").unwrap();
+        assert_eq!(fs.getattr(f).unwrap().nlink, 2);
+        assert_eq!(read_all(&mut fs, f).unwrap(), b"shared");
+        let mut fs = crash_remount(fs);
+        assert_eq!(fs.getattr(f).unwrap().nlink, 2);
+        assert_eq!(fs.resolve("/d/l1").unwrap(), f);
+        assert_eq!(fs.resolve("/l2").unwrap(), f);
+        fs.write(f, 6, b"!").unwrap();
+        fs.unlink(d, b"l1").unwrap();
+        assert_eq!(fs.getattr(f).unwrap().nlink, 1);
+        fs.fsync(f).unwrap();
+        let mut fs = clean_remount(fs);
+        assert_eq!(read_all(&mut fs, f).unwrap(), b"shared!");
+        assert_eq!(fs.getattr(f).unwrap().nlink, 1);
+        fs.unlink(ROOT_INO, b"l2").unwrap();
+        assert_eq!(errno(fs.getattr(f)), ENOENT);
+        assert_fsck(&mut fs, "links");
+        let mut fs = crash_remount(fs);
+        assert_eq!(errno(fs.getattr(f)), ENOENT);
+        assert_eq!(dentries(&fs).unwrap().len(), 1);
+        assert_fsck(&mut fs, "links after crash");
+    });
+}
+
+#[test]
+fn directory_nlink() {
+    let mut fs = format(Dev::Tiny);
+    let a = fs.create(ROOT_INO, b"a", dir()).unwrap().ino;
+    let b = fs.create(a, b"b", dir()).unwrap().ino;
+    fs.create(a, b"c", dir()).unwrap();
+    fs.create(a, b"f", file()).unwrap();
+    assert_eq!(fs.getattr(ROOT_INO).unwrap().nlink, 3);
+    assert_eq!(fs.getattr(a).unwrap().nlink, 4);
+    assert_eq!(fs.getattr(b).unwrap().nlink, 2);
+    fs.rename(a, b"b", ROOT_INO, b"b", RenameMode::Replace)
+        .unwrap();
+    assert_eq!(fs.getattr(ROOT_INO).unwrap().nlink, 4);
+    assert_eq!(fs.getattr(a).unwrap().nlink, 3);
+    let mut fs = crash_remount(fs);
+    assert_eq!(fs.getattr(ROOT_INO).unwrap().nlink, 4);
+    assert_eq!(fs.getattr(a).unwrap().nlink, 3);
+    assert_eq!(fs.parent_of(b).unwrap(), ROOT_INO);
+    assert_eq!(fs.resolve("/a/c/../../b").unwrap(), b);
+    assert_fsck(&mut fs, "nlink");
+}
+
+#[test]
+fn symlinks_read_back() {
+    for_each_dev(|dev| {
+        let mut fs = format(dev);
+        let long = vec![b'x'; 300];
+        let targets: [&[u8]; 4] = [b"/etc/passwd", b"../relative/path", b"a", &long];
+        let mut inos = Vec::new();
+        for (i, t) in targets.iter().enumerate() {
+            let a = fs
+                .create(ROOT_INO, format!("l{i}").as_bytes(), symlink(t))
+                .unwrap();
+            assert_eq!(a.kind, Kind::Symlink);
+            assert_eq!(a.size, t.len() as u64);
+            inos.push(a.ino);
+        }
+        let f = fs.create(ROOT_INO, b"f", file()).unwrap().ino;
+        assert_eq!(errno(fs.readlink(f)), EINVAL);
+        let mut fs = crash_remount(fs);
+        for (ino, t) in inos.iter().zip(targets) {
+            assert_eq!(fs.readlink(*ino).unwrap(), t);
+            assert_eq!(fs.getattr(*ino).unwrap().size, t.len() as u64);
+        }
+        // A target too long for one header page is refused cleanly.
+        let huge = vec![b'y'; 4096];
+        assert_eq!(
+            errno(fs.create(ROOT_INO, b"huge", symlink(&huge))),
+            ENAMETOOLONG
+        );
+        assert_fsck(&mut fs, "symlinks");
+    });
+}
+
+#[test]
+fn special_files_keep_kind_and_rdev() {
+    let mut fs = format(Dev::InBand);
+    let cases = [
+        (Kind::CharDev, 0x0501u64),
+        (Kind::BlockDev, (8 << 8) | 1),
+        (Kind::Fifo, 0),
+        (Kind::Socket, 0),
+    ];
+    for (i, (kind, rdev)) in cases.iter().enumerate() {
+        let a = fs
+            .create(ROOT_INO, format!("s{i}").as_bytes(), special(*kind, *rdev))
+            .unwrap();
+        assert_eq!((a.kind, a.rdev, a.size, a.nlink), (*kind, *rdev, 0, 1));
+    }
+    let d = fs.create(ROOT_INO, b"dir", dir()).unwrap().ino;
+    fs.rename(ROOT_INO, b"s0", d, b"tty", RenameMode::Replace)
+        .unwrap();
+    let fs = crash_remount(fs);
+    let mut fs = clean_remount(fs);
+    for (i, (kind, rdev)) in cases.iter().enumerate() {
+        let path = if i == 0 {
+            "/dir/tty".to_string()
+        } else {
+            format!("/s{i}")
+        };
+        let ino = fs.resolve(&path).unwrap();
+        let a = fs.getattr(ino).unwrap();
+        assert_eq!((a.kind, a.rdev, a.perm), (*kind, *rdev, 0o644), "{path}");
+    }
+    let kinds: Vec<Kind> = fs
+        .readdir(ROOT_INO)
+        .unwrap()
+        .iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        [Kind::Dir, Kind::BlockDev, Kind::Fifo, Kind::Socket],
+        "readdir kinds, sorted by name"
+    );
+    assert_fsck(&mut fs, "specials");
+}
+
+#[test]
+fn attributes_persist() {
+    let mut fs = format(Dev::Tiny);
+    let f = fs.create(ROOT_INO, b"f", file()).unwrap().ino;
+    let a = fs
+        .setattr(
+            f,
+            SetAttr {
+                perm: Some(0o4751),
+                uid: Some(42),
+                gid: Some(43),
+                atime_ns: Some(-5),
+                mtime_ns: Some(123_456_789),
+                ..SetAttr::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        (a.perm, a.uid, a.gid, a.atime_ns, a.mtime_ns),
+        (0o4751, 42, 43, -5, 123_456_789)
+    );
+    let mut fs = crash_remount(fs);
+    let b = fs.getattr(f).unwrap();
+    assert_eq!(
+        (b.perm, b.uid, b.gid, b.atime_ns, b.mtime_ns),
+        (0o4751, 42, 43, -5, 123_456_789)
+    );
+    assert_eq!(b.ctime_ns, a.ctime_ns);
+    assert_fsck(&mut fs, "attrs");
+}
+
+#[test]
+fn xattr_semantics() {
+    for_each_dev(|dev| {
+        let mut fs = format(dev);
+        let f = fs.create(ROOT_INO, b"f", file()).unwrap().ino;
+        let d = fs.create(ROOT_INO, b"d", dir()).unwrap().ino;
+        assert_eq!(errno(fs.getxattr(f, b"user.a")), ENODATA);
+        assert_eq!(errno(fs.removexattr(f, b"user.a")), ENODATA);
+        assert_eq!(
+            errno(fs.setxattr(f, b"user.a", b"1", XattrMode::Replace)),
+            ENODATA
+        );
+        fs.setxattr(f, b"user.a", b"1", XattrMode::Create).unwrap();
+        assert_eq!(
+            errno(fs.setxattr(f, b"user.a", b"2", XattrMode::Create)),
+            EEXIST
+        );
+        assert_eq!(fs.getxattr(f, b"user.a").unwrap(), b"1");
+        fs.setxattr(f, b"user.a", b"22", XattrMode::Replace)
+            .unwrap();
+        fs.setxattr(f, b"security.selinux", b"ctx", XattrMode::Set)
+            .unwrap();
+        fs.setxattr(f, b"user.empty", b"", XattrMode::Set).unwrap();
+        fs.setxattr(d, b"user.dir", b"yes", XattrMode::Set).unwrap();
+        fs.setxattr(ROOT_INO, b"user.root", b"r", XattrMode::Set)
+            .unwrap();
+        assert_eq!(
+            errno(fs.setxattr(f, b"system.posix_acl_access", b"x", XattrMode::Set)),
+            EOPNOTSUPP
+        );
+        assert_eq!(
+            errno(fs.setxattr(f, b"user.", b"x", XattrMode::Set)),
+            EOPNOTSUPP
+        );
+        assert_eq!(errno(fs.setxattr(f, b"", b"x", XattrMode::Set)), EINVAL);
+        // A value too big for the header page: ENOSPC (as ext4 says for a full inode).
+        let big = vec![1u8; 8192];
+        assert_eq!(
+            errno(fs.setxattr(f, b"user.big", &big, XattrMode::Set)),
+            ENOSPC
+        );
+        assert_eq!(errno(fs.getxattr(f, b"user.big")), ENODATA);
+        let mut fs = crash_remount(fs);
+        let mut names = fs.listxattr(f).unwrap();
+        names.sort();
+        assert_eq!(names, [&b"security.selinux"[..], b"user.a", b"user.empty"]);
+        assert_eq!(fs.getxattr(f, b"user.a").unwrap(), b"22");
+        assert_eq!(fs.getxattr(f, b"user.empty").unwrap(), b"");
+        assert_eq!(fs.getxattr(d, b"user.dir").unwrap(), b"yes");
+        assert_eq!(fs.getxattr(ROOT_INO, b"user.root").unwrap(), b"r");
+        fs.removexattr(f, b"user.a").unwrap();
+        assert_eq!(errno(fs.getxattr(f, b"user.a")), ENODATA);
+        let mut fs = clean_remount(fs);
+        assert_eq!(errno(fs.getxattr(f, b"user.a")), ENODATA);
+        assert_eq!(fs.listxattr(f).unwrap().len(), 2);
+        assert_fsck(&mut fs, "xattrs");
+    });
+}
+
+#[test]
+fn name_length_limits() {
+    for_each_dev(|dev| {
+        let mut fs = format(dev);
+        let n255 = vec![b'n'; 255];
+        let n256 = vec![b'n'; 256];
+        let f = fs.create(ROOT_INO, &n255, file()).unwrap().ino;
+        assert_eq!(errno(fs.create(ROOT_INO, &n256, file())), ENAMETOOLONG);
+        assert_eq!(errno(fs.create(ROOT_INO, &n256, dir())), ENAMETOOLONG);
+        assert_eq!(errno(fs.lookup(ROOT_INO, &n256)), ENAMETOOLONG);
+        assert_eq!(errno(fs.link(f, ROOT_INO, &n256)), ENAMETOOLONG);
+        assert_eq!(
+            errno(fs.rename(ROOT_INO, &n255, ROOT_INO, &n256, RenameMode::Replace)),
+            ENAMETOOLONG
+        );
+        let d = fs.create(ROOT_INO, b"d", dir()).unwrap().ino;
+        let mut m255 = vec![b'm'; 255];
+        m255[0] = b'M';
+        fs.rename(ROOT_INO, &n255, d, &m255, RenameMode::Replace)
+            .unwrap();
+        // Every name of an object lives in its one header page: on the in-band device
+        // (472-byte chunks) two 255-byte names do not fit, and link says EMLINK.
+        let second: &[u8] = if dev == Dev::InBand {
+            assert_eq!(errno(fs.link(f, ROOT_INO, &n255)), 31);
+            b"short"
+        } else {
+            &n255
+        };
+        fs.link(f, ROOT_INO, second).unwrap();
+        let mut fs = crash_remount(fs);
+        assert_eq!(fs.lookup(d, &m255).unwrap().ino, f);
+        assert_eq!(fs.lookup(ROOT_INO, second).unwrap().ino, f);
+        assert_eq!(fs.getattr(f).unwrap().nlink, 2);
+        assert_eq!(fs.statfs().name_max, 255);
+        assert_fsck(&mut fs, "names");
+    });
+}
+
+#[test]
+fn unlink_while_open_keeps_data_until_release() {
+    for_each_dev(|dev| {
+        let mut fs = format(dev);
+        let f = fs.create(ROOT_INO, b"f", file()).unwrap().ino;
+        let data = pattern(7, 3 * dev.chunk() + 11);
+        fs.write(f, 0, &data).unwrap();
+        fs.open(f).unwrap();
+        fs.open(f).unwrap();
+        fs.unlink(ROOT_INO, b"f").unwrap();
+        assert_eq!(errno(fs.lookup(ROOT_INO, b"f")), ENOENT);
+        assert_eq!(fs.getattr(f).unwrap().nlink, 0);
+        assert_eq!(read_all(&mut fs, f).unwrap(), data);
+        // Still writable through the handle; cannot be linked back.
+        fs.write(f, 0, b"XY").unwrap();
+        assert_eq!(errno(fs.link(f, ROOT_INO, b"back")), ENOENT);
+        // The name can be reused meanwhile.
+        let g = fs.create(ROOT_INO, b"f", file()).unwrap().ino;
+        assert_ne!(g, f);
+        assert_fsck(&mut fs, "orphan open");
+        fs.release(f).unwrap();
+        assert_eq!(&read_all(&mut fs, f).unwrap()[..2], b"XY");
+        fs.release(f).unwrap();
+        assert_eq!(errno(fs.getattr(f)), ENOENT);
+        assert_fsck(&mut fs, "orphan released");
+        let mut fs = crash_remount(fs);
+        assert_eq!(errno(fs.getattr(f)), ENOENT);
+        assert_eq!(fs.lookup(ROOT_INO, b"f").unwrap().ino, g);
+        assert_fsck(&mut fs, "orphan released, crash");
+    });
+}
+
+#[test]
+fn unlink_while_open_then_crash_reclaims() {
+    for_each_dev(|dev| {
+        let mut fs = format(dev);
+        let f = fs.create(ROOT_INO, b"f", file()).unwrap().ino;
+        let data = pattern(9, 20 * dev.chunk());
+        fs.write(f, 0, &data).unwrap();
+        fs.fsync(f).unwrap();
+        let used_with = fs.statfs().used_chunks;
+        fs.open(f).unwrap();
+        fs.unlink(ROOT_INO, b"f").unwrap();
+        assert_eq!(read_all(&mut fs, f).unwrap(), data);
+        // Power fails while the orphan is still open.
+        let mut fs = crash_remount(fs);
+        assert_eq!(errno(fs.getattr(f)), ENOENT);
+        assert!(fs.readdir(ROOT_INO).unwrap().is_empty());
+        assert!(
+            fs.statfs().used_chunks + 20 <= used_with,
+            "the orphan's chunks were not reclaimed: {} used, {} with the file",
+            fs.statfs().used_chunks,
+            used_with
+        );
+        assert_fsck(&mut fs, "orphan reclaimed at mount");
+        let mut fs = crash_remount(fs);
+        assert_eq!(errno(fs.getattr(f)), ENOENT);
+        assert_fsck(&mut fs, "orphan reclaimed, second mount");
+        // A clean unmount with an open orphan: same result.
+        let g = fs.create(ROOT_INO, b"g", file()).unwrap().ino;
+        fs.write(g, 0, b"gone soon").unwrap();
+        fs.open(g).unwrap();
+        fs.unlink(ROOT_INO, b"g").unwrap();
+        let mut fs = clean_remount(fs);
+        assert_eq!(errno(fs.getattr(g)), ENOENT);
+        assert_fsck(&mut fs, "orphan at clean unmount");
+    });
+}
+
+#[test]
+fn read_only_mount_refuses_writes() {
+    let mut fs = format(Dev::Tiny);
+    let f = fs.create(ROOT_INO, b"f", file()).unwrap().ino;
+    fs.write(f, 0, b"data").unwrap();
+    let flash = fs.unmount().unwrap();
+    let mut fs = FileSystem::mount(
+        flash,
+        MountOptions {
+            read_only: true,
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert_eq!(read_all(&mut fs, f).unwrap(), b"data");
+    assert_eq!(errno(fs.write(f, 0, b"x")), 30);
+    assert_eq!(errno(fs.create(ROOT_INO, b"g", file())), 30);
+    assert_eq!(errno(fs.unlink(ROOT_INO, b"f")), 30);
+    let mut fs = mount(fs.unmount().unwrap()).unwrap();
+    assert_eq!(read_all(&mut fs, f).unwrap(), b"data");
+    assert_fsck(&mut fs, "ro");
+}
+
+#[test]
+fn statfs_tracks_usage() {
+    let mut fs = format(Dev::Tiny);
+    let s0 = fs.statfs();
+    assert_eq!(s0.chunk_bytes, 2048);
+    assert!(s0.total_chunks > 0 && s0.free_chunks <= s0.total_chunks);
+    let f = fs.create(ROOT_INO, b"f", file()).unwrap().ino;
+    fs.write(f, 0, &vec![1u8; 100 * 2048]).unwrap();
+    fs.fsync(f).unwrap();
+    let s1 = fs.statfs();
+    assert!(s1.used_chunks >= s0.used_chunks + 100);
+    assert_eq!(s1.objects, s0.objects + 1);
+    fs.unlink(ROOT_INO, b"f").unwrap();
+    let s2 = fs.statfs();
+    assert!(s2.used_chunks < s0.used_chunks + 5, "{s2:?}");
+}
