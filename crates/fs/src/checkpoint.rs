@@ -18,7 +18,7 @@ use crate::format::{
     CKPT_NONE,
 };
 use crate::fs::FileSystem;
-use crate::object::Object;
+use crate::object::{Object, NO_PAGE};
 use crate::types::{Ino, Kind, SUPER_INO};
 
 fn state_code(s: BlockState) -> u8 {
@@ -28,6 +28,16 @@ fn state_code(s: BlockState) -> u8 {
         BlockState::Full | BlockState::Checkpoint => 2,
         BlockState::Bad => 3,
     }
+}
+
+/// A file's chunk map as a dense list (`NO_PAGE` for holes), the checkpoint's form.
+fn dense_chunks(o: &Object) -> Vec<u32> {
+    let entries = o.chunk_entries();
+    let mut dense = vec![NO_PAGE; entries.last().map_or(0, |e| e.0 as usize + 1)];
+    for (chunk, pno) in entries {
+        dense[chunk as usize] = pno;
+    }
+    dense
 }
 
 fn opt(v: Option<u32>) -> u32 {
@@ -44,7 +54,7 @@ impl<F: Flash> FileSystem<F> {
                 header: opt(o.header),
                 max_chunk_on_flash: opt(o.max_chunk_on_flash),
                 record: o.meta.encode(),
-                chunks: o.chunks.clone(),
+                chunks: dense_chunks(o),
             })
             .collect();
         objects.sort_by_key(|o| o.ino);
@@ -298,11 +308,15 @@ impl<F: Flash> FileSystem<F> {
         self.headers_on_flash = image.headers_on_flash.into_iter().collect();
         self.tombstones = image.tombstones.into_iter().collect();
         for (o, meta) in objects {
-            let mut obj = Object::new(meta);
+            let mut obj = Object::new(meta, self.config.mapping);
             obj.header = (o.header != CKPT_NONE).then_some(o.header);
             obj.max_chunk_on_flash =
                 (o.max_chunk_on_flash != CKPT_NONE).then_some(o.max_chunk_on_flash);
-            obj.chunks = o.chunks.clone();
+            for (chunk, &pno) in o.chunks.iter().enumerate() {
+                if pno != NO_PAGE {
+                    obj.set_chunk(chunk as u32, pno);
+                }
+            }
             if obj.kind() == Kind::Dir {
                 self.dirs.entry(o.ino).or_default();
             }

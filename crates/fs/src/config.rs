@@ -44,6 +44,12 @@ impl std::str::FromStr for CleanerKind {
 pub struct FsConfig {
     /// Profile name (`yaffs` is the baseline); names the combination of the four axes.
     pub profile: String,
+    /// Where object headers live (axis 1).
+    #[serde(default)]
+    pub metadata: crate::meta::MetadataKind,
+    /// How file chunks map to pages (axis 2).
+    #[serde(default)]
+    pub mapping: crate::mapping::MappingKind,
     pub allocator: AllocatorKind,
     pub cleaner: CleanerKind,
     /// Erased blocks kept back from user data so cleaning can always make progress.
@@ -64,6 +70,8 @@ impl FsConfig {
         match name {
             "yaffs" => Ok(FsConfig {
                 profile: "yaffs".into(),
+                metadata: crate::meta::MetadataKind::FlashLog,
+                mapping: crate::mapping::MappingKind::PageMapped,
                 allocator: AllocatorKind::Sequential,
                 cleaner: CleanerKind::Yaffs,
                 reserve_blocks: default_reserve(blocks),

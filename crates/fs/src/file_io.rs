@@ -261,8 +261,7 @@ impl<F: Flash> FileSystem<F> {
         };
         self.stats.data_pages_written += 1;
         let o = self.obj_mut(ino)?;
-        let old = o.chunk_page(chunk);
-        o.set_chunk(chunk, pno);
+        let old = o.set_chunk(chunk, pno);
         o.saw_chunk(chunk);
         if old != NO_PAGE && old != LOST_PAGE {
             self.blocks.invalidate(old);
@@ -323,11 +322,8 @@ impl<F: Flash> FileSystem<F> {
         if o.cache.as_ref().is_some_and(|w| w.chunk as usize >= keep) {
             o.cache = None;
         }
-        let dropped: Vec<u32> = o.chunks.drain(keep.min(o.chunks.len())..).collect();
-        for pno in dropped {
-            if pno != NO_PAGE && pno != LOST_PAGE {
-                self.blocks.invalidate(pno);
-            }
+        for pno in o.truncate_chunks(keep as u32) {
+            self.blocks.invalidate(pno);
         }
         if let Some(meta) = self.obj(ino).ok().map(|o| o.meta.clone()) {
             let _ = self.persist(ino, meta, Vec::new());
@@ -370,11 +366,8 @@ impl<F: Flash> FileSystem<F> {
         meta.ctime_ns = now;
         self.persist(ino, meta, Vec::new())?;
         let o = self.obj_mut(ino)?;
-        let dropped: Vec<u32> = o.chunks.drain(keep_chunks.min(o.chunks.len())..).collect();
-        for pno in dropped {
-            if pno != NO_PAGE && pno != LOST_PAGE {
-                self.blocks.invalidate(pno);
-            }
+        for pno in o.truncate_chunks(keep_chunks as u32) {
+            self.blocks.invalidate(pno);
         }
         Ok(())
     }

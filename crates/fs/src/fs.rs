@@ -16,6 +16,7 @@ use crate::config::FsConfig;
 use crate::error::{FsError, Result};
 use crate::format::{Name, Record, RecordKind};
 use crate::layout::Layout;
+use crate::meta::MetadataStore;
 use crate::object::Object;
 use crate::types::{Attr, Ino, Kind, SetAttr, StatFs, NAME_MAX, ROOT_INO, SUPER_INO};
 
@@ -99,12 +100,15 @@ pub struct FileSystem<F: Flash> {
     pub(crate) repairs: Vec<Ino>,
     /// During a scan: the serial of each object's newest header.
     pub(crate) header_serials: HashMap<Ino, u64>,
+    /// Where headers go (axis 1). Taken out while it works on the file system.
+    pub(crate) metadata: Option<Box<dyn MetadataStore<F>>>,
 }
 
 impl<F: Flash> FileSystem<F> {
     pub(crate) fn empty(dev: F, config: FsConfig, clock: Arc<dyn Clock>) -> Self {
         let layout = Layout::new(dev.geometry());
         let allocator = alloc::make(config.allocator);
+        let config_metadata = config.metadata;
         let streams = vec![None; allocator.streams()];
         Self {
             blocks: BlockTable::new(layout.blocks, layout.pages_per_block),
@@ -131,6 +135,7 @@ impl<F: Flash> FileSystem<F> {
             mount_method: MountMethod::Format,
             repairs: Vec::new(),
             header_serials: HashMap::new(),
+            metadata: Some(crate::meta::make(config_metadata)),
         }
     }
 
@@ -185,7 +190,8 @@ impl<F: Flash> FileSystem<F> {
             target: Vec::new(),
             ..root
         };
-        fs.objects.insert(ROOT_INO, Object::new(root.clone()));
+        fs.objects
+            .insert(ROOT_INO, Object::new(root.clone(), fs.config.mapping));
         fs.dirs.insert(ROOT_INO, BTreeMap::new());
         fs.persist(ROOT_INO, root, Vec::new())?;
         Ok(fs)
@@ -224,9 +230,10 @@ impl<F: Flash> FileSystem<F> {
     pub fn unmount(mut self) -> Result<F> {
         if !self.read_only {
             self.sync()?;
-            if self.config.checkpoint {
-                self.write_checkpoint()?;
-            }
+            let mut store = self.metadata.take().expect("a metadata store");
+            let done = store.unmount(&mut self);
+            self.metadata = Some(store);
+            done?;
             self.dev.sync()?;
         }
         Ok(self.dev)
@@ -435,7 +442,10 @@ impl<F: Flash> FileSystem<F> {
             name_updates: updates,
             ..meta
         };
-        let pno = self.write_header_page(ino, &rec)?;
+        let mut store = self.metadata.take().expect("a metadata store");
+        let stored = store.store_header(self, ino, &rec);
+        self.metadata = Some(store);
+        let pno = stored?;
         let old = {
             let o = self.objects.get_mut(&ino).ok_or(FsError::NotFound)?;
             o.meta = Record {
@@ -443,7 +453,7 @@ impl<F: Flash> FileSystem<F> {
                 ..rec
             };
             o.header_dirty = false;
-            o.header.replace(pno)
+            std::mem::replace(&mut o.header, pno)
         };
         if let Some(old) = old {
             self.blocks.invalidate(old);

@@ -17,7 +17,7 @@ use serde::Serialize;
 use crate::blocks::BlockState;
 use crate::format::{PageKind, Record};
 use crate::fs::FileSystem;
-use crate::object::{LOST_PAGE, NO_PAGE};
+use crate::object::LOST_PAGE;
 use crate::types::{Ino, Kind, ROOT_INO, SUPER_INO};
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -74,9 +74,9 @@ impl<F: Flash> FileSystem<F> {
                 None if !o.header_dirty => p(&mut r, format!("object {ino} has no header page")),
                 None => {}
             }
-            for (i, &c) in o.chunks.iter().enumerate() {
-                if c != NO_PAGE && c != LOST_PAGE {
-                    claim(&mut r, c, Owner::Chunk(ino, i as u32));
+            for (i, c) in o.chunk_entries() {
+                if c != LOST_PAGE {
+                    claim(&mut r, c, Owner::Chunk(ino, i));
                 }
             }
         }

@@ -392,9 +392,9 @@ impl<F: Flash> FileSystem<F> {
                 o.header_dirty = true;
                 self.repairs.push(*ino);
             }
-            for c in o.chunks.iter_mut() {
-                if *c == pno {
-                    *c = LOST_PAGE;
+            for (chunk, c) in o.chunk_entries() {
+                if c == pno {
+                    o.set_chunk(chunk, LOST_PAGE);
                 }
             }
         }

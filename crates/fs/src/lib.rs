@@ -1,8 +1,9 @@
 //! nandkit-fs: one flash file system whose policies are pluggable (DESIGN.md, "fs").
 //!
 //! The four axes, each a trait or module with one file per implementation:
-//! 1. metadata store: the flash log of object headers (`format`, `scan`, `checkpoint`);
-//! 2. data mapping: page-mapped chunks (`file_io`);
+//! 1. metadata store: [`meta::MetadataStore`] (`meta/flash_log.rs`: headers in the log,
+//!    `scan` and `checkpoint` at mount);
+//! 2. data mapping: [`mapping::ChunkMap`] (`mapping/page_mapped.rs`), used by `file_io`;
 //! 3. allocation: [`alloc::Allocator`] (`alloc/sequential.rs`);
 //! 4. cleaning: [`clean::Cleaner`] (`clean/yaffs.rs`, `greedy.rs`, `cost_benefit.rs`).
 //!
@@ -23,6 +24,8 @@ mod fs;
 pub mod fsck;
 mod io;
 pub mod layout;
+pub mod mapping;
+pub mod meta;
 mod namespace;
 mod object;
 mod scan;

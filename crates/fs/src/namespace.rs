@@ -17,7 +17,7 @@ use nandkit_flash::Flash;
 use crate::error::{FsError, Result};
 use crate::format::{Name, Record, RecordKind};
 use crate::fs::FileSystem;
-use crate::object::{Object, LOST_PAGE, NO_PAGE};
+use crate::object::{Object, LOST_PAGE};
 use crate::types::{Attr, DirEntry, Ino, Kind, RenameMode, NAME_MAX, ROOT_INO};
 
 /// Most names (hard links) one object may have.
@@ -127,7 +127,8 @@ impl<F: Flash> FileSystem<F> {
         self.make_room_for_new_object()?;
         let ino = self.next_ino;
         self.next_ino = self.next_ino.checked_add(1).ok_or(FsError::NoSpace)?;
-        self.objects.insert(ino, Object::new(meta.clone()));
+        self.objects
+            .insert(ino, Object::new(meta.clone(), self.config.mapping));
         if let Err(e) = self.persist(ino, meta, Vec::new()) {
             self.objects.remove(&ino);
             return Err(e);
@@ -245,8 +246,8 @@ impl<F: Flash> FileSystem<F> {
             return;
         };
         debug_assert!(o.meta.names.is_empty());
-        for pno in o.chunks {
-            if pno != NO_PAGE && pno != LOST_PAGE {
+        for (_, pno) in o.chunk_entries() {
+            if pno != LOST_PAGE {
                 self.blocks.invalidate(pno);
             }
         }

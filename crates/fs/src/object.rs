@@ -1,6 +1,7 @@
 //! Objects (inodes) as they live in RAM after mount.
 
 use crate::format::{Record, RecordKind};
+use crate::mapping::{new_map, ChunkMap, MappingKind};
 use crate::types::Kind;
 
 /// Marks a chunk with no page (a hole).
@@ -18,8 +19,9 @@ pub struct Object {
     /// Header fields, exactly as the next header write will store them (`name_updates`
     /// always empty here).
     pub meta: Record,
-    /// Files: page of each chunk (`NO_PAGE` for holes).
-    pub chunks: Vec<u32>,
+    /// Files: where each chunk lives (DESIGN axis 2); made on the first chunk.
+    pub chunks: Option<Box<dyn ChunkMap>>,
+    pub mapping: MappingKind,
     /// Page holding the current header, if it has been written.
     pub header: Option<u32>,
     /// Attributes changed in RAM (size, times by writes) and not yet in a header.
@@ -36,10 +38,11 @@ pub struct Object {
 }
 
 impl Object {
-    pub fn new(meta: Record) -> Self {
+    pub fn new(meta: Record, mapping: MappingKind) -> Self {
         Self {
             meta,
-            chunks: Vec::new(),
+            chunks: None,
+            mapping,
             header: None,
             header_dirty: false,
             cache: None,
@@ -57,20 +60,32 @@ impl Object {
     }
 
     pub fn chunk_page(&self, chunk: u32) -> u32 {
-        self.chunks.get(chunk as usize).copied().unwrap_or(NO_PAGE)
+        self.chunks.as_ref().map_or(NO_PAGE, |m| m.get(chunk))
     }
 
-    pub fn set_chunk(&mut self, chunk: u32, pno: u32) {
-        let i = chunk as usize;
-        if self.chunks.len() <= i {
-            self.chunks.resize(i + 1, NO_PAGE);
-        }
-        self.chunks[i] = pno;
+    /// Maps a chunk; returns the page it had.
+    pub fn set_chunk(&mut self, chunk: u32, pno: u32) -> u32 {
+        let kind = self.mapping;
+        self.chunks
+            .get_or_insert_with(|| new_map(kind))
+            .set(chunk, pno)
+    }
+
+    /// Drops chunks from `keep` on; returns their pages.
+    pub fn truncate_chunks(&mut self, keep: u32) -> Vec<u32> {
+        self.chunks
+            .as_mut()
+            .map_or_else(Vec::new, |m| m.truncate(keep))
+    }
+
+    /// (chunk, page) of every mapped or lost chunk.
+    pub fn chunk_entries(&self) -> Vec<(u32, u32)> {
+        self.chunks.as_ref().map_or_else(Vec::new, |m| m.entries())
     }
 
     /// Pages holding data (for `stat`'s block count).
     pub fn data_pages(&self) -> u64 {
-        self.chunks.iter().filter(|&&p| p != NO_PAGE).count() as u64
+        self.chunks.as_ref().map_or(0, |m| m.mapped())
     }
 
     pub fn saw_chunk(&mut self, chunk: u32) {

@@ -22,7 +22,7 @@ use crate::blocks::BlockState;
 use crate::config::FsConfig;
 use crate::error::{FsError, Result};
 use crate::format::{Name, PageKind, Record, RecordKind, TagRead, Tags};
-use crate::fs::{FileSystem, MountMethod, MountOptions};
+use crate::fs::{FileSystem, MountOptions};
 use crate::layout::{Layout, TagPlace};
 use crate::object::Object;
 use crate::types::{Ino, Kind, ROOT_INO, SUPER_INO};
@@ -38,27 +38,38 @@ struct Seen {
 }
 
 impl<F: Flash> FileSystem<F> {
-    /// Rebuilds the in-RAM state from flash: checkpoint if possible, else full scan.
+    /// Rebuilds the in-RAM state through the metadata store (the flash log: checkpoint if
+    /// possible, else a full scan). The store kind is recorded in the file system record,
+    /// which the flash log holds; the flash log is therefore asked first.
     pub(crate) fn recover(dev: F, options: &MountOptions) -> Result<Self> {
         let blocks = Layout::new(dev.geometry()).blocks;
         let placeholder = FsConfig::profile("yaffs", blocks)?;
         let mut fs = Self::empty(dev, placeholder, Arc::clone(&options.clock));
         fs.read_only = options.read_only;
-        if !options.force_scan && fs.load_checkpoint()? {
-            fs.mount_method = MountMethod::Checkpoint;
-            return Ok(fs);
-        }
-        // Start from nothing: a checkpoint that was refused half-way may have left state.
-        let dev = fs.into_device();
-        let mut fs = Self::empty(
-            dev,
-            FsConfig::profile("yaffs", blocks)?,
-            Arc::clone(&options.clock),
-        );
-        fs.read_only = options.read_only;
-        fs.scan()?;
-        fs.mount_method = MountMethod::Scan;
+        let mut store = crate::meta::make::<F>(crate::meta::MetadataKind::FlashLog);
+        fs.mount_method = store.recover(&mut fs, options)?;
+        fs.metadata = Some(store);
         Ok(fs)
+    }
+
+    /// Forgets all RAM state (but the device, clock and mode), as before a first mount.
+    pub(crate) fn reset_state(&mut self) {
+        let blocks = self.layout.blocks;
+        let config = FsConfig::profile("yaffs", blocks).expect("the baseline profile exists");
+        self.set_config(config);
+        self.blocks = crate::blocks::BlockTable::new(blocks, self.layout.pages_per_block);
+        self.objects.clear();
+        self.dirs.clear();
+        self.tombstones.clear();
+        self.headers_on_flash.clear();
+        self.super_page = None;
+        self.next_serial = 1;
+        self.next_seq = 1;
+        self.next_ino = ROOT_INO + 1;
+        self.alloc_cursor = 0;
+        self.checkpoint_blocks.clear();
+        self.repairs.clear();
+        self.header_serials.clear();
     }
 
     /// Reads the tags of one page. Unreadable tags count as garbage.
@@ -86,7 +97,7 @@ impl<F: Flash> FileSystem<F> {
         }))
     }
 
-    fn scan(&mut self) -> Result<()> {
+    pub(crate) fn scan(&mut self) -> Result<()> {
         let ppb = self.layout.pages_per_block;
         let mut seen: Vec<Seen> = Vec::new();
         let (mut max_serial, mut max_seq, mut max_ino) = (0u64, 0u32, ROOT_INO);
@@ -269,7 +280,7 @@ impl<F: Flash> FileSystem<F> {
             if !matches!(rec.kind, RecordKind::Object(_)) {
                 continue;
             }
-            let mut o = Object::new(rec);
+            let mut o = Object::new(rec, self.config.mapping);
             o.header = Some(s.pno);
             self.blocks.set_valid(s.pno);
             if o.kind() == Kind::Dir {
@@ -299,7 +310,7 @@ impl<F: Flash> FileSystem<F> {
             };
             if let Some(old) = self
                 .objects
-                .insert(ROOT_INO, Object::new(root))
+                .insert(ROOT_INO, Object::new(root, self.config.mapping))
                 .and_then(|o| o.header)
             {
                 self.blocks.invalidate(old);
