@@ -96,7 +96,18 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let result = match Cli::parse().command {
+    // Like other Unix tools, end quietly when the reader of our output goes away
+    // (`nandkit dump IMAGE | head`) instead of panicking on a broken pipe.
+    // The mount daemon keeps Rust's default (ignored), so a vanished log reader cannot kill
+    // it with dirty data in RAM.
+    let cli = Cli::parse();
+    if !matches!(cli.command, Command::Mount(_)) {
+        // SAFETY: restoring the default disposition of SIGPIPE before any thread exists.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
+    let result = match cli.command {
         Command::Presets(args) => presets_cmd::run(args),
         Command::FlashBench(args) => flash_bench::run(args),
         Command::Bench(args) => bench::run(args),
