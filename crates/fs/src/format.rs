@@ -154,6 +154,25 @@ pub struct Record {
 }
 
 impl Record {
+    /// A record with no names, no payload, owned by root, all times `now_ns`.
+    pub fn bare(kind: RecordKind, perm: u32, now_ns: i64) -> Record {
+        Record {
+            kind,
+            perm,
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            size: 0,
+            atime_ns: now_ns,
+            mtime_ns: now_ns,
+            ctime_ns: now_ns,
+            names: Vec::new(),
+            target: Vec::new(),
+            xattrs: Vec::new(),
+            name_updates: Vec::new(),
+        }
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(128);
         b.push(match self.kind {

@@ -160,19 +160,8 @@ impl<F: Flash> FileSystem<F> {
         let now = fs.clock.now_ns();
         let config_json = serde_json::to_vec(&fs.config).expect("config serialises");
         let super_rec = Record {
-            kind: RecordKind::Super,
-            perm: 0,
-            uid: 0,
-            gid: 0,
-            rdev: 0,
-            size: 0,
-            atime_ns: now,
-            mtime_ns: now,
-            ctime_ns: now,
-            names: Vec::new(),
             target: config_json,
-            xattrs: Vec::new(),
-            name_updates: Vec::new(),
+            ..Record::bare(RecordKind::Super, 0, now)
         };
         if super_rec.encode().len() > fs.layout.chunk_bytes as usize {
             return Err(FsError::Invalid(
@@ -181,15 +170,7 @@ impl<F: Flash> FileSystem<F> {
         }
         let pno = fs.write_header_page(SUPER_INO, &super_rec)?;
         fs.super_page = Some(pno);
-        let root = Record {
-            kind: RecordKind::Object(Kind::Dir),
-            perm: 0o755,
-            ..super_rec.clone()
-        };
-        let root = Record {
-            target: Vec::new(),
-            ..root
-        };
+        let root = Record::bare(RecordKind::Object(Kind::Dir), 0o755, now);
         fs.objects
             .insert(ROOT_INO, Object::new(root.clone(), fs.config.mapping));
         fs.dirs.insert(ROOT_INO, BTreeMap::new());

@@ -293,21 +293,7 @@ impl<F: Flash> FileSystem<F> {
         if !self.objects.contains_key(&ROOT_INO) || self.objects[&ROOT_INO].kind() != Kind::Dir {
             // The root's header is unreadable: give it a fresh one.
             let now = self.now();
-            let root = Record {
-                kind: RecordKind::Object(Kind::Dir),
-                perm: 0o755,
-                uid: 0,
-                gid: 0,
-                rdev: 0,
-                size: 0,
-                atime_ns: now,
-                mtime_ns: now,
-                ctime_ns: now,
-                names: Vec::new(),
-                target: Vec::new(),
-                xattrs: Vec::new(),
-                name_updates: Vec::new(),
-            };
+            let root = Record::bare(RecordKind::Object(Kind::Dir), 0o755, now);
             if let Some(old) = self
                 .objects
                 .insert(ROOT_INO, Object::new(root, self.config.mapping))
