@@ -1,22 +1,11 @@
 //! `nandkit bench` as a user runs it, at tiny sizes: the JSON fields exist and are sane.
 //! No timing thresholds: host speed depends on the machine.
 
-use std::process::{Command, Output};
+mod common;
+
+use common::*;
 
 use serde_json::Value;
-
-fn nandkit(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nandkit"))
-        .args(args)
-        .env_remove("RUST_BACKTRACE")
-        .env_remove("RUST_LIB_BACKTRACE")
-        .output()
-        .expect("run nandkit")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// Runs a bench with --json and parses its one JSON object.
 fn bench_json(args: &[&str]) -> Value {

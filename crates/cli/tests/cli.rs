@@ -1,19 +1,8 @@
 //! The `nandkit` binary as a user runs it: exit codes, JSON contracts, error messages.
 
-use std::process::{Command, Output};
+mod common;
 
-fn nandkit(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nandkit"))
-        .args(args)
-        .env_remove("RUST_BACKTRACE")
-        .env_remove("RUST_LIB_BACKTRACE")
-        .output()
-        .expect("run nandkit")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::*;
 
 #[test]
 fn presets_lists_every_paper_device() {

@@ -1,27 +1,13 @@
 //! The file system commands (mkfs, fsck, info, dump, mount's argument checks) as a user
 //! runs them: exit codes, messages for bad input, JSON contracts. No FUSE needed.
 
+mod common;
+
+use common::*;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
-
-fn nandkit(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nandkit"))
-        .args(args)
-        .env_remove("RUST_BACKTRACE")
-        .env_remove("RUST_LIB_BACKTRACE")
-        .output()
-        .expect("run nandkit")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// Asserts a failure that is an ordinary error (exit `code`), never a panic, with a
 /// message on stderr containing every one of `needles`.
