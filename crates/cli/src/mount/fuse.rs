@@ -158,6 +158,15 @@ impl NandFuse {
         f(fs).map_err(|e| errno(&e))
     }
 
+    /// fsync and fsyncdir: the object's data and header reach flash (nothing to do on a
+    /// read-only mount).
+    fn fsync_ino(&self, ino: INodeNo) -> Result<(), Errno> {
+        if self.opts.read_only {
+            return Ok(());
+        }
+        ino32(ino).and_then(|i| self.with_fs(|fs| fs.fsync(i)))
+    }
+
     fn attr(&self, a: &Attr) -> FileAttr {
         let ctime = time(a.ctime_ns);
         FileAttr {
@@ -513,12 +522,7 @@ impl Filesystem for NandFuse {
         reply: ReplyEmpty,
     ) {
         // Replies only once the data and the header that reaches it are on flash.
-        let r = if self.opts.read_only {
-            Ok(())
-        } else {
-            ino32(ino).and_then(|i| self.with_fs(|fs| fs.fsync(i)))
-        };
-        Self::reply_empty(reply, r);
+        Self::reply_empty(reply, self.fsync_ino(ino));
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
@@ -617,12 +621,7 @@ impl Filesystem for NandFuse {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        let r = if self.opts.read_only {
-            Ok(())
-        } else {
-            ino32(ino).and_then(|i| self.with_fs(|fs| fs.fsync(i)))
-        };
-        Self::reply_empty(reply, r);
+        Self::reply_empty(reply, self.fsync_ino(ino));
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
