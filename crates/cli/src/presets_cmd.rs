@@ -29,11 +29,12 @@ pub fn run(args: PresetsArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     println!(
-        "{:<19} {:>9} {:>6} {:>5} {:>6} {:>7} {:>8} {:>9} {:>8} {:>4} {:>7}",
+        "{:<19} {:>9} {:>6} {:>5} {:>5} {:>6} {:>7} {:>8} {:>9} {:>8} {:>4} {:>7}",
         "NAME",
         "SIZE",
         "PAGE",
         "OOB",
+        "FREE",
         "PG/BLK",
         "BLOCKS",
         "READ",
@@ -46,11 +47,12 @@ pub fn run(args: PresetsArgs) -> anyhow::Result<()> {
         let g = p.config.geometry;
         let t = p.config.timing;
         println!(
-            "{:<19} {:>9} {:>6} {:>5} {:>6} {:>7} {:>8} {:>9} {:>8} {:>4} {:>7}",
+            "{:<19} {:>9} {:>6} {:>5} {:>5} {:>6} {:>7} {:>8} {:>9} {:>8} {:>4} {:>7}",
             p.name,
             human_bytes(g.total_bytes()),
             g.page_size_bytes,
             g.oob_size_bytes,
+            g.oob_free_bytes(),
             g.pages_per_block,
             g.blocks_per_chip,
             micros(t.read_ns),

@@ -1,5 +1,14 @@
 //! One NAND chip: the rules a real chip enforces, its wear, bit errors, torn operations and
 //! its simulated clock. Storage of the bytes is delegated to a [`Storage`] backend.
+//!
+//! ECC, as a controller's ECC engine does it (details in [`crate::ecc`]): a program stores
+//! check bytes for every data codeword at the end of the OOB, overwriting what the caller
+//! passed there; a full page read verifies them. Random bit errors are still modelled
+//! statistically (corrected up to t per codeword, uncorrectable above, nothing stored),
+//! while damage that is stored in the cells (a torn program, a half-erased page, bytes
+//! changed in an image file) fails the stored check and is reported as uncorrectable, as
+//! real ECC reports an interrupted program. An OOB-only read cannot check the data and
+//! does not.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -39,6 +48,8 @@ pub struct Chip {
     stats: ChipStats,
     /// Sleep for each operation's simulated latency, so a person can feel the device speed.
     realtime: bool,
+    /// The OOB a program stores (the caller's, with the ECC bytes), kept to avoid allocating.
+    program_oob: Vec<u8>,
 }
 
 fn mix(seed: u64, a: u64, b: u64) -> u64 {
@@ -68,6 +79,7 @@ impl Chip {
             busy_until_ns: 0,
             stats: ChipStats::default(),
             realtime: false,
+            program_oob: Vec::new(),
         };
         if fresh {
             chip.mark_factory_bad_blocks();
@@ -247,7 +259,7 @@ impl Chip {
         let (start_ns, end_ns) = self.occupy(issue_ns, self.config.timing.read_cost_ns(bytes));
         self.stats.page_reads += 1;
         self.stats.bytes_read += bytes as u64;
-        let result = self.apply_bit_errors(addr, Some(data), oob);
+        let result = self.check_ecc(addr, Some(data), oob);
         Timed {
             result,
             start_ns,
@@ -273,7 +285,7 @@ impl Chip {
         let (start_ns, end_ns) = self.occupy(issue_ns, self.config.timing.read_cost_ns(bytes));
         self.stats.oob_reads += 1;
         self.stats.bytes_read += bytes as u64;
-        let result = self.apply_bit_errors(addr, None, oob);
+        let result = self.check_ecc(addr, None, oob);
         Timed {
             result,
             start_ns,
@@ -303,9 +315,11 @@ impl Chip {
         Ok(())
     }
 
-    /// Draws raw bit errors for each codeword read, corrects what ECC can and damages the
-    /// returned bytes of codewords it cannot.
-    fn apply_bit_errors(
+    /// ECC on a read, given the stored bytes in the buffers: checks each data codeword
+    /// against its stored check bytes (full reads only), draws raw bit errors for each
+    /// codeword read, corrects what ECC can and damages the returned bytes of codewords it
+    /// cannot. A codeword that fails its stored check is returned as stored.
+    fn check_ecc(
         &mut self,
         addr: PageAddr,
         data: Option<&mut [u8]>,
@@ -317,6 +331,11 @@ impl Chip {
             return Ok(EccReport::default());
         }
         let ecc = self.config.ecc;
+        // Damage stored in the cells, found before the read adds its own random errors.
+        let failed = match &data {
+            Some(d) => ecc.failed_codewords(self.geometry(), d, oob),
+            None => Vec::new(),
+        };
         let rber = ecc.rber(meta.erase_count, self.config.wear.endurance_cycles);
         let stuck = self.stuck_errors.get(&(addr.block, addr.page)).cloned();
         let n_data = self.config.codewords_per_page() as usize - 1;
@@ -325,7 +344,11 @@ impl Chip {
         let mut visit = |rng: &mut Xoshiro256PlusPlus, index: usize, bytes: &mut [u8]| {
             let extra = stuck.as_ref().map_or(0, |s| s[index]);
             let errors = ecc.sample_errors(rng, rber, bytes.len() as u32 * 8) + extra;
-            if errors > ecc.correctable_bits {
+            if failed.contains(&index) {
+                // Already beyond correction; the draw above keeps the random stream the
+                // same whatever is stored.
+                uncorrectable += 1;
+            } else if errors > ecc.correctable_bits {
                 uncorrectable += 1;
                 for _ in 0..errors {
                     let bit = rng.gen_range(0..bytes.len() * 8);
@@ -401,6 +424,12 @@ impl Chip {
         self.stats.bytes_written += bytes as u64;
         meta.write_ptr = addr.page + 1;
         self.storage.set_meta(addr.block, meta);
+        // The ECC engine fills the OOB's ECC area; a torn program was writing these bytes.
+        let mut stored = std::mem::take(&mut self.program_oob);
+        stored.clear();
+        stored.extend_from_slice(oob);
+        self.config.ecc.store_check_bytes(&g, data, &mut stored);
+        let oob = stored.as_slice();
         let result = if let Verdict::Tear { seed } = verdict {
             let raw = self.storage.page_mut(addr.block, addr.page);
             tear_program(raw, data, oob, seed);
@@ -419,6 +448,7 @@ impl Chip {
             self.storage.write_page(addr.block, addr.page, data, oob);
             Ok(())
         };
+        self.program_oob = stored;
         Timed {
             result,
             start_ns,

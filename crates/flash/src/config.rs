@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::ecc::EccModel;
+use crate::error::FlashError;
 use crate::geometry::Geometry;
 use crate::timing::Timing;
 use crate::wear::{CellType, WearModel};
@@ -24,6 +25,38 @@ pub struct DeviceConfig {
 }
 
 impl DeviceConfig {
+    /// Checks that the geometry is valid and agrees with the ECC: its `oob_ecc_bytes` is
+    /// either 0 (no stored ECC, as in older images) or one set of the ECC's check bytes per
+    /// whole data codeword of a page.
+    pub fn validate(&self) -> Result<(), FlashError> {
+        self.geometry.validate()?;
+        let (g, ecc) = (&self.geometry, &self.ecc);
+        if g.oob_ecc_bytes == 0 {
+            return Ok(());
+        }
+        if ecc.codeword_bytes == 0
+            || !g.page_size_bytes.is_multiple_of(ecc.codeword_bytes)
+            || ecc.check_bytes == 0
+        {
+            return Err(FlashError::InvalidGeometry(format!(
+                "{} OOB ECC bytes need whole {}-byte codewords per {}-byte page with check bytes \
+                 ({} per codeword); use 0 OOB ECC bytes for no stored ECC",
+                g.oob_ecc_bytes, ecc.codeword_bytes, g.page_size_bytes, ecc.check_bytes
+            )));
+        }
+        let want = ecc.oob_ecc_bytes(g.page_size_bytes);
+        if g.oob_ecc_bytes != want {
+            return Err(FlashError::InvalidGeometry(format!(
+                "{} OOB ECC bytes, but {} codewords of {} check bytes take {want} \
+                 (or 0 for no stored ECC)",
+                g.oob_ecc_bytes,
+                g.page_size_bytes / ecc.codeword_bytes,
+                ecc.check_bytes
+            )));
+        }
+        Ok(())
+    }
+
     /// The same device with its capacity split over `chips` chips.
     pub fn with_chips(mut self, chips: u32) -> Result<Self, crate::FlashError> {
         self.geometry = self.geometry.split_over(chips)?;

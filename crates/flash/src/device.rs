@@ -95,7 +95,7 @@ impl FlashDevice {
     }
 
     pub fn ram_with(config: DeviceConfig, options: DeviceOptions) -> Result<Self, FlashError> {
-        config.geometry.validate()?;
+        config.validate()?;
         let storages = (0..config.geometry.chips)
             .map(|_| Box::new(RamStorage::new(&config.geometry)) as Box<dyn Storage>)
             .collect();

@@ -1,13 +1,32 @@
 //! Raw bit errors and the ECC that hides them.
 //!
-//! Every read draws a number of raw bit errors for each ECC codeword from a Poisson
-//! distribution whose rate grows with the block's wear. A codeword with at most `t` errors
-//! is corrected (the caller gets clean data and the count, so it can scrub a block before it
-//! degrades further, like MTD's -EUCLEAN); more than `t` is uncorrectable (-EBADMSG) and the
-//! caller gets the damaged bytes.
+//! Two kinds of damage, modelled two ways:
+//!
+//! - **Random bit errors** (charge leaking, read disturb) are modelled statistically, not
+//!   stored: every read draws a number of raw bit errors for each ECC codeword from a Poisson
+//!   distribution whose rate grows with the block's wear. A codeword with at most `t` errors
+//!   is corrected (the caller gets clean data and the count, so it can scrub a block before
+//!   it degrades further, like MTD's -EUCLEAN); more than `t` is uncorrectable (-EBADMSG)
+//!   and the caller gets the damaged bytes.
+//! - **Damage stored in the cells** (a program torn by a power cut, a half-erased page, bytes
+//!   changed in an image file) is caught the way a real controller catches it: at program
+//!   time the chip writes `check_bytes` of ECC per data codeword into the end of the OOB
+//!   (overwriting whatever the caller put there, as a hardware ECC engine does), and a full
+//!   page read recomputes them. A mismatch is reported as uncorrectable, as real ECC reports
+//!   an interrupted program. A codeword whose data and check bytes are all 0xFF reads as
+//!   clean: controllers recognise an erased page.
+//!
+//! The stored check is a detection code, not a real BCH or Hamming code: the first
+//! `check_bytes` bytes of crc32c(codeword) (little-endian), then of crc32c(codeword ++ 1),
+//! crc32c(codeword ++ 2), ... It never corrects; correction stays in the statistical model.
+//! It covers the data codewords only; like Linux MTD's software ECC, it does not cover the
+//! free OOB bytes, so a file system must check its own tags. A device whose geometry has
+//! `oob_ecc_bytes == 0` (older images) stores and checks nothing.
 
 use rand::Rng;
 use serde::{Deserialize, Serialize};
+
+use crate::geometry::Geometry;
 
 /// ECC strength and the raw bit error rate (RBER) curve.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -24,18 +43,114 @@ pub struct EccModel {
     /// Raw bit error rate added at the rated endurance; it grows as (cycles / rated)^3.
     /// The default makes one read in ~6,000 of a worn-out 512-byte codeword uncorrectable.
     pub rber_at_endurance: f64,
+    /// OOB bytes of ECC stored per data codeword. 0 (the default of older sidecars) means
+    /// the device stores no ECC bytes.
+    #[serde(default)]
+    pub check_bytes: u32,
 }
 
 impl EccModel {
     /// BCH-like code correcting `t` bits per `codeword_bytes`, with the default RBER curve.
+    /// A binary BCH code over GF(2^m) needs m bits of check per corrected bit, with m the
+    /// bits needed to index the codeword's bits: t = 4 over 512 bytes is 13 * 4 = 52 bits,
+    /// 7 OOB bytes.
     pub fn bch(codeword_bytes: u32, t: u32) -> Self {
+        let bits = u64::from(codeword_bytes) * 8;
+        let m = u64::from(u64::BITS - bits.leading_zeros());
         Self {
             codeword_bytes,
             correctable_bits: t,
             scrub_threshold_bits: (t * 3).div_ceil(4).max(1),
             rber_fresh: 1e-9,
             rber_at_endurance: 1.2e-4,
+            check_bytes: u32::try_from((m * u64::from(t)).div_ceil(8)).unwrap_or(u32::MAX),
         }
+    }
+
+    /// Linux MTD's software Hamming code: 1 bit corrected per `codeword_bytes` (256 in MTD)
+    /// with 3 check bytes, a scrub after any corrected bit. Two codewords fill 6 of a
+    /// small-page part's 16 OOB bytes.
+    pub fn hamming(codeword_bytes: u32) -> Self {
+        Self {
+            correctable_bits: 1,
+            scrub_threshold_bits: 1,
+            check_bytes: 3,
+            ..Self::bch(codeword_bytes, 1)
+        }
+    }
+
+    /// OOB bytes the stored ECC of one page of `page_size_bytes` takes: one set of
+    /// `check_bytes` per whole data codeword.
+    pub fn oob_ecc_bytes(&self, page_size_bytes: u32) -> u32 {
+        let codewords = page_size_bytes / self.codeword_bytes.max(1);
+        codewords.saturating_mul(self.check_bytes)
+    }
+
+    /// The check bytes stored for one data codeword, `check_bytes` of them.
+    fn check_stream(&self, codeword: &[u8]) -> impl Iterator<Item = u8> {
+        let crc = crc32c::crc32c(codeword);
+        (0..self.check_bytes as usize).map(move |i| {
+            let word = match i / 4 {
+                0 => crc,
+                j => crc32c::crc32c_append(crc, &(j as u32).to_le_bytes()),
+            };
+            word.to_le_bytes()[i % 4]
+        })
+    }
+
+    /// Writes the check bytes of one data codeword into `out` (its length, at most
+    /// `check_bytes`, is how many are written).
+    pub fn check_value(&self, codeword: &[u8], out: &mut [u8]) {
+        for (o, b) in out.iter_mut().zip(self.check_stream(codeword)) {
+            *o = b;
+        }
+    }
+
+    /// True when a data codeword agrees with its stored check bytes, or when both are all
+    /// 0xFF (an erased codeword, which controllers read as clean).
+    pub fn codeword_ok(&self, codeword: &[u8], check: &[u8]) -> bool {
+        let matches = check.len() == self.check_bytes as usize
+            && self.check_stream(codeword).eq(check.iter().copied());
+        matches || (check.iter().all(|&b| b == 0xFF) && codeword.iter().all(|&b| b == 0xFF))
+    }
+
+    /// True when a device of this geometry stores ECC bytes (see [`crate::DeviceConfig::validate`]).
+    fn stores(&self, geometry: &Geometry) -> bool {
+        geometry.oob_ecc_bytes != 0 && self.check_bytes != 0 && self.codeword_bytes != 0
+    }
+
+    /// What the chip's ECC engine does when it programs `data`: writes the check bytes of
+    /// every data codeword into the ECC area at the end of `oob` (codeword i's at
+    /// `geometry.oob_ecc_offset() + i * check_bytes`). Does nothing when the geometry
+    /// stores no ECC (`oob_ecc_bytes == 0`).
+    pub fn store_check_bytes(&self, geometry: &Geometry, data: &[u8], oob: &mut [u8]) {
+        if !self.stores(geometry) {
+            return;
+        }
+        let per = self.check_bytes as usize;
+        let area = &mut oob[geometry.oob_ecc_offset()..];
+        for (cw, check) in data
+            .chunks_exact(self.codeword_bytes as usize)
+            .zip(area.chunks_exact_mut(per))
+        {
+            self.check_value(cw, check);
+        }
+    }
+
+    /// Data codewords of a page (as stored: `data` and `oob`) whose stored check bytes do
+    /// not match, by index. Empty when the geometry stores no ECC.
+    pub fn failed_codewords(&self, geometry: &Geometry, data: &[u8], oob: &[u8]) -> Vec<usize> {
+        if !self.stores(geometry) {
+            return Vec::new();
+        }
+        let per = self.check_bytes as usize;
+        let area = &oob[geometry.oob_ecc_offset()..];
+        data.chunks_exact(self.codeword_bytes as usize)
+            .zip(area.chunks_exact(per))
+            .enumerate()
+            .filter(|(_, (cw, check))| !self.codeword_ok(cw, check))
+            .map(|(i, _)| i)
+            .collect()
     }
 
     /// Raw bit error rate of a block that has been erased `cycles` times.

@@ -4,14 +4,22 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::FlashError;
 
+/// Bytes at the start of every page's OOB reserved for the bad block marker (the chip writes
+/// its marker at OOB byte 0 of page 0; Linux reserves two bytes on every page).
+pub const OOB_BBM_BYTES: u32 = 2;
+
 /// The shape of one flash device (one chip, or an array of identical chips).
 ///
 /// Every count is a plain number; every size is in bytes.
+///
+/// A page's OOB is laid out as Linux MTD lays it out:
+/// `[bad block marker: 2][free: oob_free_bytes()][ECC: oob_ecc_bytes]`. The chip writes the
+/// ECC bytes itself when it programs a page; a file system may use only the free bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Geometry {
     /// Bytes in the main (data) area of a page. Programs and reads move whole pages.
     pub page_size_bytes: u32,
-    /// Bytes in the spare (OOB) area of a page, as the file system sees them: tags, markers.
+    /// Bytes in the spare (OOB) area of a page: bad block marker, free bytes (tags), ECC.
     /// Larger OOB lets a file system keep its tags out of band; tiny OOB forces in-band tags.
     pub oob_size_bytes: u32,
     /// Pages in one erase block. Pages of a block must be programmed in order 0, 1, 2, ...
@@ -20,6 +28,11 @@ pub struct Geometry {
     pub blocks_per_chip: u32,
     /// Identical chips (dies with their own bus) side by side. `1` for a plain MTD device.
     pub chips: u32,
+    /// OOB bytes at the end of each page's OOB holding ECC check bytes, written by the chip:
+    /// data codewords per page times the ECC's check bytes per codeword. 0 (the default of
+    /// older sidecars) means the device stores no ECC bytes.
+    #[serde(default)]
+    pub oob_ecc_bytes: u32,
 }
 
 impl Geometry {
@@ -41,6 +54,12 @@ impl Geometry {
         if self.oob_size_bytes > self.page_size_bytes {
             return bad("OOB larger than the page");
         }
+        if self.oob_ecc_bytes > 0
+            && u64::from(self.oob_ecc_bytes) + u64::from(OOB_BBM_BYTES)
+                > u64::from(self.oob_size_bytes)
+        {
+            return bad("ECC bytes and the bad block marker do not fit in the OOB");
+        }
         // Every size derived from the geometry (raw image bytes above all) must fit a u64.
         let raw_bytes = (self.raw_page_bytes() as u64)
             .checked_mul(self.pages_per_chip())
@@ -49,6 +68,33 @@ impl Geometry {
             return bad("device too large");
         }
         Ok(())
+    }
+
+    /// Bytes at the start of the OOB reserved for the bad block marker (also [`OOB_BBM_BYTES`]).
+    pub const OOB_BBM_BYTES: u32 = OOB_BBM_BYTES;
+
+    /// Where the OOB bytes free for the file system start: just after the bad block marker
+    /// (2; less only for an OOB smaller than the marker, so the range is always in bounds).
+    pub fn oob_free_offset(&self) -> usize {
+        OOB_BBM_BYTES.min(self.oob_size_bytes) as usize
+    }
+
+    /// OOB bytes free for the file system: all but the marker and the ECC bytes.
+    pub fn oob_free_bytes(&self) -> usize {
+        (self.oob_size_bytes as usize)
+            .saturating_sub(OOB_BBM_BYTES as usize)
+            .saturating_sub(self.oob_ecc_bytes as usize)
+    }
+
+    /// The free OOB bytes as a range of an OOB buffer.
+    pub fn oob_free_range(&self) -> std::ops::Range<usize> {
+        let start = self.oob_free_offset();
+        start..start + self.oob_free_bytes()
+    }
+
+    /// Where the ECC bytes start: they fill the end of the OOB.
+    pub fn oob_ecc_offset(&self) -> usize {
+        (self.oob_size_bytes as usize).saturating_sub(self.oob_ecc_bytes as usize)
     }
 
     /// Bytes a page occupies in a raw dump: data followed by OOB.
@@ -209,6 +255,7 @@ mod tests {
             pages_per_block: 64,
             blocks_per_chip: 8192,
             chips: 1,
+            oob_ecc_bytes: 28,
         }
     }
 
@@ -236,5 +283,38 @@ mod tests {
         .validate()
         .is_err());
         assert!(Geometry { chips: 0, ..g() }.validate().is_err());
+    }
+
+    #[test]
+    fn oob_layout_is_marker_free_ecc() {
+        let g = g();
+        assert_eq!(g.oob_free_offset(), 2);
+        assert_eq!(g.oob_free_bytes(), 34);
+        assert_eq!(g.oob_free_range(), 2..36);
+        assert_eq!(g.oob_ecc_offset(), 36);
+        assert_eq!(g.split_over(4).unwrap().oob_ecc_bytes, 28);
+        assert_eq!(g.resized(128 << 20).unwrap().oob_ecc_bytes, 28);
+        // ECC may take everything but the marker, not more.
+        assert!(Geometry {
+            oob_ecc_bytes: 62,
+            ..g
+        }
+        .validate()
+        .is_ok());
+        assert!(Geometry {
+            oob_ecc_bytes: 63,
+            ..g
+        }
+        .validate()
+        .is_err());
+        // Without stored ECC: marker and free bytes only, even on a tiny OOB.
+        let legacy = Geometry {
+            oob_ecc_bytes: 0,
+            oob_size_bytes: 1,
+            ..g
+        };
+        legacy.validate().unwrap();
+        assert_eq!(legacy.oob_free_range(), 1..1);
+        assert_eq!(legacy.oob_ecc_offset(), 1);
     }
 }

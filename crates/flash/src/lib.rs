@@ -3,7 +3,8 @@
 //! Layers, bottom up:
 //! - [`backend`]: where the bits live (RAM, or a nanddump-layout file image with a sidecar).
 //! - [`chip`]: one chip's rules (program erased pages in order, erase whole blocks, no bad
-//!   blocks), wear, bit errors behind ECC, torn operations, and its simulated clock.
+//!   blocks), wear, bit errors behind ECC (check bytes stored in the OOB), torn operations,
+//!   and its simulated clock.
 //! - [`executor`]: who runs a batch: in the caller's thread, or one worker thread per chip.
 //! - [`device`]: p chips behind the [`Flash`] trait, with the caller's clock and power rail.
 //! - [`striped`]: MA's round-robin striping of p chips into one wide device.
@@ -34,7 +35,7 @@ pub use device::{BlockInfo, DeviceOptions, Flash, FlashDevice};
 pub use ecc::{EccModel, EccReport};
 pub use error::FlashError;
 pub use executor::ExecutorKind;
-pub use geometry::{BlockAddr, Geometry, PageAddr};
+pub use geometry::{BlockAddr, Geometry, PageAddr, OOB_BBM_BYTES};
 pub use power::PowerCut;
 pub use preset::{preset, presets, Preset, DEFAULT_PRESET};
 pub use stats::{ChipStats, DeviceStats};

@@ -34,6 +34,13 @@ fn make(
     timing: Timing,
     cell: CellType,
 ) -> DeviceConfig {
+    // Small-page parts (512 B pages, 16 B OOB) use MTD's software Hamming code: 2 x 3 ECC
+    // bytes, 8 free. Large-page parts use BCH 4 bits per 512 B (the MA board's): 7 bytes each.
+    let ecc = if page <= 512 {
+        EccModel::hamming(256)
+    } else {
+        EccModel::bch(512, 4)
+    };
     let block_bytes = u64::from(page) * u64::from(pages_per_block);
     DeviceConfig {
         name: name.to_string(),
@@ -43,11 +50,12 @@ fn make(
             pages_per_block,
             blocks_per_chip: (total_bytes / block_bytes) as u32,
             chips: 1,
+            oob_ecc_bytes: ecc.oob_ecc_bytes(page),
         },
         timing,
         cell,
         wear: WearModel::for_cell(cell),
-        ecc: EccModel::bch(512, 4),
+        ecc,
         seed: 0x006e_616e_646b_6974,
     }
 }
@@ -150,7 +158,7 @@ mod tests {
     #[test]
     fn every_preset_is_valid_and_sized_as_named() {
         for p in presets() {
-            p.config.geometry.validate().unwrap();
+            p.config.validate().unwrap();
             let expect = match p.name {
                 "slc-1g" | "mlc-1g" | "tlc-1g" | "mlc-8k" => GIB,
                 "smallblock-64m" | "smallblock-64m-mtd" => 64 * MIB,
@@ -174,6 +182,41 @@ mod tests {
         let four = mlc.with_chips(4).unwrap();
         assert_eq!(four.geometry.chips, 4);
         assert_eq!(four.geometry.total_bytes(), GIB);
+    }
+
+    #[test]
+    fn oob_layout_per_preset() {
+        // (name, ECC bytes, free bytes): BCH-4 7 bytes per 512 B; small pages MTD Hamming.
+        let want = [
+            ("slc-1g", 28, 34),
+            ("mlc-1g", 28, 34),
+            ("tlc-1g", 56, 70),
+            ("smallblock-64m", 6, 8),
+            ("smallblock-64m-mtd", 6, 8),
+            ("mnfs-128m", 6, 8),
+            ("mlc-8k", 112, 334),
+            ("tiny", 28, 34),
+        ];
+        assert_eq!(presets().len(), want.len());
+        for (name, ecc, free) in want {
+            let c = preset(name).unwrap();
+            let g = c.geometry;
+            assert_eq!(g.oob_ecc_bytes, ecc, "{name}");
+            assert_eq!(g.oob_free_bytes(), free, "{name}");
+            assert_eq!(g.oob_free_offset(), 2, "{name}");
+            assert_eq!(g.oob_ecc_offset() + ecc as usize, g.oob_size_bytes as usize);
+            for chips in [2, 4] {
+                let split = c.clone().with_chips(chips).unwrap();
+                assert_eq!(split.geometry.oob_ecc_bytes, ecc, "{name} x{chips}");
+                split.validate().unwrap();
+            }
+            let smaller = c.clone().with_total_bytes(g.block_bytes() * 4).unwrap();
+            assert_eq!(smaller.geometry.oob_ecc_bytes, ecc, "{name} resized");
+        }
+        let small = preset("smallblock-64m").unwrap().ecc;
+        assert_eq!(small, EccModel::hamming(256));
+        assert_eq!((small.codeword_bytes, small.check_bytes), (256, 3));
+        assert_eq!((small.correctable_bits, small.scrub_threshold_bits), (1, 1));
     }
 
     #[test]

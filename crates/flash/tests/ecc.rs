@@ -8,13 +8,15 @@ use nandkit_flash::{BlockAddr, EccModel, EccReport, Flash, FlashDevice, FlashErr
 
 const CW: usize = 512;
 
-/// A tiny device with no random bit errors and one programmed page.
+/// A tiny device with no random bit errors and one programmed page: the device, the
+/// address, the data and the OOB as stored (the caller's, with the check bytes).
 fn programmed() -> (FlashDevice, PageAddr, Vec<u8>, Vec<u8>) {
     let mut dev = tiny_dev();
     let addr = PageAddr::new(0, 2, 0);
     let g = dev.geometry();
     let (data, oob) = page_bytes(&g, 77);
     dev.program_page(addr, &data, &oob).unwrap();
+    let oob = stored_oob(&g, &data, &oob);
     (dev, addr, data, oob)
 }
 

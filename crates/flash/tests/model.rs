@@ -44,7 +44,7 @@ proptest! {
                     let want = next[b as usize];
                     if p == want {
                         prop_assert!(r.is_ok(), "op {}: {:?}", i, r);
-                        pages.insert((b, p), raw_of(&data, &oob));
+                        pages.insert((b, p), stored_raw(&g, &data, &oob));
                         next[b as usize] += 1;
                     } else if p < want {
                         prop_assert!(matches!(r, Err(FlashError::NotErased(_))), "op {}: {:?}", i, r);

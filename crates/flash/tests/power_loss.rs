@@ -64,9 +64,10 @@ impl Model {
         page_bytes(g, tag(PageAddr::new(0, block, page)) ^ (generation << 50))
     }
 
+    /// Raw bytes of the page once programmed: the check bytes are in its OOB.
     fn intended_raw(&self, g: &Geometry, block: u32, page: u32) -> Vec<u8> {
         let (d, o) = self.intended(g, block, page);
-        raw_of(&d, &o)
+        stored_raw(g, &d, &o)
     }
 
     fn apply(&mut self, g: &Geometry, op: Op) {

@@ -5,6 +5,8 @@ mod common;
 use common::*;
 use nandkit_flash::{BlockAddr, Command, EccReport, Flash, FlashDevice, FlashError, PageAddr};
 
+/// Exactly: the data and every OOB byte the caller owns; the ECC area holds the check bytes
+/// the chip stored (`program_tagged` returns them).
 #[test]
 fn read_returns_exactly_the_programmed_data_and_oob() {
     let mut dev = tiny_dev();
@@ -378,7 +380,10 @@ fn erase_resets_the_block() {
     // Page 0 can be programmed again, with different data.
     let (data, oob) = page_bytes(&g, 12345);
     dev.program_page(b.page(0), &data, &oob).unwrap();
-    assert_eq!(read_raw(&mut dev, b.page(0)).unwrap(), raw_of(&data, &oob));
+    assert_eq!(
+        read_raw(&mut dev, b.page(0)).unwrap(),
+        stored_raw(&g, &data, &oob)
+    );
     // Other blocks are untouched.
     assert_eq!(
         dev.raw_page(BlockAddr::new(0, 3).page(0)).unwrap(),
@@ -404,7 +409,7 @@ fn erase_then_reprogram_never_shows_old_bytes() {
     for p in 0..3 {
         let (data, oob) = page_bytes(&g, 5000 + u64::from(p));
         dev.program_page(b.page(p), &data, &oob).unwrap();
-        fresh.push(raw_of(&data, &oob));
+        fresh.push(stored_raw(&g, &data, &oob));
     }
     for p in 0..g.pages_per_block {
         let want = fresh

@@ -289,7 +289,9 @@ fn mixed_run(kind: ExecutorKind, p: u32) -> Observed {
     assert_eq!(errors, p as usize * 2 + 1 + 1, "{s:?}");
     // The program of page 3 after the refused page 9 landed, and reads back in the batch.
     let read3 = &done[6 * p as usize];
-    let (data, oob) = page_bytes(&dev.geometry(), tag(PageAddr::new(0, 1, 3)));
+    let g = dev.geometry();
+    let (data, oob) = page_bytes(&g, tag(PageAddr::new(0, 1, 3)));
+    let oob = stored_oob(&g, &data, &oob);
     match &read3.result {
         Ok(nandkit_flash::Reply::Read {
             data: d, oob: o, ..

@@ -120,8 +120,19 @@ fn program_into_a_worn_block_fails() {
         "{err:?}"
     );
     assert!(err.is_media_failure());
-    // What the cells hold is not the data.
-    assert_ne!(dev.raw_page(b.page(0)).unwrap(), raw_of(&data, &oob));
+    // What the cells hold is not the page, and a read says so.
+    let g = dev.geometry();
+    assert_ne!(
+        dev.raw_page(b.page(0)).unwrap(),
+        stored_raw(&g, &data, &oob)
+    );
+    assert!(
+        matches!(
+            read(&mut dev, b.page(0)),
+            Err(FlashError::Uncorrectable { .. })
+        ),
+        "a failed program reads back without an ECC error"
+    );
     let t = dev.stats().total();
     assert_eq!(t.program_failures, 1);
     // The failed page is used up like any programmed page.

@@ -72,7 +72,7 @@ pub fn create(
     config: &DeviceConfig,
     overwrite: bool,
 ) -> Result<Vec<FileStorage>, FlashError> {
-    config.geometry.validate()?;
+    config.validate()?;
     let meta_path = sidecar_path(path);
     let mut opts = OpenOptions::new();
     opts.read(true).write(true);
@@ -139,7 +139,7 @@ pub fn read_config(path: &Path) -> Result<DeviceConfig, FlashError> {
             ),
         ));
     }
-    parsed.config.geometry.validate()?;
+    parsed.config.validate()?;
     Ok(parsed.config)
 }
 

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use nandkit_flash::{
-    preset, DeviceConfig, EccReport, Flash, FlashDevice, FlashError, Geometry, PageAddr,
+    preset, DeviceConfig, EccModel, EccReport, Flash, FlashDevice, FlashError, Geometry, PageAddr,
 };
 
 /// The "tiny" preset: 8 MiB SLC, 2 KiB pages + 64 B OOB, 64 pages/block, 64 blocks.
@@ -41,11 +41,35 @@ pub fn page_bytes(g: &Geometry, tag: u64) -> (Vec<u8>, Vec<u8>) {
     (data, oob)
 }
 
-/// Data followed by OOB: what `raw_page` returns for a cleanly programmed page.
+/// Data followed by OOB (for a programmed page, see [`stored_raw`]).
 pub fn raw_of(data: &[u8], oob: &[u8]) -> Vec<u8> {
     let mut raw = data.to_vec();
     raw.extend_from_slice(oob);
     raw
+}
+
+/// The ECC of every device these tests program through `stored_*` (tiny, mlc-1g): BCH 4 bits
+/// per 512 bytes, 7 check bytes per codeword.
+pub fn test_ecc() -> EccModel {
+    EccModel::bch(512, 4)
+}
+
+/// The OOB the chip stores when it programs (data, oob): the caller's bytes, with the ECC
+/// engine's check bytes in the ECC area at the end.
+pub fn stored_oob(g: &Geometry, data: &[u8], oob: &[u8]) -> Vec<u8> {
+    let ecc = test_ecc();
+    assert!(
+        g.oob_ecc_bytes == 0 || g.oob_ecc_bytes == ecc.oob_ecc_bytes(g.page_size_bytes),
+        "stored_oob assumes BCH 4 bits per 512 bytes"
+    );
+    let mut stored = oob.to_vec();
+    ecc.store_check_bytes(g, data, &mut stored);
+    stored
+}
+
+/// Raw bytes of a page cleanly programmed with (data, oob): data, then the stored OOB.
+pub fn stored_raw(g: &Geometry, data: &[u8], oob: &[u8]) -> Vec<u8> {
+    raw_of(data, &stored_oob(g, data, oob))
 }
 
 /// What `raw_page` returns for an erased page.
@@ -58,12 +82,13 @@ pub fn tag(addr: PageAddr) -> u64 {
     (u64::from(addr.chip) << 40) | (u64::from(addr.block) << 20) | u64::from(addr.page)
 }
 
-/// Programs the page with `page_bytes(tag(addr))` and returns the raw bytes it should hold.
+/// Programs the page with `page_bytes(tag(addr))` and returns the raw bytes it should hold
+/// (with the check bytes the chip stores in the OOB).
 pub fn program_tagged<F: Flash>(dev: &mut F, addr: PageAddr) -> Result<Vec<u8>, FlashError> {
     let g = dev.geometry();
     let (data, oob) = page_bytes(&g, tag(addr));
     dev.program_page(addr, &data, &oob)?;
-    Ok(raw_of(&data, &oob))
+    Ok(stored_raw(&g, &data, &oob))
 }
 
 /// Reads a whole page through the ECC path.
