@@ -6,8 +6,8 @@ use anyhow::bail;
 use clap::Args;
 use nandkit_flash::{BlockInfo, DeviceOptions, Flash, FlashDevice};
 use nandkit_fs::blocks::{Block, BlockState};
-use nandkit_fs::format::{crc, TagRead, TAG_BYTES};
-use nandkit_fs::layout::{Layout, TagPlace, OOB_TAG_OFFSET};
+use nandkit_fs::inspect::{page_view, PageView};
+use nandkit_fs::layout::Layout;
 use serde::Serialize;
 
 use crate::image::{self, Access};
@@ -32,12 +32,16 @@ pub struct DumpArgs {
 struct BlockRow {
     block: u32,
     chip: u32,
-    /// free (erased), active (open for writing), full, checkpoint, bad; or, when the image
-    /// holds no mountable file system, what the device says: erased, written, bad.
+    /// free (erased), active (open for writing), full, checkpoint, anchor, bad; or, when
+    /// the image holds no mountable file system, what the device says: erased, written,
+    /// bad.
     state: String,
-    seq: u32,
+    /// Write serial just before the block's first page (its age, for cleaning).
+    first_serial: u64,
     valid: u32,
     invalid: u32,
+    /// Pages holding the block's summary.
+    summary: u32,
     free: u32,
     erase_count: u32,
     /// Set when a cut interrupted the block's last erase.
@@ -47,21 +51,8 @@ struct BlockRow {
 #[derive(Serialize)]
 struct PageRow {
     page: u32,
-    /// data, header, checkpoint, erased, or garbage (torn or corrupt tags).
-    kind: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    obj: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    chunk: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    n_bytes: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    block_seq: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    serial: Option<u64>,
-    /// Does the data area match the CRC in the tags?
-    #[serde(skip_serializing_if = "Option::is_none")]
-    data_crc_ok: Option<bool>,
+    #[serde(flatten)]
+    view: PageView,
 }
 
 pub fn run(args: DumpArgs) -> anyhow::Result<()> {
@@ -105,8 +96,8 @@ pub fn run(args: DumpArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     println!(
-        "{:>6} {:>4} {:<10} {:>8} {:>6} {:>7} {:>5} {:>7}",
-        "BLOCK", "CHIP", "STATE", "SEQ", "VALID", "INVALID", "FREE", "ERASES"
+        "{:>6} {:>4} {:<10} {:>10} {:>6} {:>7} {:>7} {:>5} {:>7}",
+        "BLOCK", "CHIP", "STATE", "1ST SERIAL", "VALID", "INVALID", "SUMMARY", "FREE", "ERASES"
     );
     let mut hidden = 0u64;
     for r in &rows {
@@ -116,13 +107,14 @@ pub fn run(args: DumpArgs) -> anyhow::Result<()> {
             continue;
         }
         println!(
-            "{:>6} {:>4} {:<10} {:>8} {:>6} {:>7} {:>5} {:>7}{}",
+            "{:>6} {:>4} {:<10} {:>10} {:>6} {:>7} {:>7} {:>5} {:>7}{}",
             r.block,
             r.chip,
             r.state,
-            r.seq,
+            r.first_serial,
             r.valid,
             r.invalid,
+            r.summary,
             r.free,
             r.erase_count,
             if r.erase_torn { "  (erase torn)" } else { "" }
@@ -136,21 +128,27 @@ pub fn run(args: DumpArgs) -> anyhow::Result<()> {
 
 fn row(b: u32, g: nandkit_flash::Geometry, info: &BlockInfo, fs: Option<&Block>) -> BlockRow {
     let ppb = g.pages_per_block;
-    let (state, seq, valid, invalid, free) = match fs {
+    let (state, first_serial, valid, invalid, summary, free) = match fs {
         Some(blk) => {
             let state = match blk.state {
                 BlockState::Empty => "free",
                 BlockState::Active => "active",
                 BlockState::Full => "full",
                 BlockState::Checkpoint => "checkpoint",
+                BlockState::Anchor => "anchor",
                 BlockState::Bad => "bad",
             };
             let used = blk.next_page.min(ppb);
+            let invalid = match blk.state {
+                BlockState::Checkpoint | BlockState::Anchor => 0,
+                _ => used.saturating_sub(blk.valid + blk.overhead),
+            };
             (
                 state.to_string(),
-                blk.seq,
+                blk.base_serial,
                 blk.valid,
-                used.saturating_sub(blk.valid),
+                invalid,
+                blk.overhead,
                 ppb - used,
             )
         }
@@ -164,16 +162,17 @@ fn row(b: u32, g: nandkit_flash::Geometry, info: &BlockInfo, fs: Option<&Block>)
                 "written"
             };
             // Without a file system nothing is known to be valid or invalid.
-            (state.to_string(), 0, 0, 0, ppb - info.write_ptr.min(ppb))
+            (state.to_string(), 0, 0, 0, 0, ppb - info.write_ptr.min(ppb))
         }
     };
     BlockRow {
         block: b,
         chip: b / g.blocks_per_chip,
         state,
-        seq,
+        first_serial,
         valid,
         invalid,
+        summary,
         free,
         erase_count: info.erase_count,
         erase_torn: info.erase_torn,
@@ -187,44 +186,17 @@ fn dump_block(
     info: BlockInfo,
 ) -> anyhow::Result<()> {
     let g = dev.geometry();
-    let layout = Layout::new(g);
+    let layout = Layout::new(g)?;
     let base = layout.block_addr(n);
     let page_bytes = g.page_size_bytes as usize;
     let mut pages = Vec::with_capacity(g.pages_per_block as usize);
     for page in 0..g.pages_per_block {
         let raw = dev.raw_page(base.page(page))?;
         let (data, oob) = raw.split_at(page_bytes.min(raw.len()));
-        let tag_bytes = match layout.tags {
-            TagPlace::Oob => &oob[OOB_TAG_OFFSET.min(oob.len())..],
-            TagPlace::InBand => &data[data.len().saturating_sub(TAG_BYTES)..],
-        };
-        let mut r = PageRow {
+        pages.push(PageRow {
             page,
-            kind: String::new(),
-            obj: None,
-            chunk: None,
-            n_bytes: None,
-            block_seq: None,
-            serial: None,
-            data_crc_ok: None,
-        };
-        match nandkit_fs::format::Tags::decode(tag_bytes) {
-            TagRead::Erased => r.kind = "erased".into(),
-            TagRead::Garbage => r.kind = "garbage".into(),
-            TagRead::Valid(t) => {
-                r.kind = format!("{:?}", t.kind).to_lowercase();
-                r.obj = Some(t.obj);
-                r.chunk = Some(t.chunk);
-                r.n_bytes = Some(t.n_bytes);
-                r.block_seq = Some(t.block_seq);
-                r.serial = Some(t.serial);
-                r.data_crc_ok = Some(
-                    data.get(..t.n_bytes as usize)
-                        .is_some_and(|d| crc(d) == t.data_crc),
-                );
-            }
-        }
-        pages.push(r);
+            view: page_view(&layout, data, oob),
+        });
     }
     if args.json {
         let out = serde_json::json!({
@@ -258,16 +230,16 @@ fn dump_block(
         }
     );
     println!(
-        "{:>5} {:<10} {:>8} {:>8} {:>6} {:>8} {:>10} {:>4}",
-        "PAGE", "KIND", "OBJ", "CHUNK", "BYTES", "SEQ", "SERIAL", "CRC"
+        "{:>5} {:<10} {:>8} {:>8} {:>6} {:>10} {:>8} {:>10} {:>5}",
+        "PAGE", "KIND", "OBJ", "CHUNK", "BYTES", "SERIAL", "PARENT", "SIZE", "CHECK"
     );
     let mut i = 0;
     while i < pages.len() {
-        let p = &pages[i];
+        let p = &pages[i].view;
         if p.kind == "erased" {
             // A run of erased pages is one line.
             let mut j = i;
-            while j + 1 < pages.len() && pages[j + 1].kind == "erased" {
+            while j + 1 < pages.len() && pages[j + 1].view.kind == "erased" {
                 j += 1;
             }
             if j > i {
@@ -280,15 +252,16 @@ fn dump_block(
         }
         let opt = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
         println!(
-            "{:>5} {:<10} {:>8} {:>8} {:>6} {:>8} {:>10} {:>4}",
-            p.page,
+            "{:>5} {:<10} {:>8} {:>8} {:>6} {:>10} {:>8} {:>10} {:>5}",
+            pages[i].page,
             p.kind,
             opt(p.obj.map(u64::from)),
             opt(p.chunk.map(u64::from)),
             opt(p.n_bytes.map(u64::from)),
-            opt(p.block_seq.map(u64::from)),
             opt(p.serial),
-            match p.data_crc_ok {
+            opt(p.parent.map(u64::from)),
+            opt(p.size),
+            match p.check_ok {
                 Some(true) => "ok",
                 Some(false) => "BAD",
                 None => "-",

@@ -119,7 +119,7 @@ fn check(args: &FsckArgs) -> anyhow::Result<Report> {
                     .into_iter()
                     .map(|p| format!("checkpoint mount: {p}")),
             );
-            problems.extend(compare_trees(&scanned, &cp));
+            problems.extend(compare_trees(&mut scanned, &mut cp));
             if problems.len() > before {
                 "disagrees"
             } else {
@@ -190,7 +190,7 @@ impl Seen {
 }
 
 /// Every path of the tree with what stat, readlink and listxattr say about it.
-fn tree(fs: &FileSystem<FlashDevice>) -> Result<BTreeMap<String, Seen>, String> {
+fn tree(fs: &mut FileSystem<FlashDevice>) -> Result<BTreeMap<String, Seen>, String> {
     let mut out = BTreeMap::new();
     let mut stack: Vec<(String, Ino)> = vec![(String::new(), ROOT_INO)];
     while let Some((path, ino)) = stack.pop() {
@@ -234,7 +234,10 @@ fn tree(fs: &FileSystem<FlashDevice>) -> Result<BTreeMap<String, Seen>, String> 
 }
 
 /// Differences between the scan's tree and the checkpoint's (at most 20 listed).
-fn compare_trees(scan: &FileSystem<FlashDevice>, cp: &FileSystem<FlashDevice>) -> Vec<String> {
+fn compare_trees(
+    scan: &mut FileSystem<FlashDevice>,
+    cp: &mut FileSystem<FlashDevice>,
+) -> Vec<String> {
     let (a, b) = match (tree(scan), tree(cp)) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) => return vec![format!("walking the scanned tree: {e}")],

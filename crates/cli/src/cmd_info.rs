@@ -5,7 +5,8 @@ use std::time::Instant;
 
 use clap::Args;
 use nandkit_flash::{DeviceOptions, Flash};
-use nandkit_fs::layout::{Layout, TagPlace};
+use nandkit_fs::format::tags::TagLayout;
+use nandkit_fs::layout::Layout;
 use nandkit_fs::MountMethod;
 use serde::Serialize;
 
@@ -84,7 +85,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
     let statfs = fs.statfs();
     let (u, i, p) = fs.uip();
     let c = u64::from(statfs.chunk_bytes);
-    let layout = Layout::new(g);
+    let layout = Layout::new(g)?;
     let info = Info {
         image: img.clone(),
         total_bytes: g.total_bytes(),
@@ -92,8 +93,8 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
         profile: fs.config().clone(),
         chunk_bytes: fs.chunk_bytes(),
         tags: match layout.tags {
-            TagPlace::Oob => "oob",
-            TagPlace::InBand => "in-band",
+            TagLayout::Large => "large (34 B in the OOB)",
+            TagLayout::Small => "small (8 B in the OOB)",
         },
         mount_method: fs.mount_method(),
         mount_host_ms,

@@ -1,6 +1,11 @@
-//! The in-RAM block table: state, sequence number and page validity of every erase block.
-//! Invariant per block: valid + invalid + free pages = pages per block, where pages below
-//! `next_page` are valid or invalid and pages from `next_page` on are free.
+//! The in-RAM block table: state, first serial and page validity of every erase block.
+//!
+//! Invariant per block: valid + invalid + overhead + free = pages per block, where pages
+//! below `next_page` are valid, invalid or overhead (its summary), and pages from
+//! `next_page` on are free. The table also keeps the set of blocks cleaning may reclaim
+//! (candidates), indexed so that victim selection costs the same on any device size.
+
+use std::collections::BTreeSet;
 
 use serde::Serialize;
 
@@ -14,28 +19,45 @@ pub enum BlockState {
     Full,
     /// Holds a checkpoint.
     Checkpoint,
+    /// One of the two anchor blocks (file system record, checkpoint pointers).
+    Anchor,
     /// Bad: never used again.
     Bad,
 }
 
+/// A program failed here: move its valid pages out and retire it.
+pub const RETIRE: u8 = 1;
+/// ECC asked for a scrub: move its valid pages out and erase it.
+pub const SCRUB: u8 = 2;
+/// Full but without a usable summary: reclaim it (a mount would have to read every page).
+pub const NO_SUMMARY: u8 = 4;
+
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Block {
-    pub state: BlockState,
-    /// Sequence number given when the block was opened (0: never opened / unknown).
-    pub seq: u32,
+    /// Write serial of the block's first page (0: never opened / unknown).
+    pub base_serial: u64,
     /// Pages programmed (or spoiled) so far.
     pub next_page: u32,
     /// Pages holding live data or metadata.
     pub valid: u32,
-    /// A program failed here: move its valid pages out and retire it.
-    pub retire: bool,
-    /// ECC asked for a scrub: move its valid pages out and erase it.
-    pub scrub: bool,
+    /// Pages that are neither (the block's summary).
+    pub overhead: u32,
+    pub state: BlockState,
+    /// `RETIRE`, `SCRUB`, `NO_SUMMARY`.
+    pub flags: u8,
 }
 
 impl Block {
     pub fn invalid(&self) -> u32 {
-        self.next_page - self.valid
+        self.next_page - self.valid - self.overhead
+    }
+
+    pub fn retire(&self) -> bool {
+        self.flags & RETIRE != 0
+    }
+
+    pub fn scrub(&self) -> bool {
+        self.flags & SCRUB != 0
     }
 }
 
@@ -44,11 +66,22 @@ pub struct BlockTable {
     /// One bit per page: set when the page is valid.
     valid_bits: Vec<u64>,
     /// Per block: objects whose header pages (any version) sit in it, for tombstone
-    /// lifetimes (see `crate::fs`'s tombstone handling).
+    /// lifetimes (see the file system's tombstone handling).
     pub header_objs: Vec<Vec<u32>>,
     pub pages_per_block: u32,
     pub empty: u32,
+    /// One bit per block: a cleaning candidate.
+    cand_bits: Vec<u64>,
+    /// Candidates by valid page count, for greedy selection.
+    by_valid: BTreeSet<(u32, u32)>,
+    /// The valid count each candidate is filed under in `by_valid`.
+    filed: Vec<u32>,
+    candidates: u32,
+    /// Candidates with flags (retire, scrub, no summary): cleaned first.
+    flagged: BTreeSet<u32>,
 }
+
+const NOT_FILED: u32 = u32::MAX;
 
 impl BlockTable {
     pub fn new(blocks: u32, pages_per_block: u32) -> Self {
@@ -56,12 +89,12 @@ impl BlockTable {
         Self {
             blocks: vec![
                 Block {
-                    state: BlockState::Empty,
-                    seq: 0,
+                    base_serial: 0,
                     next_page: 0,
                     valid: 0,
-                    retire: false,
-                    scrub: false,
+                    overhead: 0,
+                    state: BlockState::Empty,
+                    flags: 0,
                 };
                 blocks as usize
             ],
@@ -69,7 +102,30 @@ impl BlockTable {
             header_objs: vec![Vec::new(); blocks as usize],
             pages_per_block,
             empty: blocks,
+            cand_bits: vec![0; (blocks as usize).div_ceil(64)],
+            by_valid: BTreeSet::new(),
+            filed: vec![NOT_FILED; blocks as usize],
+            candidates: 0,
+            flagged: BTreeSet::new(),
         }
+    }
+
+    pub fn len(&self) -> u32 {
+        self.blocks.len() as u32
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.blocks.is_empty()
+    }
+
+    pub fn get(&self, block: u32) -> &Block {
+        &self.blocks[block as usize]
+    }
+
+    /// Changes a block's fields through `f`, keeping the candidate index in step.
+    pub fn update(&mut self, block: u32, f: impl FnOnce(&mut Block)) {
+        f(&mut self.blocks[block as usize]);
+        self.refile(block);
     }
 
     pub fn is_valid(&self, pno: u32) -> bool {
@@ -79,13 +135,17 @@ impl BlockTable {
     pub fn set_valid(&mut self, pno: u32) {
         debug_assert!(!self.is_valid(pno), "page {pno} already valid");
         self.valid_bits[pno as usize / 64] |= 1 << (pno % 64);
-        self.blocks[(pno / self.pages_per_block) as usize].valid += 1;
+        let b = pno / self.pages_per_block;
+        self.blocks[b as usize].valid += 1;
+        self.refile(b);
     }
 
     pub fn invalidate(&mut self, pno: u32) {
         if self.is_valid(pno) {
             self.valid_bits[pno as usize / 64] &= !(1 << (pno % 64));
-            self.blocks[(pno / self.pages_per_block) as usize].valid -= 1;
+            let b = pno / self.pages_per_block;
+            self.blocks[b as usize].valid -= 1;
+            self.refile(b);
         }
     }
 
@@ -98,6 +158,7 @@ impl BlockTable {
             self.empty += 1;
         }
         b.state = state;
+        self.refile(block);
     }
 
     /// Valid pages of a block, in page order.
@@ -109,11 +170,108 @@ impl BlockTable {
     }
 
     /// Blocks cleaning may reclaim: full, holding at least one invalid page or unwritten
-    /// pages it will never be written to (a block a mount found part-written), or flagged.
+    /// pages it will never be written to (a block sealed early), or flagged.
     pub fn is_candidate(&self, block: u32) -> bool {
+        self.cand_bits[block as usize / 64] & (1 << (block % 64)) != 0
+    }
+
+    fn compute_candidate(&self, block: u32) -> bool {
         let b = &self.blocks[block as usize];
         b.state == BlockState::Full
-            && (b.invalid() > 0 || b.next_page < self.pages_per_block || b.retire || b.scrub)
+            && (b.invalid() > 0 || b.next_page < self.pages_per_block || b.flags != 0)
+    }
+
+    /// Re-files a block in the candidate index after any change.
+    fn refile(&mut self, block: u32) {
+        let cand = self.compute_candidate(block);
+        let i = block as usize;
+        let was = self.is_candidate(block);
+        if was {
+            self.by_valid.remove(&(self.filed[i], block));
+            self.filed[i] = NOT_FILED;
+        }
+        if cand {
+            self.cand_bits[i / 64] |= 1 << (block % 64);
+            let v = self.blocks[i].valid;
+            self.by_valid.insert((v, block));
+            self.filed[i] = v;
+        } else {
+            self.cand_bits[i / 64] &= !(1 << (block % 64));
+        }
+        if cand && self.blocks[i].flags != 0 {
+            self.flagged.insert(block);
+        } else {
+            self.flagged.remove(&block);
+        }
+        match (was, cand) {
+            (false, true) => self.candidates += 1,
+            (true, false) => self.candidates -= 1,
+            _ => {}
+        }
+    }
+
+    pub fn candidate_count(&self) -> u32 {
+        self.candidates
+    }
+
+    /// The first candidate at or after `from` (wrapping), if any.
+    pub fn next_candidate(&self, from: u32) -> Option<u32> {
+        let n = self.len();
+        if self.candidates == 0 || n == 0 {
+            return None;
+        }
+        let from = from % n;
+        self.first_set_in(from, n)
+            .or_else(|| self.first_set_in(0, from))
+    }
+
+    fn first_set_in(&self, from: u32, to: u32) -> Option<u32> {
+        let mut b = from;
+        while b < to {
+            let w = self.cand_bits[b as usize / 64] >> (b % 64);
+            if w == 0 {
+                b = (b / 64 + 1) * 64;
+                continue;
+            }
+            let hit = b + w.trailing_zeros();
+            return (hit < to).then_some(hit);
+        }
+        None
+    }
+
+    /// Candidates among `count` blocks from `from` (wrapping), in block order.
+    pub fn candidates_in(&self, from: u32, count: u32) -> Vec<u32> {
+        let n = self.len();
+        let count = count.min(n);
+        let mut out = Vec::new();
+        let mut at = from % n.max(1);
+        let mut left = count;
+        while left > 0 {
+            let span = left.min(n - at);
+            let mut b = at;
+            while let Some(hit) = self.first_set_in(b, at + span) {
+                out.push(hit);
+                b = hit + 1;
+            }
+            left -= span;
+            at = 0;
+        }
+        out
+    }
+
+    /// A flagged candidate (retire, scrub or no summary), lowest block number first.
+    pub fn first_flagged(&self) -> Option<u32> {
+        self.flagged.first().copied()
+    }
+
+    /// The candidate with the fewest valid pages (lowest block number among equals).
+    pub fn least_valid_candidate(&self) -> Option<u32> {
+        self.by_valid.first().map(|&(_, b)| b)
+    }
+
+    /// Every candidate, in block order.
+    pub fn all_candidates(&self) -> Vec<u32> {
+        self.candidates_in(0, self.len())
     }
 
     pub fn good_blocks(&self) -> u32 {
@@ -129,19 +287,25 @@ impl BlockTable {
 
     /// MODA's parameters over the whole device: utilisation u (valid / all pages),
     /// invalidity i (invalid / all pages) and uniformity p (fraction of blocks that do not
-    /// hold both valid and invalid pages). Bad blocks are left out.
+    /// hold both valid and invalid pages). Bad and anchor blocks are left out; summary
+    /// pages count as neither valid nor invalid.
     pub fn uip(&self) -> (f64, f64, f64) {
         let mut pages = 0u64;
         let (mut valid, mut invalid, mut blocks, mut uniform) = (0u64, 0u64, 0u64, 0u64);
         for b in &self.blocks {
-            if b.state == BlockState::Bad {
+            if matches!(b.state, BlockState::Bad | BlockState::Anchor) {
                 continue;
             }
             blocks += 1;
             pages += u64::from(self.pages_per_block);
             valid += u64::from(b.valid);
-            invalid += u64::from(b.invalid());
-            if b.valid == 0 || b.invalid() == 0 {
+            let inv = if b.state == BlockState::Checkpoint {
+                0
+            } else {
+                b.invalid()
+            };
+            invalid += u64::from(inv);
+            if b.valid == 0 || inv == 0 {
                 uniform += 1;
             }
         }
@@ -154,28 +318,74 @@ impl BlockTable {
             uniform as f64 / blocks as f64,
         )
     }
-}
 
-impl BlockTable {
-    /// The raw validity bitmap (for checkpoints).
-    pub fn valid_words(&self) -> &[u64] {
-        &self.valid_bits
-    }
-
-    /// Restores the bitmap from a checkpoint and recounts every block's valid pages.
-    /// Returns false if the bitmap does not fit this table.
-    pub fn restore_valid_words(&mut self, words: Vec<u64>) -> bool {
-        if words.len() != self.valid_bits.len() {
-            return false;
-        }
-        self.valid_bits = words;
+    /// Recounts every block's valid pages from the bitmap (after restoring it).
+    pub fn recount(&mut self) {
         let ppb = self.pages_per_block;
-        for b in 0..self.blocks.len() as u32 {
+        for b in 0..self.len() {
             let valid = (b * ppb..(b + 1) * ppb)
                 .filter(|&p| self.is_valid(p))
                 .count() as u32;
             self.blocks[b as usize].valid = valid;
+            self.refile(b);
         }
-        true
+    }
+
+    /// Heap bytes this table holds (for the memory figures).
+    pub fn heap_bytes(&self) -> usize {
+        self.blocks.capacity() * std::mem::size_of::<Block>()
+            + self.valid_bits.capacity() * 8
+            + self.header_objs.capacity() * std::mem::size_of::<Vec<u32>>()
+            + self
+                .header_objs
+                .iter()
+                .map(|v| v.capacity() * 4)
+                .sum::<usize>()
+            + self.cand_bits.capacity() * 8
+            + self.filed.capacity() * 4
+            + self.by_valid.len() * 16
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn full(t: &mut BlockTable, b: u32, valid: u32) {
+        t.set_state(b, BlockState::Full);
+        t.update(b, |x| x.next_page = t_ppb());
+        for p in 0..valid {
+            t.set_valid(b * t_ppb() + p);
+        }
+    }
+
+    fn t_ppb() -> u32 {
+        8
+    }
+
+    #[test]
+    fn candidates_follow_every_change() {
+        let mut t = BlockTable::new(200, t_ppb());
+        full(&mut t, 3, 8);
+        assert!(!t.is_candidate(3), "full of valid pages");
+        t.invalidate(3 * 8 + 2);
+        assert!(t.is_candidate(3));
+        full(&mut t, 130, 2);
+        full(&mut t, 70, 5);
+        assert_eq!(t.candidate_count(), 3);
+        assert_eq!(t.least_valid_candidate(), Some(130));
+        assert_eq!(t.next_candidate(4), Some(70));
+        assert_eq!(t.next_candidate(131), Some(3), "wraps");
+        assert_eq!(t.candidates_in(100, 150), vec![130, 3]);
+        assert_eq!(t.candidates_in(100, 180), vec![130, 3, 70]);
+        assert_eq!(t.all_candidates(), vec![3, 70, 130]);
+        t.set_state(130, BlockState::Empty);
+        t.update(130, |b| b.flags = 0);
+        for p in 0..2 {
+            t.invalidate(130 * 8 + p);
+        }
+        assert_eq!(t.least_valid_candidate(), Some(70));
+        t.update(70, |b| b.overhead = 0);
+        assert_eq!(t.candidate_count(), 2);
     }
 }

@@ -1,25 +1,31 @@
-//! Checkpoints: at clean unmount the whole in-RAM state is written to erased blocks, so the
-//! next mount reads those instead of scanning every page (YAFFS2 does the same).
+//! Checkpoints: at clean unmount the RAM state is written to erased blocks (taken from the
+//! blocks the space accounting keeps for it) and a pointer to it is appended to the anchor
+//! blocks, so the next mount reads the anchors and the checkpoint instead of scanning
+//! (YAFFS2 does the same, but finds its checkpoint by reading every block).
 //!
 //! A checkpoint on flash is always current: whichever way a file system was mounted, the
 //! first write after the mount erases any checkpoint blocks it found. One that is
-//! incomplete or fails its CRC (power cut while writing or erasing it) is ignored, and the
+//! incomplete or fails a check (power cut while writing or erasing it) is ignored, and the
 //! mount scans.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
-use nandkit_flash::{Flash, FlashError};
+use nandkit_flash::Flash;
 
 use crate::blocks::BlockState;
-use crate::config::FsConfig;
-use crate::error::{FsError, Result};
-use crate::format::{
-    crc, CheckpointImage, CkptBlock, CkptObject, PageKind, Record, RecordKind, TagRead, Tags,
-    CKPT_NONE,
+use crate::error::Result;
+use crate::format::anchor::CheckpointPointer;
+use crate::format::checkpoint::{
+    CheckpointImage, ChunkRun, CkptBlock, CkptObject, CkptStream, RUN_LOST,
 };
-use crate::fs::FileSystem;
-use crate::object::{Object, NO_PAGE};
-use crate::types::{Ino, Kind, SUPER_INO};
+use crate::format::special::Special;
+use crate::format::summary::Summary;
+use crate::format::tags::{SpecialKind, SpecialTags, Tags};
+use crate::fs::{Dir, FileSystem, OpenBlock, Tomb};
+use crate::mapping::page_mapped::PageMap;
+use crate::mapping::FileMap;
+use crate::object::{Object, LOST_PAGE, NO_CHUNK, NO_PAGE};
+use crate::types::{Ino, Kind};
 
 fn state_code(s: BlockState) -> u8 {
     match s {
@@ -27,53 +33,66 @@ fn state_code(s: BlockState) -> u8 {
         BlockState::Active => 1,
         BlockState::Full | BlockState::Checkpoint => 2,
         BlockState::Bad => 3,
+        BlockState::Anchor => 4,
     }
-}
-
-/// A file's chunk map as a dense list (`NO_PAGE` for holes), the checkpoint's form.
-fn dense_chunks(o: &Object) -> Vec<u32> {
-    let entries = o.chunk_entries();
-    let mut dense = vec![NO_PAGE; entries.last().map_or(0, |e| e.0 as usize + 1)];
-    for (chunk, pno) in entries {
-        dense[chunk as usize] = pno;
-    }
-    dense
-}
-
-fn opt(v: Option<u32>) -> u32 {
-    v.unwrap_or(CKPT_NONE)
 }
 
 impl<F: Flash> FileSystem<F> {
     fn checkpoint_image(&self) -> CheckpointImage {
+        let parents = self.parents_from_dirs();
         let mut objects: Vec<CkptObject> = self
             .objects
             .iter()
             .map(|(&ino, o)| CkptObject {
                 ino,
-                header: opt(o.header),
-                max_chunk_on_flash: opt(o.max_chunk_on_flash),
-                record: o.meta.encode(),
-                chunks: dense_chunks(o),
+                kind: o.kind,
+                parents: match &o.details {
+                    Some(d) => d.names.iter().map(|n| n.parent).collect(),
+                    None => {
+                        let mut p = parents.get(&ino).cloned().unwrap_or_default();
+                        if let Some(i) = p.iter().position(|&x| x == o.parent) {
+                            p.swap(0, i);
+                        }
+                        p
+                    }
+                },
+                header: o.header_page(),
+                size: o.size,
+                max_chunk_on_flash: o.max_chunk(),
+                headers_on_flash: o.headers_on_flash,
+                runs: o
+                    .chunks
+                    .runs()
+                    .into_iter()
+                    .map(|(chunk, page, len)| ChunkRun {
+                        chunk,
+                        page: if page == LOST_PAGE { RUN_LOST } else { page },
+                        len,
+                    })
+                    .collect(),
             })
             .collect();
         objects.sort_by_key(|o| o.ino);
-        let mut headers_on_flash: Vec<(Ino, u32)> = self
-            .headers_on_flash
-            .iter()
-            .map(|(&k, &v)| (k, v))
-            .collect();
-        headers_on_flash.sort_unstable();
         let mut tombstones: Vec<(Ino, u32)> =
-            self.tombstones.iter().map(|(&k, &v)| (k, v)).collect();
+            self.tombstones.iter().map(|(&k, t)| (k, t.page)).collect();
         tombstones.sort_unstable();
         CheckpointImage {
             next_serial: self.next_serial,
-            next_seq: self.next_seq,
             next_ino: self.next_ino,
             alloc_cursor: self.alloc_cursor,
-            super_page: opt(self.super_page),
-            streams: self.streams.iter().map(|s| opt(*s)).collect(),
+            streams: self
+                .streams
+                .iter()
+                .map(|s| {
+                    s.as_ref().map(|open| CkptStream {
+                        block: open.block,
+                        pending: Summary {
+                            base_serial: self.blocks.get(open.block).base_serial,
+                            entries: open.pending.clone(),
+                        },
+                    })
+                })
+                .collect(),
             blocks: self
                 .blocks
                 .blocks
@@ -81,259 +100,300 @@ impl<F: Flash> FileSystem<F> {
                 .zip(&self.blocks.header_objs)
                 .map(|(b, h)| CkptBlock {
                     state: state_code(b.state),
-                    retire: b.retire,
-                    scrub: b.scrub,
-                    seq: b.seq,
+                    flags: b.flags,
                     next_page: b.next_page,
+                    base_serial: b.base_serial,
+                    overhead: b.overhead,
                     header_objs: h.clone(),
                 })
                 .collect(),
-            valid_bits: self.blocks.valid_words().to_vec(),
-            headers_on_flash,
             tombstones,
             objects,
         }
     }
 
-    /// Writes the checkpoint into erased blocks. Skipped (the next mount scans) when there
-    /// are not enough erased blocks or a program fails.
-    pub(crate) fn write_checkpoint(&mut self) -> Result<()> {
-        self.erase_stale_checkpoint()?;
-        let bytes = self.checkpoint_image().encode();
-        let c = self.layout.chunk_bytes as usize;
-        let ppb = self.layout.pages_per_block as usize;
-        let pages = bytes.len().div_ceil(c);
-        let blocks_needed = pages.div_ceil(ppb);
-        // Leave the pool alone if the checkpoint would take most of it.
-        if blocks_needed as u32 + 1 > self.blocks.empty {
-            return Ok(());
+    /// For every object, the directories it has a name in (several for a hard link), from
+    /// the directories' child lists: what an object with unloaded details cannot say.
+    fn parents_from_dirs(&self) -> HashMap<Ino, Vec<Ino>> {
+        let mut out: HashMap<Ino, Vec<Ino>> = HashMap::new();
+        for (&p, d) in &self.dirs {
+            for &c in d
+                .unnamed
+                .iter()
+                .chain(d.index.iter().flat_map(|i| i.values()))
+            {
+                out.entry(c).or_default().push(p);
+            }
         }
+        out
+    }
+
+    /// Writes the checkpoint and its pointer. `Ok(false)` when it could not be written
+    /// (no room, a failing block): the next mount scans.
+    pub(crate) fn write_checkpoint(&mut self) -> Result<bool> {
+        self.erase_stale_checkpoint()?;
+        let c = self.layout.chunk_bytes;
+        let bytes = self.checkpoint_image().encode(c);
+        let cap = Special::capacity(c as usize);
+        let ppb = self.layout.pages_per_block as usize;
+        let pages = bytes.len().div_ceil(cap);
+        let blocks_needed = pages.div_ceil(ppb);
         let mut chosen = Vec::new();
+        let n = self.layout.blocks;
         let mut cursor = self.alloc_cursor;
         for _ in 0..blocks_needed {
-            let b = (0..self.layout.blocks)
-                .map(|k| (cursor + k) % self.layout.blocks)
-                .find(|&b| {
-                    self.blocks.blocks[b as usize].state == BlockState::Empty
-                        && !chosen.contains(&b)
-                });
+            let b = (0..n)
+                .map(|k| (cursor + k) % n)
+                .find(|&b| self.blocks.get(b).state == BlockState::Empty && !chosen.contains(&b));
             match b {
                 Some(b) => {
                     chosen.push(b);
-                    cursor = (b + 1) % self.layout.blocks;
+                    cursor = (b + 1) % n;
                 }
-                None => return Ok(()),
+                None => return Ok(false),
             }
         }
-        let id = self.next_serial as u32;
-        for (k, piece) in bytes.chunks(c).enumerate() {
+        let id = self.next_serial;
+        for &b in &chosen {
+            self.blocks.set_state(b, BlockState::Checkpoint);
+            self.checkpoint_blocks.push(b);
+        }
+        for (k, piece) in bytes.chunks(cap).enumerate() {
             let block = chosen[k / ppb];
-            let tags = Tags {
-                kind: PageKind::Checkpoint,
-                obj: id,
-                chunk: k as u32,
-                n_bytes: piece.len() as u32,
-                block_seq: 0,
-                serial: self.next_serial,
-                data_crc: crc(piece),
+            let special = Special {
+                kind: SpecialKind::Checkpoint,
+                id,
+                index: k as u32,
+                payload: piece.to_vec(),
             };
-            let (page, oob) = self.encode_page(&tags, piece);
+            let tags = Tags::Special(SpecialTags {
+                kind: SpecialKind::Checkpoint,
+            });
+            let (page, oob) = self.layout.encode_page(&tags, &special.encode());
             let addr = self.layout.block_addr(block).page((k % ppb) as u32);
-            match self.dev.program_page(addr, &page, &oob) {
+            let r = self.dev.program_page(addr, &page, &oob);
+            self.blocks.update(block, |b| b.next_page += 1);
+            match r {
                 Ok(()) => self.stats.checkpoint_pages_written += 1,
-                Err(FlashError::PowerLost) => return Err(FsError::Flash(FlashError::PowerLost)),
-                // A failing block: give up on the checkpoint; the next mount scans and
-                // cleaning reclaims what was written.
-                Err(_) => return Ok(()),
+                Err(nandkit_flash::FlashError::PowerLost) => {
+                    return Err(self.fail(nandkit_flash::FlashError::PowerLost))
+                }
+                // A failing block: give up on the checkpoint; the next mount scans.
+                Err(_) => return Ok(false),
             }
         }
-        Ok(())
+        let pointer = CheckpointPointer {
+            id,
+            pages: pages as u32,
+            blocks: chosen,
+        };
+        self.append_checkpoint_pointer(&pointer)
     }
 
-    /// Tries to mount from a checkpoint. `Ok(false)` means there is none usable.
+    /// Tries to mount from the checkpoint the anchors point to. `Ok(false)` means there is
+    /// none usable (the caller scans).
     pub(crate) fn load_checkpoint(&mut self) -> Result<bool> {
-        // Page 0 of each block says whether it holds a checkpoint, and which part.
-        let ppb = self.layout.pages_per_block;
-        let mut parts: BTreeMap<u32, (u32, u32)> = BTreeMap::new(); // first chunk -> (block, id)
-        for b in 0..self.layout.blocks {
-            if self.dev.is_bad(self.layout.block_addr(b))? {
-                continue;
-            }
-            let pno = self.layout.pno(b, 0);
-            if let TagRead::Valid(t) = self.read_tags_only(pno)? {
-                if t.kind == PageKind::Checkpoint
-                    && (t.chunk % ppb != 0 || parts.insert(t.chunk, (b, t.obj)).is_some())
-                {
-                    return Ok(false);
-                }
-            }
-        }
-        let Some(&(_, id)) = parts.values().next() else {
+        let Some(p) = self.latest_checkpoint_pointer()? else {
             return Ok(false);
         };
-        if parts.values().any(|&(_, i)| i != id) {
+        let ppb = self.layout.pages_per_block;
+        let usable = p
+            .blocks
+            .iter()
+            .all(|&b| b < self.layout.blocks && self.blocks.get(b).state == BlockState::Empty);
+        if !usable || p.pages as usize > p.blocks.len() * ppb as usize || p.pages == 0 {
             return Ok(false);
         }
         let mut bytes = Vec::new();
-        let mut want: Option<u64> = None;
-        let mut k = 0u32;
-        loop {
-            if want.is_some_and(|w| bytes.len() as u64 >= w) {
-                break;
+        for k in 0..p.pages {
+            let block = p.blocks[(k / ppb) as usize];
+            if self.dev.is_bad(self.layout.block_addr(block))? {
+                return Ok(false);
             }
-            let Some(&(block, _)) = parts.get(&(k - k % ppb)) else {
+            let (data, oob, ok) = self.read_full(self.layout.pno(block, k % ppb))?;
+            let is_ckpt = matches!(
+                self.layout.decode_tags(&oob),
+                crate::format::TagRead::Valid(Tags::Special(s)) if s.kind == SpecialKind::Checkpoint
+            );
+            let Some(s) = Special::decode(&data).filter(|s| {
+                ok && is_ckpt && s.kind == SpecialKind::Checkpoint && s.id == p.id && s.index == k
+            }) else {
                 return Ok(false);
             };
-            let pno = self.layout.pno(block, k % ppb);
-            let Some(read) = self.read_raw(pno)? else {
-                return Ok(false);
-            };
-            let t = read.tags;
-            if read.damaged || t.kind != PageKind::Checkpoint || t.obj != id || t.chunk != k {
-                return Ok(false);
-            }
-            bytes.extend_from_slice(&read.data);
-            if want.is_none() {
-                match CheckpointImage::stream_len(&bytes) {
-                    Some(w)
-                        if w <= self.layout.total_pages() * u64::from(self.layout.chunk_bytes) =>
-                    {
-                        want = Some(w)
-                    }
-                    _ => return Ok(false),
-                }
-            }
-            k += 1;
+            bytes.extend_from_slice(&s.payload);
         }
-        let Some(image) = CheckpointImage::decode(&bytes) else {
+        let Some(image) = CheckpointImage::decode(&bytes, self.layout.chunk_bytes, ppb) else {
             return Ok(false);
         };
-        let ckpt_blocks: Vec<u32> = parts.values().map(|&(b, _)| b).collect();
-        self.restore(image, ckpt_blocks)
+        self.restore(image, &p.blocks)
     }
 
-    fn read_tags_only(&mut self, pno: u32) -> Result<TagRead> {
-        let g = self.layout.geometry;
-        let mut page = vec![0u8; g.page_size_bytes as usize];
-        let mut oob = vec![0u8; g.oob_size_bytes as usize];
-        let addr = self.layout.page_addr(pno);
-        let res = match self.layout.tags {
-            crate::layout::TagPlace::Oob => self.dev.read_oob(addr, &mut oob).map(|_| ()),
-            crate::layout::TagPlace::InBand => {
-                self.dev.read_page(addr, &mut page, &mut oob).map(|_| ())
-            }
-        };
-        match res {
-            Ok(()) => Ok(Tags::decode(self.tag_bytes(&page, &oob))),
-            Err(FlashError::Uncorrectable { .. }) => Ok(TagRead::Garbage),
-            Err(e) => Err(FsError::Flash(e)),
-        }
-    }
-
-    /// Installs a decoded checkpoint. `Ok(false)` (nothing installed that matters: the
-    /// caller scans) if it does not fit this device.
-    fn restore(&mut self, image: CheckpointImage, ckpt_blocks: Vec<u32>) -> Result<bool> {
+    /// Installs a decoded checkpoint. `Ok(false)` (the caller scans) if it does not fit
+    /// this device or contradicts itself.
+    fn restore(&mut self, image: CheckpointImage, ckpt_blocks: &[u32]) -> Result<bool> {
         let n = self.layout.blocks as usize;
+        let ppb = self.layout.pages_per_block;
+        let total_pages = self.layout.total_pages();
         if image.blocks.len() != n || image.streams.len() != self.streams.len() {
             return Ok(false);
         }
-        // The configuration lives in the file system record.
-        if image.super_page == CKPT_NONE || u64::from(image.super_page) >= self.layout.total_pages()
-        {
-            return Ok(false);
-        }
-        let Some(read) = self.read_raw(image.super_page)? else {
-            return Ok(false);
-        };
-        let Some(super_rec) = Record::decode(&read.data)
-            .filter(|r| r.kind == RecordKind::Super && read.tags.obj == SUPER_INO)
-        else {
-            return Ok(false);
-        };
-        let Ok(config) = serde_json::from_slice::<FsConfig>(&super_rec.target) else {
-            return Ok(false);
-        };
-        let total_pages = self.layout.total_pages();
-        let page_ok = |p: u32| p == CKPT_NONE || u64::from(p) < total_pages;
-        if !image
-            .objects
-            .iter()
-            .all(|o| page_ok(o.header) && o.chunks.iter().all(|&c| c >= u32::MAX - 1 || page_ok(c)))
-        {
-            return Ok(false);
-        }
-        let mut objects = Vec::with_capacity(image.objects.len());
-        for o in &image.objects {
-            let Some(meta) = Record::decode(&o.record) else {
-                return Ok(false);
-            };
-            objects.push((o, meta));
-        }
-        self.set_config(config);
         for (b, cb) in image.blocks.iter().enumerate() {
+            let b = b as u32;
+            let ram = self.blocks.get(b).state;
             let state = match cb.state {
                 0 => BlockState::Empty,
                 1 => BlockState::Active,
                 2 => BlockState::Full,
-                _ => BlockState::Bad,
+                3 => BlockState::Bad,
+                _ => BlockState::Anchor,
             };
-            if cb.next_page > self.layout.pages_per_block {
+            if (state == BlockState::Anchor) != (ram == BlockState::Anchor)
+                || cb.next_page > ppb
+                || cb.overhead > cb.next_page
+            {
                 return Ok(false);
             }
-            self.blocks.set_state(b as u32, state);
-            let blk = &mut self.blocks.blocks[b];
-            blk.seq = cb.seq;
-            blk.next_page = cb.next_page;
-            blk.retire = cb.retire;
-            blk.scrub = cb.scrub;
-            self.blocks.header_objs[b] = cb.header_objs.clone();
+            if state == BlockState::Anchor {
+                continue;
+            }
+            self.blocks.set_state(b, state);
+            self.blocks.update(b, |blk| {
+                blk.next_page = cb.next_page;
+                blk.base_serial = cb.base_serial;
+                blk.overhead = cb.overhead;
+                blk.flags = cb.flags;
+            });
+            self.blocks.header_objs[b as usize] = cb.header_objs.clone();
         }
-        if !self.blocks.restore_valid_words(image.valid_bits) {
-            return Ok(false);
+        // Pages owned by objects and tombstones are the valid ones; each at most once.
+        let claim = |fs: &mut Self, pno: u32| -> bool {
+            if u64::from(pno) >= total_pages || fs.blocks.is_valid(pno) {
+                return false;
+            }
+            let blk = fs.blocks.get(pno / ppb);
+            if pno % ppb >= blk.next_page
+                || matches!(
+                    blk.state,
+                    BlockState::Empty | BlockState::Bad | BlockState::Anchor
+                )
+            {
+                return false;
+            }
+            fs.blocks.set_valid(pno);
+            true
+        };
+        let mut children: HashMap<Ino, Vec<Ino>> = HashMap::new();
+        for o in &image.objects {
+            let mut obj = Object::new(o.kind, self.config.mapping);
+            obj.size = o.size;
+            obj.parent = o.parents.first().copied().unwrap_or(0);
+            obj.header = o.header.unwrap_or(NO_PAGE);
+            obj.max_chunk_on_flash = o.max_chunk_on_flash.unwrap_or(NO_CHUNK);
+            obj.headers_on_flash = o.headers_on_flash;
+            if let Some(h) = o.header {
+                if !claim(self, h) {
+                    return Ok(false);
+                }
+            }
+            let mut runs = Vec::with_capacity(o.runs.len());
+            for r in &o.runs {
+                if r.page == RUN_LOST {
+                    runs.push((r.chunk, LOST_PAGE, r.len));
+                    continue;
+                }
+                for k in 0..r.len {
+                    if !claim(self, r.page.saturating_add(k)) {
+                        return Ok(false);
+                    }
+                }
+                runs.push((r.chunk, r.page, r.len));
+            }
+            if !runs.is_empty() {
+                obj.chunks = FileMap::Page(PageMap::from_runs(&runs));
+            }
+            for &p in &o.parents {
+                children.entry(p).or_default().push(o.ino);
+            }
+            if o.parents.is_empty() && o.ino != crate::types::ROOT_INO {
+                // Unlinked while open at unmount: deleted by the mount's repairs.
+                self.repairs.push(o.ino);
+            }
+            if self.objects.insert(o.ino, obj).is_some() {
+                return Ok(false);
+            }
         }
-        for b in ckpt_blocks {
+        let mut headers: HashMap<Ino, u32> =
+            image.tombstones.iter().map(|&(ino, _)| (ino, 0)).collect();
+        for list in &self.blocks.header_objs {
+            for ino in list {
+                if let Some(n) = headers.get_mut(ino) {
+                    *n += 1;
+                }
+            }
+        }
+        for &(ino, page) in &image.tombstones {
+            if !claim(self, page) {
+                return Ok(false);
+            }
+            let headers = headers[&ino];
+            self.tombstones.insert(
+                ino,
+                Tomb {
+                    page,
+                    headers_on_flash: headers,
+                },
+            );
+        }
+        // Directories, their children and subdirectory counts.
+        let dirs: Vec<Ino> = self
+            .objects
+            .iter()
+            .filter(|(_, o)| o.kind == Kind::Dir)
+            .map(|(&i, _)| i)
+            .collect();
+        for d in dirs {
+            let kids = children.remove(&d).unwrap_or_default();
+            let subdirs = kids
+                .iter()
+                .filter(|k| self.objects.get(k).is_some_and(|o| o.kind == Kind::Dir))
+                .count() as u32;
+            self.objects.get_mut(&d).expect("listed").subdirs = subdirs;
+            self.dirs.insert(
+                d,
+                Dir {
+                    unnamed: kids,
+                    index: None,
+                },
+            );
+        }
+        if !children.is_empty() {
+            return Ok(false); // names under something that is not a directory
+        }
+        for (i, s) in image.streams.into_iter().enumerate() {
+            self.streams[i] = match s {
+                None => None,
+                Some(s) => {
+                    let b = s.block;
+                    if b as usize >= n
+                        || self.blocks.get(b).state != BlockState::Active
+                        || s.pending.entries.len() != self.blocks.get(b).next_page as usize
+                    {
+                        return Ok(false);
+                    }
+                    Some(OpenBlock {
+                        block: b,
+                        pending: s.pending.entries,
+                    })
+                }
+            };
+        }
+        for &b in ckpt_blocks {
             self.blocks.set_state(b, BlockState::Checkpoint);
             self.checkpoint_blocks.push(b);
         }
         self.next_serial = image.next_serial;
-        self.next_seq = image.next_seq;
         self.next_ino = image.next_ino;
         self.alloc_cursor = image.alloc_cursor % self.layout.blocks.max(1);
-        self.super_page = Some(image.super_page);
-        self.streams = image
-            .streams
-            .iter()
-            .map(|&s| (s != CKPT_NONE && (s as usize) < n).then_some(s))
-            .collect();
-        self.headers_on_flash = image.headers_on_flash.into_iter().collect();
-        self.tombstones = image.tombstones.into_iter().collect();
-        for (o, meta) in objects {
-            let mut obj = Object::new(meta, self.config.mapping);
-            obj.header = (o.header != CKPT_NONE).then_some(o.header);
-            obj.max_chunk_on_flash =
-                (o.max_chunk_on_flash != CKPT_NONE).then_some(o.max_chunk_on_flash);
-            for (chunk, &pno) in o.chunks.iter().enumerate() {
-                if pno != NO_PAGE {
-                    obj.set_chunk(chunk as u32, pno);
-                }
-            }
-            if obj.kind() == Kind::Dir {
-                self.dirs.entry(o.ino).or_default();
-            }
-            self.objects.insert(o.ino, obj);
-        }
-        // The directory index and subdirectory counts follow from the names.
-        let mut named: Vec<(Ino, Vec<crate::format::Name>)> = self
-            .objects
-            .iter_mut()
-            .map(|(&ino, o)| (ino, std::mem::take(&mut o.meta.names)))
-            .collect();
-        named.sort_by_key(|x| x.0);
-        for (ino, names) in named {
-            for n in names {
-                self.add_name(ino, n.parent, &n.name);
-            }
-        }
-        Ok(true)
+        Ok(self.objects.contains_key(&crate::types::ROOT_INO))
     }
 }

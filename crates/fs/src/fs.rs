@@ -1,6 +1,8 @@
 //! The file system: state, mkfs, mount, unmount and the attribute calls. The other calls
-//! live beside this file (`namespace`, `file_io`, `xattr`), the flash write path and
-//! cleaning in `io`, mount-time recovery in `scan` and `checkpoint`, checks in `fsck`.
+//! live beside this file (`namespace`, `file_io`, `xattr`), lazily loaded details in
+//! `details`, the flash write path in `write_path`, reads in `read_path`, cleaning in
+//! `cleaning`, mount-time recovery in `scan`, `rebuild` and `checkpoint`, the anchor blocks
+//! in `anchor`, checks in `fsck`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -9,16 +11,18 @@ use nandkit_flash::Flash;
 use serde::Serialize;
 
 use crate::alloc::{self, Allocator};
-use crate::blocks::BlockTable;
+use crate::anchor::Anchors;
+use crate::blocks::{BlockState, BlockTable};
 use crate::clean::{self, Cleaner};
 use crate::clock::{Clock, SystemClock};
 use crate::config::FsConfig;
 use crate::error::{FsError, Result};
-use crate::format::{Name, Record, RecordKind};
+use crate::format::record::{Name, Record, Time};
+use crate::format::summary::SummaryEntry;
 use crate::layout::Layout;
 use crate::meta::MetadataStore;
-use crate::object::Object;
-use crate::types::{Attr, Ino, Kind, SetAttr, StatFs, NAME_MAX, ROOT_INO, SUPER_INO};
+use crate::object::{Details, Object, WriteCache, NO_PAGE};
+use crate::types::{Attr, Ino, Kind, SetAttr, StatFs, NAME_MAX, ROOT_INO};
 
 /// How to mount.
 #[derive(Clone)]
@@ -52,16 +56,47 @@ pub enum MountMethod {
 pub struct FsStats {
     pub data_pages_written: u64,
     pub header_pages_written: u64,
+    pub summary_pages_written: u64,
     pub checkpoint_pages_written: u64,
     /// Valid pages moved by cleaning.
     pub pages_copied: u64,
     pub blocks_cleaned: u64,
     pub blocks_retired: u64,
+    /// Blocks given a summary before they were full (after a crash, or by age).
+    pub blocks_sealed: u64,
     pub scrubs: u64,
     /// Pages skipped because they were not erased (torn by an earlier power cut).
     pub pages_spoiled: u64,
     /// Bytes of user data accepted by `write`.
     pub user_bytes_written: u64,
+    /// Header pages read to load names and attributes on demand.
+    pub details_loaded: u64,
+}
+
+/// A directory's entries as far as they are known. Names are loaded on demand: until a
+/// directory is first looked into, only which objects are its children is known (from
+/// the tags), not what they are called.
+#[derive(Default)]
+pub struct Dir {
+    /// Children whose names have not been loaded.
+    pub unnamed: Vec<Ino>,
+    /// Names, once loaded (`None` until then).
+    pub index: Option<BTreeMap<Box<[u8]>, Ino>>,
+}
+
+/// A deleted object whose header must stay on flash (as its tombstone) while older
+/// headers of it remain, or a remount would bring it back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tomb {
+    pub page: u32,
+    pub headers_on_flash: u32,
+}
+
+/// The open block of a write stream and the summary entries of its pages so far.
+#[derive(Clone, Debug)]
+pub struct OpenBlock {
+    pub block: u32,
+    pub pending: Vec<SummaryEntry>,
 }
 
 pub struct FileSystem<F: Flash> {
@@ -70,24 +105,21 @@ pub struct FileSystem<F: Flash> {
     pub(crate) config: FsConfig,
     pub(crate) blocks: BlockTable,
     pub(crate) objects: HashMap<Ino, Object>,
-    /// Directory index: children of each directory by name.
-    pub(crate) dirs: HashMap<Ino, BTreeMap<Box<[u8]>, Ino>>,
-    /// Deleted objects whose tombstone header must stay valid while older headers of
-    /// theirs remain on flash (else a remount would resurrect them). Value: its page.
-    pub(crate) tombstones: HashMap<Ino, u32>,
-    /// Header pages (any version, not yet erased) per object.
-    pub(crate) headers_on_flash: HashMap<Ino, u32>,
-    pub(crate) super_page: Option<u32>,
+    pub(crate) dirs: HashMap<Ino, Dir>,
+    /// The write cache: the one partial chunk of each file being written.
+    pub(crate) caches: HashMap<Ino, WriteCache>,
+    pub(crate) tombstones: HashMap<Ino, Tomb>,
+    pub(crate) anchors: Anchors,
     /// Open block of each write stream.
-    pub(crate) streams: Vec<Option<u32>>,
+    pub(crate) streams: Vec<Option<OpenBlock>>,
     pub(crate) allocator: Box<dyn Allocator>,
     pub(crate) cleaner: Box<dyn Cleaner>,
     pub(crate) next_serial: u64,
-    pub(crate) next_seq: u32,
     pub(crate) next_ino: Ino,
     /// Where the search for the next empty block starts (spreads wear, as YAFFS does).
     pub(crate) alloc_cursor: u32,
-    /// Blocks of the checkpoint this mount came from; erased before the first write.
+    /// Blocks of the checkpoint this mount came from (or a scan found); erased before the
+    /// first write.
     pub(crate) checkpoint_blocks: Vec<u32>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) read_only: bool,
@@ -95,22 +127,23 @@ pub struct FileSystem<F: Flash> {
     pub(crate) dead: Option<String>,
     pub(crate) stats: FsStats,
     pub(crate) mount_method: MountMethod,
-    /// Objects whose header must be rewritten after mount (names resolved by a newer
-    /// claim, orphans to delete).
+    /// Objects whose header must be rewritten (names resolved by a newer claim, orphans
+    /// to delete).
     pub(crate) repairs: Vec<Ino>,
-    /// During a scan: the serial of each object's newest header.
-    pub(crate) header_serials: HashMap<Ino, u64>,
+    /// Blocks a scan found written without a summary, with the entries of their pages:
+    /// sealed (or, when full, cleaned) by a writable mount.
+    pub(crate) to_seal: Vec<(u32, Vec<crate::format::summary::SummaryEntry>)>,
     /// Where headers go (axis 1). Taken out while it works on the file system.
     pub(crate) metadata: Option<Box<dyn MetadataStore<F>>>,
 }
 
 impl<F: Flash> FileSystem<F> {
-    pub(crate) fn empty(dev: F, config: FsConfig, clock: Arc<dyn Clock>) -> Self {
-        let layout = Layout::new(dev.geometry());
+    pub(crate) fn empty(dev: F, config: FsConfig, clock: Arc<dyn Clock>) -> Result<Self> {
+        let layout = Layout::new(dev.geometry())?;
         let allocator = alloc::make(config.allocator);
         let config_metadata = config.metadata;
         let streams = vec![None; allocator.streams()];
-        Self {
+        Ok(Self {
             blocks: BlockTable::new(layout.blocks, layout.pages_per_block),
             cleaner: clean::make(&config),
             allocator,
@@ -120,11 +153,10 @@ impl<F: Flash> FileSystem<F> {
             config,
             objects: HashMap::new(),
             dirs: HashMap::new(),
+            caches: HashMap::new(),
             tombstones: HashMap::new(),
-            headers_on_flash: HashMap::new(),
-            super_page: None,
+            anchors: Anchors::default(),
             next_serial: 1,
-            next_seq: 1,
             next_ino: ROOT_INO + 1,
             alloc_cursor: 0,
             checkpoint_blocks: Vec::new(),
@@ -134,48 +166,65 @@ impl<F: Flash> FileSystem<F> {
             stats: FsStats::default(),
             mount_method: MountMethod::Format,
             repairs: Vec::new(),
-            header_serials: HashMap::new(),
+            to_seal: Vec::new(),
             metadata: Some(crate::meta::make(config_metadata)),
-        }
+        })
     }
 
-    /// mkfs: erases every good block, writes the file system record and the root
-    /// directory, and returns the mounted file system.
+    /// mkfs: erases every good block, writes the file system record twice (the two anchor
+    /// blocks) and the root directory, and returns the mounted file system.
     pub fn format(dev: F, config: FsConfig, clock: Arc<dyn Clock>) -> Result<Self> {
-        let mut fs = Self::empty(dev, config, clock);
+        let mut fs = Self::empty(dev, config, clock)?;
         if fs.config.reserve_blocks < 2 {
             return Err(FsError::Invalid("reserve_blocks must be at least 2"));
         }
+        fs.check_layout_limits()?;
         for b in 0..fs.layout.blocks {
             let addr = fs.layout.block_addr(b);
             if fs.dev.is_bad(addr)? {
-                fs.blocks.set_state(b, crate::blocks::BlockState::Bad);
+                fs.blocks.set_state(b, BlockState::Bad);
                 continue;
             }
             fs.erase_block(b)?;
         }
-        if fs.blocks.good_blocks() < fs.config.reserve_blocks + 4 {
+        if fs.blocks.good_blocks() < fs.config.reserve_blocks + 6 {
             return Err(FsError::NoSpace);
         }
-        let now = fs.clock.now_ns();
-        let config_json = serde_json::to_vec(&fs.config).expect("config serialises");
-        let super_rec = Record {
-            target: config_json,
-            ..Record::bare(RecordKind::Super, 0, now)
-        };
-        if super_rec.encode().len() > fs.layout.chunk_bytes as usize {
-            return Err(FsError::Invalid(
-                "page too small for the file system record",
-            ));
-        }
-        let pno = fs.write_header_page(SUPER_INO, &super_rec)?;
-        fs.super_page = Some(pno);
-        let root = Record::bare(RecordKind::Object(Kind::Dir), 0o755, now);
-        fs.objects
-            .insert(ROOT_INO, Object::new(root.clone(), fs.config.mapping));
-        fs.dirs.insert(ROOT_INO, BTreeMap::new());
-        fs.persist(ROOT_INO, root, Vec::new())?;
+        fs.write_anchors_at_format()?;
+        let now = fs.now();
+        let mut root = Object::new(Kind::Dir, fs.config.mapping);
+        root.details = Some(Box::new(Details::from_record(Record::bare(
+            Kind::Dir,
+            0o755,
+            now,
+        ))));
+        fs.objects.insert(ROOT_INO, root);
+        fs.dirs.insert(
+            ROOT_INO,
+            Dir {
+                unnamed: Vec::new(),
+                index: Some(BTreeMap::new()),
+            },
+        );
+        let d = fs.obj(ROOT_INO)?.d().clone();
+        fs.persist(ROOT_INO, d, Vec::new())?;
         Ok(fs)
+    }
+
+    /// The small tag layout keeps 14 bits of each serial: every block without a summary
+    /// must stay within that window (see `write_path`), which needs the open blocks of all
+    /// streams to be few pages.
+    pub(crate) fn check_layout_limits(&self) -> Result<()> {
+        if self.layout.tags == crate::format::tags::TagLayout::Small {
+            let w =
+                crate::scan::unsummarised_serials(self.streams.len(), self.layout.pages_per_block);
+            if w > crate::write_path::SMALL_WINDOW_SLACK {
+                return Err(FsError::Invalid(
+                    "too many write streams or pages per block for the small tag layout",
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Mounts: from a checkpoint when the last unmount left a valid one, else by scanning
@@ -197,27 +246,34 @@ impl<F: Flash> FileSystem<F> {
         let unnamed: Vec<Ino> = self
             .objects
             .iter()
-            .filter(|(&i, o)| i != ROOT_INO && o.meta.names.is_empty())
+            .filter(|(&i, o)| i != ROOT_INO && o.parent == 0 && o.open == 0)
             .map(|(&i, _)| i)
             .collect();
         for ino in unnamed {
-            self.delete_object(ino);
+            self.forget_object(ino);
         }
         self.repairs.clear();
     }
 
     /// Flushes everything, writes a checkpoint (if the profile keeps them) and hands the
     /// device back.
-    pub fn unmount(mut self) -> Result<F> {
+    pub fn unmount(self) -> Result<F> {
+        self.unmount_reporting().map(|(dev, _)| dev)
+    }
+
+    /// `unmount`, also saying whether a checkpoint was written (so the next mount is
+    /// fast) or not (it will scan).
+    pub fn unmount_reporting(mut self) -> Result<(F, bool)> {
+        let mut written = false;
         if !self.read_only {
             self.sync()?;
             let mut store = self.metadata.take().expect("a metadata store");
             let done = store.unmount(&mut self);
             self.metadata = Some(store);
-            done?;
+            written = done?;
             self.dev.sync()?;
         }
-        Ok(self.dev)
+        Ok((self.dev, written))
     }
 
     /// The device, with nothing flushed: what a crash leaves.
@@ -249,6 +305,11 @@ impl<F: Flash> FileSystem<F> {
         self.layout.chunk_bytes
     }
 
+    /// Largest file size the on-flash format can hold on this geometry.
+    pub fn max_file_size(&self) -> u64 {
+        (u64::from(self.layout.tags.max_chunk()) + 1) * u64::from(self.layout.chunk_bytes)
+    }
+
     /// Device utilisation u, invalidity i and uniformity p (MODA's definitions).
     pub fn uip(&self) -> (f64, f64, f64) {
         self.blocks.uip()
@@ -257,6 +318,11 @@ impl<F: Flash> FileSystem<F> {
     /// Per-block state for tools.
     pub fn block_table(&self) -> &[crate::blocks::Block] {
         &self.blocks.blocks
+    }
+
+    /// The two anchor blocks (file system record copies).
+    pub fn anchor_blocks(&self) -> [u32; 2] {
+        self.anchors.blocks
     }
 
     pub(crate) fn check_alive(&self) -> Result<()> {
@@ -275,16 +341,10 @@ impl<F: Flash> FileSystem<F> {
     }
 
     pub(crate) fn obj(&self, ino: Ino) -> Result<&Object> {
-        self.objects
-            .get(&ino)
-            .filter(|_| ino != SUPER_INO)
-            .ok_or(FsError::NotFound)
+        self.objects.get(&ino).ok_or(FsError::NotFound)
     }
 
     pub(crate) fn obj_mut(&mut self, ino: Ino) -> Result<&mut Object> {
-        if ino == SUPER_INO {
-            return Err(FsError::NotFound);
-        }
         self.objects.get_mut(&ino).ok_or(FsError::NotFound)
     }
 
@@ -292,40 +352,41 @@ impl<F: Flash> FileSystem<F> {
         self.clock.now_ns()
     }
 
-    pub fn getattr(&self, ino: Ino) -> Result<Attr> {
+    pub fn getattr(&mut self, ino: Ino) -> Result<Attr> {
         self.check_alive()?;
+        self.load(ino)?;
         let o = self.obj(ino)?;
-        let m = &o.meta;
-        let kind = o.kind();
-        let nlink = match kind {
+        let d = o.d();
+        let nlink = match o.kind {
             Kind::Dir => 2 + o.subdirs,
-            _ => m.names.len() as u32,
+            _ => d.names.len() as u32,
         };
-        let size = match kind {
-            Kind::File => m.size,
-            Kind::Symlink => m.target.len() as u64,
+        let size = match o.kind {
+            Kind::File => o.size,
+            Kind::Symlink => d.target.len() as u64,
             _ => 0,
         };
         Ok(Attr {
             ino,
-            kind,
-            perm: m.perm & 0o7777,
-            uid: m.uid,
-            gid: m.gid,
+            kind: o.kind,
+            perm: d.perm & 0o7777,
+            uid: d.uid,
+            gid: d.gid,
             nlink,
             size,
-            blocks: o.data_pages(),
-            rdev: m.rdev,
-            atime_ns: m.atime_ns,
-            mtime_ns: m.mtime_ns,
-            ctime_ns: m.ctime_ns,
+            blocks: o.chunks.mapped(),
+            rdev: d.rdev,
+            atime_ns: d.atime_ns,
+            mtime_ns: d.mtime_ns,
+            ctime_ns: d.ctime_ns,
         })
     }
 
     /// chmod, chown, utimens and truncate. Persisted before it returns.
     pub fn setattr(&mut self, ino: Ino, set: SetAttr) -> Result<Attr> {
         self.check_writable()?;
-        let kind = self.obj(ino)?.kind();
+        self.load(ino)?;
+        let kind = self.obj(ino)?.kind;
         if let Some(size) = set.size {
             if kind == Kind::Dir {
                 return Err(FsError::IsDir);
@@ -336,41 +397,44 @@ impl<F: Flash> FileSystem<F> {
             self.truncate(ino, size)?;
         }
         let now = self.now();
-        let mut meta = self.obj(ino)?.meta.clone();
+        let mut d = self.obj(ino)?.d().clone();
         let mut changed = false;
         if let Some(perm) = set.perm {
-            meta.perm = perm & 0o7777;
+            d.perm = perm & 0o7777;
             changed = true;
         }
         if let Some(uid) = set.uid {
-            meta.uid = uid;
+            d.uid = uid;
             changed = true;
         }
         if let Some(gid) = set.gid {
-            meta.gid = gid;
+            d.gid = gid;
             changed = true;
         }
         if let Some(t) = set.atime_ns {
-            meta.atime_ns = t;
+            d.atime_ns = t;
             changed = true;
         }
         if let Some(t) = set.mtime_ns {
-            meta.mtime_ns = t;
+            d.mtime_ns = t;
             changed = true;
         }
         if changed {
-            meta.ctime_ns = now;
+            d.ctime_ns = now;
             self.flush_cache(ino)?;
-            meta.size = self.obj(ino)?.meta.size;
-            self.persist(ino, meta, Vec::new())?;
+            self.persist(ino, d, Vec::new())?;
         }
         self.getattr(ino)
     }
 
     pub fn statfs(&self) -> StatFs {
         let ppb = u64::from(self.layout.pages_per_block);
+        // One page of each block holds its summary.
+        let per_block = ppb - 1;
         let good = u64::from(self.blocks.good_blocks());
-        let total = good.saturating_sub(u64::from(self.config.reserve_blocks)) * ppb;
+        let kept =
+            u64::from(self.config.reserve_blocks) + u64::from(self.checkpoint_reserve_blocks()) + 2; // the anchor blocks
+        let total = good.saturating_sub(kept) * per_block;
         let used = self.blocks.valid_total();
         StatFs {
             chunk_bytes: self.layout.chunk_bytes,
@@ -387,9 +451,9 @@ impl<F: Flash> FileSystem<F> {
         self.check_writable()?;
         let mut inos: Vec<Ino> = self
             .objects
-            .keys()
-            .copied()
-            .filter(|&i| i != SUPER_INO)
+            .iter()
+            .filter(|(i, o)| o.is_dirty() || self.caches.contains_key(i))
+            .map(|(&i, _)| i)
             .collect();
         inos.sort_unstable();
         for ino in inos {
@@ -403,51 +467,118 @@ impl<F: Flash> FileSystem<F> {
     pub fn fsync(&mut self, ino: Ino) -> Result<()> {
         self.check_writable()?;
         self.flush_cache(ino)?;
-        let o = self.obj(ino)?;
-        if o.header_dirty {
-            let meta = o.meta.clone();
-            self.persist(ino, meta, Vec::new())?;
+        if self.obj(ino)?.is_dirty() {
+            self.load(ino)?;
+            let d = self.obj(ino)?.d().clone();
+            self.persist(ino, d, Vec::new())?;
         }
         Ok(())
     }
 
-    /// Writes `meta` as the object's new header (with `updates` riding along, for an
-    /// exchange), and only then makes it the object's state in RAM.
+    /// The header record an object would get with details `d` (and `updates` riding
+    /// along), version not yet set.
+    pub(crate) fn record_for(
+        &self,
+        ino: Ino,
+        d: &Details,
+        updates: Vec<(Ino, Vec<Name>)>,
+    ) -> Result<Record> {
+        let o = self.obj(ino)?;
+        Ok(Record {
+            kind: o.kind,
+            version: 0,
+            perm: d.perm,
+            uid: d.uid,
+            gid: d.gid,
+            rdev: d.rdev,
+            size: o.size,
+            atime: Time::from_ns(d.atime_ns),
+            mtime: Time::from_ns(d.mtime_ns),
+            ctime: Time::from_ns(d.ctime_ns),
+            names: d.names.clone(),
+            target: d.target.clone(),
+            xattrs: d.xattrs.clone(),
+            name_updates: updates,
+            floors: d.floors.clone(),
+        })
+    }
+
+    /// Writes `d` as the object's new header (with `updates` riding along, for a rename
+    /// over a name or an exchange), and only then makes it the object's state in RAM.
     pub(crate) fn persist(
         &mut self,
         ino: Ino,
-        meta: Record,
+        mut d: Details,
         updates: Vec<(Ino, Vec<Name>)>,
     ) -> Result<()> {
-        let rec = Record {
-            name_updates: updates,
-            ..meta
-        };
+        self.merge_floors_if_needed(ino, &mut d.floors)?;
+        let size = self.obj(ino)?.size;
+        let mut floors = self.live_floors(ino, &d.floors);
+        let mut rec = self.record_for(ino, &d, updates)?;
+        rec.floors = self.floors_for_header(ino, &floors, size);
+        // Floors never cost the user room (`fits` leaves them out): a header they would
+        // overflow gets rid of them, oldest first, by filling their holes with zeros.
+        while rec.encoded_len() > self.layout.chunk_bytes as usize && !rec.floors.is_empty() {
+            let f = rec.floors[0];
+            self.fill_floor_holes(ino, f, size)?;
+            floors = self.live_floors(ino, &floors);
+            rec.floors = self.floors_for_header(ino, &floors, size);
+        }
         let mut store = self.metadata.take().expect("a metadata store");
-        let stored = store.store_header(self, ino, &rec);
+        let stored = store.store_header(self, ino, &mut rec);
         self.metadata = Some(store);
         let pno = stored?;
-        let old = {
-            let o = self.objects.get_mut(&ino).ok_or(FsError::NotFound)?;
-            o.meta = Record {
-                name_updates: Vec::new(),
-                ..rec
-            };
-            o.header_dirty = false;
-            std::mem::replace(&mut o.header, pno)
-        };
-        if let Some(old) = old {
+        d.version = rec.version;
+        d.floors = self.floors_after_header(ino, &floors, size, rec.version);
+        let first_parent = d.names.first().map_or(0, |n| n.parent);
+        let o = self.objects.get_mut(&ino).ok_or(FsError::NotFound)?;
+        o.details = Some(Box::new(d));
+        o.set_dirty(false);
+        o.parent = first_parent;
+        let old = std::mem::replace(&mut o.header, pno.unwrap_or(NO_PAGE));
+        if old != NO_PAGE {
             self.blocks.invalidate(old);
         }
         Ok(())
     }
 
-    /// Would this record fit in one page?
-    pub(crate) fn fits(&self, rec: &Record, updates: &[(Ino, Vec<Name>)]) -> bool {
-        let mut len = rec.encode().len();
-        for (_, names) in updates {
-            len += 6 + names.iter().map(|n| 5 + n.name.len()).sum::<usize>();
+    /// Would a header with these details (and updates) fit one page? Truncation floors
+    /// are left out: `persist` makes room for them.
+    pub(crate) fn fits(&self, ino: Ino, d: &Details, updates: &[(Ino, Vec<Name>)]) -> bool {
+        match self.record_for(ino, d, updates.to_vec()) {
+            Ok(mut r) => {
+                r.floors.clear();
+                r.encoded_len() <= self.layout.chunk_bytes as usize
+            }
+            Err(_) => false,
         }
-        len <= self.layout.chunk_bytes as usize
+    }
+
+    /// Drops an object from RAM (its header must already say it is gone, or the mount is
+    /// read-only), with its data pages.
+    pub(crate) fn forget_object(&mut self, ino: Ino) {
+        let Some(o) = self.objects.remove(&ino) else {
+            return;
+        };
+        for (_, pno) in o.chunks.entries() {
+            if pno != crate::object::LOST_PAGE {
+                self.blocks.invalidate(pno);
+            }
+        }
+        self.caches.remove(&ino);
+        self.dirs.remove(&ino);
+        if let Some(h) = o.header_page() {
+            if o.headers_on_flash > 1 && !self.read_only {
+                self.tombstones.insert(
+                    ino,
+                    Tomb {
+                        page: h,
+                        headers_on_flash: o.headers_on_flash,
+                    },
+                );
+            } else {
+                self.blocks.invalidate(h);
+            }
+        }
     }
 }

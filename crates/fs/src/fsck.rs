@@ -1,13 +1,16 @@
 //! fsck: checks every invariant of the mounted state against itself and against flash, and
-//! reports what is wrong without changing anything.
+//! reports what is wrong (loading every object's details and every directory's names on
+//! the way, but writing nothing).
 //!
-//! - every page is valid, invalid or free exactly once: valid bits agree with the block
-//!   table, sit below each block's write point, and each valid page has exactly one owner;
-//! - maps and tags agree: every referenced page reads back with the tags and CRC its owner
-//!   expects;
+//! - every page is valid, invalid, overhead or free exactly once: valid bits agree with the
+//!   block table, sit below each block's write point, and each valid page has exactly one
+//!   owner;
+//! - maps and tags agree: every referenced page reads back with the tags and checks its
+//!   owner expects, and every block summary says of its valid pages what their owners do;
 //! - the tree is connected: every object but the root has names, under directories
-//!   reachable from the root, and the directory index says the same;
-//! - sizes match: no chunk lies past its file's end.
+//!   reachable from the root, and the directory indexes say the same;
+//! - sizes match: no chunk lies past its file's end;
+//! - both copies of the file system record are readable.
 
 use std::collections::{HashMap, HashSet};
 
@@ -15,16 +18,20 @@ use nandkit_flash::Flash;
 use serde::Serialize;
 
 use crate::blocks::BlockState;
-use crate::format::{PageKind, Record};
+use crate::format::record::Record;
+use crate::format::special::Special;
+use crate::format::summary::{Summary, SummaryEntry};
+use crate::format::tags::Tags;
 use crate::fs::FileSystem;
 use crate::object::LOST_PAGE;
-use crate::types::{Ino, Kind, ROOT_INO, SUPER_INO};
+use crate::types::{Ino, Kind, ROOT_INO};
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct FsckReport {
     pub problems: Vec<String>,
     pub pages_checked: u64,
     pub objects_checked: u64,
+    pub summaries_checked: u64,
 }
 
 impl FsckReport {
@@ -36,7 +43,6 @@ impl FsckReport {
 /// Who owns a page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Owner {
-    Super,
     Header(Ino),
     Tombstone(Ino),
     Chunk(Ino, u32),
@@ -54,6 +60,42 @@ impl<F: Flash> FileSystem<F> {
             p(&mut r, format!("file system is dead: {why}"));
             return r;
         }
+        for (i, &e) in self.anchors.epochs.iter().enumerate() {
+            if e == 0 {
+                p(
+                    &mut r,
+                    format!(
+                        "file system record copy {} (block {}) is missing or unreadable",
+                        i + 1,
+                        self.anchors.blocks[i]
+                    ),
+                );
+            }
+        }
+        // Load everything: details of every object, names of every directory.
+        let mut inos: Vec<Ino> = self.objects.keys().copied().collect();
+        inos.sort_unstable();
+        for &ino in &inos {
+            if let Err(e) = self.load(ino) {
+                p(
+                    &mut r,
+                    format!("object {ino}: details cannot be loaded: {e}"),
+                );
+            }
+        }
+        let dirs: Vec<Ino> = inos
+            .iter()
+            .copied()
+            .filter(|i| self.objects[i].kind == Kind::Dir)
+            .collect();
+        for d in dirs {
+            if let Err(e) = self.load_dir(d) {
+                p(
+                    &mut r,
+                    format!("directory {d}: names cannot be loaded: {e}"),
+                );
+            }
+        }
         // Owners of pages.
         let mut owners: HashMap<u32, Owner> = HashMap::new();
         let mut claim = |r: &mut FsckReport, pno: u32, o: Owner| {
@@ -61,35 +103,34 @@ impl<F: Flash> FileSystem<F> {
                 p(r, format!("page {pno} owned twice: {prev:?} and {o:?}"));
             }
         };
-        match self.super_page {
-            Some(pno) => claim(&mut r, pno, Owner::Super),
-            None => p(&mut r, "file system record has no page".into()),
-        }
-        let mut inos: Vec<Ino> = self.objects.keys().copied().collect();
-        inos.sort_unstable();
+        let inos: Vec<Ino> = {
+            let mut v: Vec<Ino> = self.objects.keys().copied().collect();
+            v.sort_unstable();
+            v
+        };
         for &ino in &inos {
             let o = &self.objects[&ino];
-            match o.header {
+            match o.header_page() {
                 Some(h) => claim(&mut r, h, Owner::Header(ino)),
-                None if !o.header_dirty => p(&mut r, format!("object {ino} has no header page")),
+                None if !o.is_dirty() => p(&mut r, format!("object {ino} has no header page")),
                 None => {}
             }
-            for (i, c) in o.chunk_entries() {
+            for (i, c) in o.chunks.entries() {
                 if c != LOST_PAGE {
                     claim(&mut r, c, Owner::Chunk(ino, i));
                 }
             }
         }
-        for (&ino, &pno) in &self.tombstones {
+        for (&ino, t) in &self.tombstones {
             if self.objects.contains_key(&ino) {
                 p(&mut r, format!("object {ino} is both live and buried"));
             }
-            claim(&mut r, pno, Owner::Tombstone(ino));
+            claim(&mut r, t.page, Owner::Tombstone(ino));
         }
         // Block table against valid bits and owners.
         let ppb = self.layout.pages_per_block;
         for b in 0..self.layout.blocks {
-            let blk = self.blocks.blocks[b as usize];
+            let blk = *self.blocks.get(b);
             let mut valid = 0;
             for page in 0..ppb {
                 let pno = self.layout.pno(b, page);
@@ -119,7 +160,17 @@ impl<F: Flash> FileSystem<F> {
                     ),
                 );
             }
-            if matches!(blk.state, BlockState::Empty | BlockState::Bad) && valid > 0 {
+            if blk.valid + blk.overhead > blk.next_page {
+                p(
+                    &mut r,
+                    format!("block {b}: more valid and summary pages than written pages"),
+                );
+            }
+            let holds_nothing = matches!(
+                blk.state,
+                BlockState::Empty | BlockState::Bad | BlockState::Anchor
+            );
+            if holds_nothing && valid > 0 {
                 p(
                     &mut r,
                     format!("block {b} is {:?} but holds {valid} valid pages", blk.state),
@@ -130,7 +181,7 @@ impl<F: Flash> FileSystem<F> {
         let mut pages: Vec<(u32, Owner)> = owners.into_iter().collect();
         pages.sort_unstable_by_key(|x| x.0);
         let c = u64::from(self.layout.chunk_bytes);
-        for (pno, owner) in pages {
+        for &(pno, owner) in &pages {
             r.pages_checked += 1;
             if !self.blocks.is_valid(pno) {
                 p(
@@ -156,27 +207,27 @@ impl<F: Flash> FileSystem<F> {
                 }
             };
             if read.damaged {
-                p(&mut r, format!("page {pno} ({owner:?}) fails its data CRC"));
+                p(&mut r, format!("page {pno} ({owner:?}) fails its checks"));
             }
-            let t = read.tags;
-            let ok = match owner {
-                Owner::Super => t.kind == PageKind::Header && t.obj == SUPER_INO,
-                Owner::Header(ino) | Owner::Tombstone(ino) => {
-                    t.kind == PageKind::Header && t.obj == ino
-                }
-                Owner::Chunk(ino, i) => t.kind == PageKind::Data && t.obj == ino && t.chunk == i,
+            let ok = match (owner, read.tags) {
+                (Owner::Header(ino) | Owner::Tombstone(ino), Tags::Header(h)) => h.obj == ino,
+                (Owner::Chunk(ino, i), Tags::Data(d)) => d.obj == ino && d.chunk == i,
+                _ => false,
             };
             if !ok {
                 p(
                     &mut r,
-                    format!("page {pno} tags {t:?} do not match its owner {owner:?}"),
+                    format!(
+                        "page {pno} tags {:?} do not match its owner {owner:?}",
+                        read.tags
+                    ),
                 );
             }
             if let Owner::Header(ino) = owner {
                 match Record::decode(&read.data) {
                     Some(rec) => {
                         let o = &self.objects[&ino];
-                        if !o.header_dirty && rec.kind != o.meta.kind {
+                        if !o.is_dirty() && rec.kind != o.kind {
                             p(
                                 &mut r,
                                 format!("object {ino}: header kind differs from RAM"),
@@ -190,7 +241,7 @@ impl<F: Flash> FileSystem<F> {
                 }
             }
             if let Owner::Chunk(ino, i) = owner {
-                let size = self.objects[&ino].meta.size;
+                let size = self.objects[&ino].size;
                 if u64::from(i) * c >= size {
                     p(
                         &mut r,
@@ -199,78 +250,144 @@ impl<F: Flash> FileSystem<F> {
                 }
             }
         }
-        // The tree.
+        self.check_summaries(&mut r, &pages);
+        self.check_tree(&mut r, &inos);
+        r
+    }
+
+    /// Every block summary must say of each valid page what its owner says.
+    fn check_summaries(&mut self, r: &mut FsckReport, owners: &[(u32, Owner)]) {
+        let owner_of: HashMap<u32, Owner> = owners.iter().copied().collect();
+        let ppb = self.layout.pages_per_block;
+        for b in 0..self.layout.blocks {
+            let blk = *self.blocks.get(b);
+            if blk.state != BlockState::Full || blk.overhead == 0 || blk.next_page == 0 {
+                continue;
+            }
+            let spno = self.layout.pno(b, blk.next_page - 1);
+            let summary = match self.read_full(spno) {
+                Ok((data, _, true)) => Special::decode(&data)
+                    .and_then(|s| Summary::from_special(&s, self.layout.chunk_bytes, ppb as usize)),
+                _ => None,
+            };
+            let Some(summary) = summary else {
+                r.problems.push(format!(
+                    "block {b}: its summary (page {spno}) is unreadable"
+                ));
+                continue;
+            };
+            r.summaries_checked += 1;
+            for (page, e) in summary.entries.iter().enumerate() {
+                let pno = self.layout.pno(b, page as u32);
+                let Some(owner) = owner_of.get(&pno) else {
+                    continue;
+                };
+                let agrees = match (*owner, *e) {
+                    (Owner::Header(i) | Owner::Tombstone(i), SummaryEntry::Header { obj, .. }) => {
+                        i == obj
+                    }
+                    (Owner::Chunk(i, c), SummaryEntry::Data { obj, chunk, .. }) => {
+                        i == obj && c == chunk
+                    }
+                    _ => false,
+                };
+                if !agrees {
+                    r.problems.push(format!(
+                        "block {b}: the summary says page {page} holds {e:?}, but it belongs to \
+                         {owner:?}"
+                    ));
+                }
+            }
+        }
+    }
+
+    fn check_tree(&mut self, r: &mut FsckReport, inos: &[Ino]) {
+        let mut p = |s: String| {
+            if r.problems.len() < 1000 {
+                r.problems.push(s);
+            }
+        };
         let mut reachable: HashSet<Ino> = HashSet::from([ROOT_INO]);
         let mut stack = vec![ROOT_INO];
         while let Some(d) = stack.pop() {
-            for (name, &child) in self.dirs.get(&d).into_iter().flatten() {
+            let Some(dir) = self.dirs.get(&d) else {
+                continue;
+            };
+            if !dir.unnamed.is_empty() {
+                p(format!(
+                    "directory {d}: {} children whose names cannot be read",
+                    dir.unnamed.len()
+                ));
+            }
+            for (name, &child) in dir.index.iter().flatten() {
                 match self.objects.get(&child) {
-                    None => p(
-                        &mut r,
-                        format!("directory {d} lists missing object {child}"),
-                    ),
+                    None => p(format!("directory {d} lists missing object {child}")),
                     Some(o) => {
-                        if !o
-                            .meta
-                            .names
-                            .iter()
-                            .any(|n| n.parent == d && n.name == *name)
-                        {
-                            p(&mut r, format!("directory {d} lists object {child} under a name it does not have"));
+                        let named = o.details.as_ref().is_some_and(|det| {
+                            det.names.iter().any(|n| n.parent == d && n.name == *name)
+                        });
+                        if !named {
+                            p(format!(
+                                "directory {d} lists object {child} under a name it does not have"
+                            ));
                         }
-                        if reachable.insert(child) && o.kind() == Kind::Dir {
+                        if reachable.insert(child) && o.kind == Kind::Dir {
                             stack.push(child);
                         }
                     }
                 }
             }
         }
-        for &ino in &inos {
-            if ino == SUPER_INO {
+        for &ino in inos {
+            let Some(o) = self.objects.get(&ino) else {
                 continue;
-            }
+            };
             r.objects_checked += 1;
-            let o = &self.objects[&ino];
-            if ino != ROOT_INO && o.meta.names.is_empty() && o.open == 0 {
-                p(&mut r, format!("object {ino} has no name and is not open"));
+            let Some(d) = o.details.as_deref() else {
+                continue; // reported as unloadable above
+            };
+            if ino != ROOT_INO && d.names.is_empty() && o.open == 0 {
+                p(format!("object {ino} has no name and is not open"));
             }
-            if ino != ROOT_INO && !o.meta.names.is_empty() && !reachable.contains(&ino) {
-                p(
-                    &mut r,
-                    format!("object {ino} is not reachable from the root"),
-                );
+            if ino != ROOT_INO && !d.names.is_empty() && !reachable.contains(&ino) {
+                p(format!("object {ino} is not reachable from the root"));
             }
-            for n in &o.meta.names {
-                if self.dirs.get(&n.parent).and_then(|d| d.get(&n.name)) != Some(&ino) {
-                    p(
-                        &mut r,
-                        format!(
-                            "object {ino}'s name {:?} in {} is not in the directory index",
-                            String::from_utf8_lossy(&n.name),
-                            n.parent
-                        ),
-                    );
+            if o.parent != d.names.first().map_or(0, |n| n.parent) {
+                p(format!(
+                    "object {ino}: parent {} is not its first name's",
+                    o.parent
+                ));
+            }
+            for n in &d.names {
+                let listed = self
+                    .dirs
+                    .get(&n.parent)
+                    .and_then(|x| x.index.as_ref())
+                    .and_then(|i| i.get(&n.name));
+                if listed != Some(&ino) {
+                    p(format!(
+                        "object {ino}'s name {:?} in {} is not in the directory index",
+                        String::from_utf8_lossy(&n.name),
+                        n.parent
+                    ));
                 }
             }
-            if o.kind() == Kind::Dir {
+            if o.kind == Kind::Dir {
                 let subdirs = self
                     .dirs
                     .get(&ino)
+                    .and_then(|x| x.index.as_ref())
                     .into_iter()
                     .flatten()
-                    .filter(|(_, c)| self.objects.get(c).is_some_and(|x| x.kind() == Kind::Dir))
+                    .filter(|(_, c)| self.objects.get(c).is_some_and(|x| x.kind == Kind::Dir))
                     .count() as u32;
                 if subdirs != o.subdirs {
-                    p(
-                        &mut r,
-                        format!(
-                            "directory {ino}: {subdirs} subdirectories, nlink counts {}",
-                            o.subdirs
-                        ),
-                    );
+                    p(format!(
+                        "directory {ino}: {subdirs} subdirectories, nlink counts {}",
+                        o.subdirs
+                    ));
                 }
             }
         }
-        r
     }
 }

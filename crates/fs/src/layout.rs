@@ -1,52 +1,48 @@
-//! How the file system uses a flash geometry: chunk size, where tags live, page numbers.
+//! How the file system uses a flash geometry: which tag layout fits the free OOB bytes,
+//! where the tags sit, page numbers, and how pages are laid out in bytes.
 
 use nandkit_flash::{BlockAddr, Geometry, PageAddr};
 
-use crate::format::TAG_BYTES;
-
-/// OOB bytes kept free at the start of the spare area for the bad block marker.
-pub const OOB_TAG_OFFSET: usize = 2;
-
-/// Where a page's tags are stored.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TagPlace {
-    /// In the OOB, after the bad block marker bytes (YAFFS2 on large-page NAND).
-    Oob,
-    /// At the end of the data area, for OOBs too small to hold them (small-page NAND):
-    /// each chunk then holds `page_size - TAG_BYTES` bytes of data.
-    InBand,
-}
+use crate::error::{FsError, Result};
+use crate::format::tags::{self, DataTags, TagLayout, Tags};
 
 /// Geometry as the file system sees it. Page numbers (`pno`) count pages over the whole
 /// device: `block * pages_per_block + page`, with blocks numbered chip after chip.
 #[derive(Clone, Copy, Debug)]
 pub struct Layout {
     pub geometry: Geometry,
-    pub tags: TagPlace,
-    /// Bytes of file data per page.
+    pub tags: TagLayout,
+    /// Where the tags start in the OOB (after the bad-block marker).
+    pub tag_offset: usize,
+    /// Bytes of file data per page: always the whole page.
     pub chunk_bytes: u32,
     pub pages_per_block: u32,
     pub blocks: u32,
 }
 
 impl Layout {
-    pub fn new(geometry: Geometry) -> Layout {
-        let tags = if geometry.oob_size_bytes as usize >= OOB_TAG_OFFSET + TAG_BYTES {
-            TagPlace::Oob
-        } else {
-            TagPlace::InBand
-        };
-        let chunk_bytes = match tags {
-            TagPlace::Oob => geometry.page_size_bytes,
-            TagPlace::InBand => geometry.page_size_bytes - TAG_BYTES as u32,
-        };
-        Layout {
+    pub fn new(geometry: Geometry) -> Result<Layout> {
+        let free = geometry.oob_free_bytes();
+        let tags = TagLayout::for_free_oob(free).ok_or_else(|| {
+            FsError::NotFormatted(format!(
+                "the OOB leaves {free} free bytes after the bad-block marker and ECC; the \
+                 file system needs at least {}",
+                tags::SMALL_TAG_BYTES
+            ))
+        })?;
+        if geometry.pages_per_block < 4 || geometry.page_size_bytes < 512 {
+            return Err(FsError::NotFormatted(
+                "the file system needs pages of at least 512 bytes and 4 pages per block".into(),
+            ));
+        }
+        Ok(Layout {
             geometry,
             tags,
-            chunk_bytes,
+            tag_offset: geometry.oob_free_offset(),
+            chunk_bytes: geometry.page_size_bytes,
             pages_per_block: geometry.pages_per_block,
             blocks: geometry.total_blocks() as u32,
-        }
+        })
     }
 
     pub fn total_pages(&self) -> u64 {
@@ -69,5 +65,36 @@ impl Layout {
 
     pub fn block_of(&self, pno: u32) -> u32 {
         pno / self.pages_per_block
+    }
+
+    /// Lays out a page: the data (with a partial chunk's length in band in the small
+    /// layout), 0xFF padding, and the tags in the OOB.
+    pub fn encode_page(&self, tags: &Tags, data: &[u8]) -> (Vec<u8>, Vec<u8>) {
+        let g = self.geometry;
+        let mut page = vec![0xFF; g.page_size_bytes as usize];
+        let mut oob = vec![0xFF; g.oob_size_bytes as usize];
+        page[..data.len()].copy_from_slice(data);
+        if let (TagLayout::Small, Tags::Data(DataTags { n_bytes, .. })) = (self.tags, tags) {
+            let n = n_bytes.unwrap_or(data.len() as u32);
+            if n < g.page_size_bytes {
+                tags::put_inband_len(&mut page, n);
+            }
+        }
+        let t = tags.encode(self.tags, g.page_size_bytes);
+        oob[self.tag_offset..self.tag_offset + t.len()].copy_from_slice(&t);
+        (page, oob)
+    }
+
+    /// The tag bytes of a page's OOB.
+    pub fn tag_bytes<'a>(&self, oob: &'a [u8]) -> &'a [u8] {
+        oob.get(self.tag_offset..).unwrap_or(&[])
+    }
+
+    pub fn decode_tags(&self, oob: &[u8]) -> tags::TagRead {
+        Tags::decode(
+            self.tag_bytes(oob),
+            self.tags,
+            self.geometry.page_size_bytes,
+        )
     }
 }

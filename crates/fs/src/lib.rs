@@ -7,29 +7,38 @@
 //! 3. allocation: [`alloc::Allocator`] (`alloc/sequential.rs`);
 //! 4. cleaning: [`clean::Cleaner`] (`clean/yaffs.rs`, `greedy.rs`, `cost_benefit.rs`).
 //!
-//! Crash rules: every page is self-describing and CRC-checked; the newest copy (by write
-//! serial) wins; a torn page is detected and ignored; `fsync` returns after the data and
-//! header reached flash; cleaning copies valid pages before it erases.
+//! Crash rules: every page is self-describing and checked (tags CRC, the chip's ECC, the
+//! data or record CRC); the newest copy (by serial or header version) wins; a torn page is
+//! detected and ignored; `fsync` returns after the data and header reached flash;
+//! cleaning copies valid pages before it erases. The on-flash format is in
+//! docs/format.md.
 
 pub mod alloc;
+mod anchor;
 pub mod blocks;
 mod checkpoint;
 pub mod clean;
+mod cleaning;
 pub mod clock;
 pub mod config;
+mod details;
 pub mod error;
 mod file_io;
+mod floors;
 pub mod format;
 mod fs;
 pub mod fsck;
-mod io;
+pub mod inspect;
 pub mod layout;
 pub mod mapping;
 pub mod meta;
 mod namespace;
 mod object;
+mod read_path;
+mod rebuild;
 mod scan;
 pub mod types;
+mod write_path;
 mod xattr;
 
 pub use clock::{Clock, CountingClock, SystemClock};

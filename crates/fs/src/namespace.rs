@@ -2,11 +2,11 @@
 //!
 //! Directories are upward (YAFFS, MNFS): each object's header lists its own names as
 //! (parent directory, name); a directory's header lists nothing about its children, and
-//! the directory index is rebuilt in RAM at mount. So every namespace change is one header
-//! write of the object that changes, which makes each of them atomic:
-//! - rename over an existing name: the moved object's header claims the name; the object
-//!   that had it loses it because its own claim is older (resolved at mount by serial);
-//! - RENAME_EXCHANGE: one header carries both objects' new names (`name_updates`);
+//! the directories' indexes are rebuilt in RAM (lazily, see `details`). So every namespace
+//! change is one header write of the object that changes, which makes each atomic:
+//! - rename over an existing name: the moved object's header claims the name and carries
+//!   the replaced object's new names (without it) as a name update;
+//! - RENAME_EXCHANGE: one header carries both objects' new names;
 //! - unlink: the header loses the name; an object with no names left is deleted, and that
 //!   header is its tombstone.
 
@@ -15,9 +15,9 @@ use std::collections::BTreeMap;
 use nandkit_flash::Flash;
 
 use crate::error::{FsError, Result};
-use crate::format::{Name, Record, RecordKind};
-use crate::fs::FileSystem;
-use crate::object::{Object, LOST_PAGE};
+use crate::format::record::{Name, Record};
+use crate::fs::{Dir, FileSystem, Tomb};
+use crate::object::{Details, Object, LOST_PAGE};
 use crate::types::{Attr, DirEntry, Ino, Kind, RenameMode, NAME_MAX, ROOT_INO};
 
 /// Most names (hard links) one object may have.
@@ -48,33 +48,42 @@ pub struct NewObject<'a> {
 }
 
 impl<F: Flash> FileSystem<F> {
-    fn dir_index(&self, dir: Ino) -> Result<&BTreeMap<Box<[u8]>, Ino>> {
-        match self.obj(dir)?.kind() {
-            Kind::Dir => self.dirs.get(&dir).ok_or(FsError::NotDir),
-            _ => Err(FsError::NotDir),
-        }
+    /// The object a name in a directory refers to.
+    fn child(&mut self, dir: Ino, name: &[u8]) -> Result<Ino> {
+        self.dir_loaded(dir)?
+            .get(name)
+            .copied()
+            .ok_or(FsError::NotFound)
+    }
+
+    fn has_child(&mut self, dir: Ino, name: &[u8]) -> Result<bool> {
+        Ok(self.dir_loaded(dir)?.contains_key(name))
     }
 
     /// The object called `name` in directory `parent`.
-    pub fn lookup(&self, parent: Ino, name: &[u8]) -> Result<Attr> {
+    pub fn lookup(&mut self, parent: Ino, name: &[u8]) -> Result<Attr> {
         self.check_alive()?;
         if name.len() > NAME_MAX {
             return Err(FsError::NameTooLong);
         }
-        let ino = *self.dir_index(parent)?.get(name).ok_or(FsError::NotFound)?;
+        let ino = self.child(parent, name)?;
         self.getattr(ino)
     }
 
     /// Entries of a directory, sorted by name (without "." and "..").
-    pub fn readdir(&self, dir: Ino) -> Result<Vec<DirEntry>> {
+    pub fn readdir(&mut self, dir: Ino) -> Result<Vec<DirEntry>> {
         self.check_alive()?;
-        Ok(self
-            .dir_index(dir)?
+        let entries: Vec<(Box<[u8]>, Ino)> = self
+            .dir_loaded(dir)?
             .iter()
-            .map(|(name, &ino)| DirEntry {
+            .map(|(n, &i)| (n.clone(), i))
+            .collect();
+        Ok(entries
+            .into_iter()
+            .map(|(name, ino)| DirEntry {
                 name: name.to_vec(),
                 ino,
-                kind: self.objects[&ino].kind(),
+                kind: self.objects[&ino].kind,
             })
             .collect())
     }
@@ -82,14 +91,14 @@ impl<F: Flash> FileSystem<F> {
     /// The parent of a directory (the root is its own parent).
     pub fn parent_of(&self, dir: Ino) -> Result<Ino> {
         let o = self.obj(dir)?;
-        Ok(o.meta.names.first().map_or(ROOT_INO, |n| n.parent))
+        Ok(if o.parent == 0 { ROOT_INO } else { o.parent })
     }
 
     /// Creates a file, directory, symlink or special file.
     pub fn create(&mut self, parent: Ino, name: &[u8], new: NewObject) -> Result<Attr> {
         self.check_writable()?;
         check_name(name)?;
-        if self.dir_index(parent)?.contains_key(name) {
+        if self.has_child(parent, name)? {
             return Err(FsError::Exists);
         }
         if new.kind == Kind::Symlink && new.target.is_empty() {
@@ -99,97 +108,98 @@ impl<F: Flash> FileSystem<F> {
             return Err(FsError::NameTooLong);
         }
         let now = self.now();
-        let meta = Record {
-            kind: RecordKind::Object(new.kind),
-            perm: new.perm & 0o7777,
-            uid: new.uid,
-            gid: new.gid,
-            rdev: new.rdev,
-            size: 0,
-            atime_ns: now,
-            mtime_ns: now,
-            ctime_ns: now,
-            names: vec![Name {
-                parent,
-                name: name.into(),
-            }],
-            target: if new.kind == Kind::Symlink {
-                new.target.to_vec()
-            } else {
-                Vec::new()
-            },
-            xattrs: Vec::new(),
-            name_updates: Vec::new(),
-        };
-        if !self.fits(&meta, &[]) {
-            return Err(FsError::NameTooLong);
+        let mut d = Details::from_record(Record::bare(new.kind, new.perm & 0o7777, now));
+        d.uid = new.uid;
+        d.gid = new.gid;
+        d.rdev = new.rdev;
+        d.names = vec![Name {
+            parent,
+            name: name.into(),
+        }];
+        if new.kind == Kind::Symlink {
+            d.target = new.target.to_vec();
         }
         self.make_room_for_new_object()?;
         let ino = self.next_ino;
-        self.next_ino = self.next_ino.checked_add(1).ok_or(FsError::NoSpace)?;
-        self.objects
-            .insert(ino, Object::new(meta.clone(), self.config.mapping));
-        if let Err(e) = self.persist(ino, meta, Vec::new()) {
+        if ino > self.layout.tags.max_obj() {
+            return Err(FsError::NoSpace);
+        }
+        let mut o = Object::new(new.kind, self.config.mapping);
+        o.details = Some(Box::new(d.clone()));
+        self.objects.insert(ino, o);
+        if !self.fits(ino, &d, &[]) {
+            self.objects.remove(&ino);
+            return Err(FsError::NameTooLong);
+        }
+        if let Err(e) = self.persist(ino, d, Vec::new()) {
             self.objects.remove(&ino);
             return Err(e);
         }
-        self.add_name(ino, parent, name);
+        self.next_ino += 1;
         if new.kind == Kind::Dir {
-            self.dirs.insert(ino, BTreeMap::new());
+            self.dirs.insert(
+                ino,
+                Dir {
+                    unnamed: Vec::new(),
+                    index: Some(BTreeMap::new()),
+                },
+            );
         }
-        self.touch_dir(parent, now);
+        self.index_name(ino, parent, name);
+        self.touch_dir(parent, now)?;
         self.getattr(ino)
     }
 
-    pub fn readlink(&self, ino: Ino) -> Result<Vec<u8>> {
+    pub fn readlink(&mut self, ino: Ino) -> Result<Vec<u8>> {
         self.check_alive()?;
+        self.load(ino)?;
         let o = self.obj(ino)?;
-        if o.kind() != Kind::Symlink {
+        if o.kind != Kind::Symlink {
             return Err(FsError::Invalid("not a symlink"));
         }
-        Ok(o.meta.target.clone())
+        Ok(o.d().target.clone())
     }
 
     /// A new name for an existing non-directory (a hard link).
     pub fn link(&mut self, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
         self.check_writable()?;
         check_name(name)?;
+        self.load(ino)?;
         let o = self.obj(ino)?;
-        if o.kind() == Kind::Dir {
+        if o.kind == Kind::Dir {
             return Err(FsError::NotPermitted);
         }
-        if o.meta.names.is_empty() {
+        if o.d().names.is_empty() {
             return Err(FsError::NotFound); // unlinked but still open
         }
-        if self.dir_index(parent)?.contains_key(name) {
+        if self.has_child(parent, name)? {
             return Err(FsError::Exists);
         }
-        let mut meta = self.obj(ino)?.meta.clone();
-        if meta.names.len() >= LINK_MAX {
+        let mut d = self.obj(ino)?.d().clone();
+        if d.names.len() >= LINK_MAX {
             return Err(FsError::TooManyLinks);
         }
-        meta.names.push(Name {
+        d.names.push(Name {
             parent,
             name: name.into(),
         });
-        if !self.fits(&meta, &[]) {
+        if !self.fits(ino, &d, &[]) {
             return Err(FsError::TooManyLinks);
         }
         let now = self.now();
-        meta.ctime_ns = now;
+        d.ctime_ns = now;
         self.flush_cache(ino)?;
-        meta.size = self.obj(ino)?.meta.size;
-        self.persist(ino, meta, Vec::new())?;
-        self.add_name(ino, parent, name);
-        self.touch_dir(parent, now);
+        self.persist(ino, d, Vec::new())?;
+        self.index_name(ino, parent, name);
+        self.touch_dir(parent, now)?;
         self.getattr(ino)
     }
 
     /// Removes a non-directory's name.
     pub fn unlink(&mut self, parent: Ino, name: &[u8]) -> Result<()> {
         self.check_writable()?;
-        let ino = *self.dir_index(parent)?.get(name).ok_or(FsError::NotFound)?;
-        if self.obj(ino)?.kind() == Kind::Dir {
+        let ino = self.child(parent, name)?;
+        if self.obj(ino)?.kind == Kind::Dir {
             return Err(FsError::IsDir);
         }
         self.drop_name(ino, parent, name)
@@ -204,11 +214,11 @@ impl<F: Flash> FileSystem<F> {
         if name == b".." {
             return Err(FsError::NotEmpty);
         }
-        let ino = *self.dir_index(parent)?.get(name).ok_or(FsError::NotFound)?;
-        if self.obj(ino)?.kind() != Kind::Dir {
+        let ino = self.child(parent, name)?;
+        if self.obj(ino)?.kind != Kind::Dir {
             return Err(FsError::NotDir);
         }
-        if !self.dirs.get(&ino).is_none_or(|d| d.is_empty()) {
+        if !self.dir_loaded(ino)?.is_empty() {
             return Err(FsError::NotEmpty);
         }
         self.drop_name(ino, parent, name)
@@ -217,23 +227,23 @@ impl<F: Flash> FileSystem<F> {
     /// Writes the object's header without `(parent, name)`; deletes it if that was its
     /// last name and nothing holds it open.
     fn drop_name(&mut self, ino: Ino, parent: Ino, name: &[u8]) -> Result<()> {
+        self.load(ino)?;
         let now = self.now();
-        let mut meta = self.obj(ino)?.meta.clone();
-        meta.names
+        let mut d = self.obj(ino)?.d().clone();
+        d.names
             .retain(|n| !(n.parent == parent && &*n.name == name));
-        meta.ctime_ns = now;
-        if !meta.names.is_empty() {
+        d.ctime_ns = now;
+        if !d.names.is_empty() {
             // The header records the size: the data it covers goes first. An object losing
             // its last name is going away, so its data needs no flash (and a full device
             // must still be able to delete it).
             self.flush_cache(ino)?;
-            meta.size = self.obj(ino)?.meta.size;
         }
-        self.persist(ino, meta, Vec::new())?;
-        self.remove_name(ino, parent, name);
-        self.touch_dir(parent, now);
+        self.persist(ino, d, Vec::new())?;
+        self.unindex_name(ino, parent, name);
+        self.touch_dir(parent, now)?;
         let o = self.obj(ino)?;
-        if o.meta.names.is_empty() && o.open == 0 {
+        if o.d().names.is_empty() && o.open == 0 {
             self.delete_object(ino);
         }
         Ok(())
@@ -245,16 +255,23 @@ impl<F: Flash> FileSystem<F> {
         let Some(o) = self.objects.remove(&ino) else {
             return;
         };
-        debug_assert!(o.meta.names.is_empty());
-        for (_, pno) in o.chunk_entries() {
+        debug_assert!(o.details.as_ref().is_none_or(|d| d.names.is_empty()));
+        for (_, pno) in o.chunks.entries() {
             if pno != LOST_PAGE {
                 self.blocks.invalidate(pno);
             }
         }
+        self.caches.remove(&ino);
         self.dirs.remove(&ino);
-        if let Some(h) = o.header {
-            if self.headers_on_flash.get(&ino).copied().unwrap_or(0) > 1 {
-                self.tombstones.insert(ino, h);
+        if let Some(h) = o.header_page() {
+            if o.headers_on_flash > 1 {
+                self.tombstones.insert(
+                    ino,
+                    Tomb {
+                        page: h,
+                        headers_on_flash: o.headers_on_flash,
+                    },
+                );
             } else {
                 self.blocks.invalidate(h);
             }
@@ -274,7 +291,10 @@ impl<F: Flash> FileSystem<F> {
         self.check_alive()?;
         let o = self.obj_mut(ino)?;
         o.open = o.open.saturating_sub(1);
-        let (orphan, open) = (o.meta.names.is_empty() && ino != ROOT_INO, o.open);
+        let open = o.open;
+        let orphan = ino != ROOT_INO
+            && o.parent == 0
+            && o.details.as_ref().is_some_and(|d| d.names.is_empty());
         if orphan {
             if open == 0 {
                 self.delete_object(ino);
@@ -298,9 +318,10 @@ impl<F: Flash> FileSystem<F> {
     ) -> Result<()> {
         self.check_writable()?;
         check_name(new_name)?;
-        let src = *self.dir_index(parent)?.get(name).ok_or(FsError::NotFound)?;
-        let dst = self.dir_index(new_parent)?.get(new_name).copied();
-        let src_kind = self.obj(src)?.kind();
+        let src = self.child(parent, name)?;
+        self.dir_loaded(new_parent)?;
+        let dst = self.dir_loaded(new_parent)?.get(new_name).copied();
+        let src_kind = self.obj(src)?.kind;
         match (mode, dst) {
             (RenameMode::NoReplace, Some(_)) => return Err(FsError::Exists),
             (RenameMode::Exchange, None) => return Err(FsError::NotFound),
@@ -313,26 +334,28 @@ impl<F: Flash> FileSystem<F> {
         if src_kind == Kind::Dir && self.is_ancestor(src, new_parent) {
             return Err(FsError::Invalid("cannot move a directory into itself"));
         }
+        self.load(src)?;
+        if let Some(d) = dst {
+            self.load(d)?;
+        }
         if let (RenameMode::Exchange, Some(d)) = (mode, dst) {
-            if self.obj(d)?.kind() == Kind::Dir && self.is_ancestor(d, parent) {
+            if self.obj(d)?.kind == Kind::Dir && self.is_ancestor(d, parent) {
                 return Err(FsError::Invalid("cannot move a directory into itself"));
             }
             return self.exchange(src, parent, name, d, new_parent, new_name);
         }
         if let Some(d) = dst {
-            let dst_kind = self.obj(d)?.kind();
+            let dst_kind = self.obj(d)?.kind;
             match (src_kind == Kind::Dir, dst_kind == Kind::Dir) {
                 (true, false) => return Err(FsError::NotDir),
                 (false, true) => return Err(FsError::IsDir),
-                (true, true) if !self.dirs.get(&d).is_none_or(|x| x.is_empty()) => {
-                    return Err(FsError::NotEmpty)
-                }
+                (true, true) if !self.dir_loaded(d)?.is_empty() => return Err(FsError::NotEmpty),
                 _ => {}
             }
         }
         let now = self.now();
-        let mut meta = self.obj(src)?.meta.clone();
-        for n in meta.names.iter_mut() {
+        let mut sd = self.obj(src)?.d().clone();
+        for n in sd.names.iter_mut() {
             if n.parent == parent && &*n.name == name {
                 *n = Name {
                     parent: new_parent,
@@ -341,43 +364,44 @@ impl<F: Flash> FileSystem<F> {
                 break;
             }
         }
-        meta.ctime_ns = now;
-        if !self.fits(&meta, &[]) {
+        sd.ctime_ns = now;
+        // The replaced object loses the name in the same page.
+        let dst_names = match dst {
+            Some(d) => {
+                let mut names = self.obj(d)?.d().names.clone();
+                names.retain(|n| !(n.parent == new_parent && &*n.name == new_name));
+                Some((d, names))
+            }
+            None => None,
+        };
+        let updates: Vec<(Ino, Vec<Name>)> = dst_names.iter().cloned().collect();
+        if !self.fits(src, &sd, &updates) {
             return Err(FsError::NameTooLong);
         }
         self.flush_cache(src)?;
-        meta.size = self.obj(src)?.meta.size;
         // The replaced object's header is rewritten after the rename is durable; whatever
         // that needs must succeed (or fail) before it.
-        let dst_keeps_names = match dst {
-            Some(d) => self.obj(d)?.meta.names.len() > 1,
-            None => false,
-        };
+        let dst_keeps_names = dst_names.as_ref().is_some_and(|(_, n)| !n.is_empty());
         if let (Some(d), true) = (dst, dst_keeps_names) {
             self.flush_cache(d)?;
         }
-        self.persist(src, meta, Vec::new())?;
-        // Durable from here: the replaced object's own (older) claim on the name loses.
+        self.persist(src, sd, updates)?;
+        // Durable from here.
         if let Some(d) = dst {
-            self.remove_name(d, new_parent, new_name);
+            self.unindex_name(d, new_parent, new_name);
         }
-        self.remove_name(src, parent, name);
-        self.add_name(src, new_parent, new_name);
-        self.touch_dir(parent, now);
-        self.touch_dir(new_parent, now);
-        if let Some(d) = dst {
-            // Tidy the loser's header now (mount would do it otherwise).
-            let mut dmeta = self.obj(d)?.meta.clone();
-            dmeta
-                .names
-                .retain(|n| !(n.parent == new_parent && &*n.name == new_name));
-            dmeta.ctime_ns = now;
-            if dst_keeps_names {
-                dmeta.size = self.obj(d)?.meta.size;
-            }
-            self.persist(d, dmeta, Vec::new())?;
+        self.unindex_name(src, parent, name);
+        self.index_name(src, new_parent, new_name);
+        self.touch_dir(parent, now)?;
+        self.touch_dir(new_parent, now)?;
+        if let Some((d, names)) = dst_names {
+            // Tidy the loser's header now (a scan would read the update otherwise).
+            let mut dd = self.obj(d)?.d().clone();
+            dd.names = names;
+            dd.ctime_ns = now;
+            self.persist(d, dd, Vec::new())?;
             let o = self.obj(d)?;
-            if o.meta.names.is_empty() && o.open == 0 {
+            if o.d().names.is_empty() && o.open == 0 {
                 self.delete_object(d);
             }
         }
@@ -405,30 +429,27 @@ impl<F: Flash> FileSystem<F> {
                 }
             }
         };
-        let mut ameta = self.obj(a)?.meta.clone();
-        swap(&mut ameta.names, (a_parent, a_name), (b_parent, b_name));
-        ameta.ctime_ns = now;
-        let mut bmeta = self.obj(b)?.meta.clone();
-        swap(&mut bmeta.names, (b_parent, b_name), (a_parent, a_name));
-        bmeta.ctime_ns = now;
-        let updates = vec![(b, bmeta.names.clone())];
-        if !self.fits(&ameta, &updates) {
+        let mut ad = self.obj(a)?.d().clone();
+        swap(&mut ad.names, (a_parent, a_name), (b_parent, b_name));
+        ad.ctime_ns = now;
+        let mut bd = self.obj(b)?.d().clone();
+        swap(&mut bd.names, (b_parent, b_name), (a_parent, a_name));
+        bd.ctime_ns = now;
+        let updates = vec![(b, bd.names.clone())];
+        if !self.fits(a, &ad, &updates) {
             return Err(FsError::NameTooLong);
         }
         self.flush_cache(a)?;
         self.flush_cache(b)?;
-        ameta.size = self.obj(a)?.meta.size;
-        bmeta.size = self.obj(b)?.meta.size;
         // One page makes the swap durable; b's own header follows to tidy up.
-        self.persist(a, ameta, updates)?;
-        self.remove_name(a, a_parent, a_name);
-        self.remove_name(b, b_parent, b_name);
-        self.add_name(a, b_parent, b_name);
-        self.add_name(b, a_parent, a_name);
-        self.obj_mut(b)?.meta.names = bmeta.names.clone();
-        self.persist(b, bmeta, Vec::new())?;
-        self.touch_dir(a_parent, now);
-        self.touch_dir(b_parent, now);
+        self.persist(a, ad, updates)?;
+        self.unindex_name(a, a_parent, a_name);
+        self.unindex_name(b, b_parent, b_name);
+        self.index_name(a, b_parent, b_name);
+        self.index_name(b, a_parent, a_name);
+        self.persist(b, bd, Vec::new())?;
+        self.touch_dir(a_parent, now)?;
+        self.touch_dir(b_parent, now)?;
         Ok(())
     }
 
@@ -441,53 +462,55 @@ impl<F: Flash> FileSystem<F> {
             if dir == ROOT_INO {
                 return false;
             }
-            match self.objects.get(&dir).and_then(|o| o.meta.names.first()) {
-                Some(n) => dir = n.parent,
-                None => return false,
+            match self.objects.get(&dir) {
+                Some(o) if o.parent != 0 => dir = o.parent,
+                _ => return false,
             }
         }
         false
     }
 
-    /// Adds a name to the directory index (the header already has it).
-    pub(crate) fn add_name(&mut self, ino: Ino, parent: Ino, name: &[u8]) {
-        let is_dir = self
-            .objects
-            .get(&ino)
-            .is_some_and(|o| o.kind() == Kind::Dir);
-        self.dirs
-            .entry(parent)
-            .or_default()
-            .insert(name.into(), ino);
+    /// Adds a name to the directory index and the object's RAM names (its header already
+    /// has it). The directory's index is loaded.
+    pub(crate) fn index_name(&mut self, ino: Ino, parent: Ino, name: &[u8]) {
+        let is_dir = self.objects.get(&ino).is_some_and(|o| o.kind == Kind::Dir);
+        if let Some(index) = self.dirs.get_mut(&parent).and_then(|d| d.index.as_mut()) {
+            index.insert(name.into(), ino);
+        }
         if is_dir {
             if let Some(p) = self.objects.get_mut(&parent) {
                 p.subdirs += 1;
             }
         }
         if let Some(o) = self.objects.get_mut(&ino) {
-            let n = Name {
-                parent,
-                name: name.into(),
-            };
-            if !o.meta.names.contains(&n) {
-                o.meta.names.push(n);
+            if let Some(d) = o.details.as_deref_mut() {
+                let n = Name {
+                    parent,
+                    name: name.into(),
+                };
+                if !d.names.contains(&n) {
+                    d.names.push(n);
+                }
+                o.parent = d.names[0].parent;
             }
         }
     }
 
     /// Removes a name from the directory index and from the object's RAM names.
-    pub(crate) fn remove_name(&mut self, ino: Ino, parent: Ino, name: &[u8]) {
-        if let Some(d) = self.dirs.get_mut(&parent) {
-            if d.get(name) == Some(&ino) {
-                d.remove(name);
+    pub(crate) fn unindex_name(&mut self, ino: Ino, parent: Ino, name: &[u8]) {
+        if let Some(index) = self.dirs.get_mut(&parent).and_then(|d| d.index.as_mut()) {
+            if index.get(name) == Some(&ino) {
+                index.remove(name);
             }
         }
         let mut was_dir = false;
         if let Some(o) = self.objects.get_mut(&ino) {
-            was_dir = o.kind() == Kind::Dir;
-            o.meta
-                .names
-                .retain(|n| !(n.parent == parent && &*n.name == name));
+            was_dir = o.kind == Kind::Dir;
+            if let Some(d) = o.details.as_deref_mut() {
+                d.names
+                    .retain(|n| !(n.parent == parent && &*n.name == name));
+                o.parent = d.names.first().map_or(0, |n| n.parent);
+            }
         }
         if was_dir {
             if let Some(p) = self.objects.get_mut(&parent) {
@@ -497,16 +520,21 @@ impl<F: Flash> FileSystem<F> {
     }
 
     /// A directory's contents changed: its times change (written lazily, like YAFFS).
-    fn touch_dir(&mut self, dir: Ino, now: i64) {
-        if let Some(o) = self.objects.get_mut(&dir) {
-            o.meta.mtime_ns = now;
-            o.meta.ctime_ns = now;
-            o.header_dirty = true;
+    fn touch_dir(&mut self, dir: Ino, now: i64) -> Result<()> {
+        if !self.objects.contains_key(&dir) {
+            return Ok(());
         }
+        self.load(dir)?;
+        let o = self.obj_mut(dir)?;
+        let d = o.d_mut();
+        d.mtime_ns = now;
+        d.ctime_ns = now;
+        o.set_dirty(true);
+        Ok(())
     }
 
     /// Resolves a path ("/a/b/c") from the root, following no symlinks.
-    pub fn resolve(&self, path: &str) -> Result<Ino> {
+    pub fn resolve(&mut self, path: &str) -> Result<Ino> {
         let mut ino = ROOT_INO;
         for part in path.split('/').filter(|p| !p.is_empty() && *p != ".") {
             ino = if part == ".." {

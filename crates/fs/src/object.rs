@@ -1,13 +1,137 @@
 //! Objects (inodes) as they live in RAM after mount.
+//!
+//! An object is kept small (about 64 bytes) because a mount holds one per file: its type,
+//! size, where its header is, its first parent and its chunk map, all known from the
+//! tags or summaries at mount without reading the header. Everything else (permissions,
+//! owner, times, names, symlink target, extended attributes, truncation floors) is in
+//! [`Details`], loaded from the header page the first time it is needed (YAFFS2 does the
+//! same: "lazy loading").
 
-use crate::format::{Record, RecordKind};
-use crate::mapping::{new_map, ChunkMap, MappingKind};
-use crate::types::Kind;
+use crate::format::record::{Floor, Name, Record};
+use crate::mapping::FileMap;
+use crate::types::{Ino, Kind, TimeNs};
 
-/// Marks a chunk with no page (a hole).
+/// Marks a chunk with no page (a hole), or an object without a header page.
 pub const NO_PAGE: u32 = u32::MAX;
 /// Marks a chunk whose page was lost to an uncorrectable error: reads give EIO.
 pub const LOST_PAGE: u32 = u32::MAX - 1;
+/// `max_chunk_on_flash` when no chunk of the object was ever written.
+pub const NO_CHUNK: u32 = u32::MAX;
+
+/// The header fields an object's header record holds, loaded on demand.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Details {
+    /// Version of the header these came from (0: never written).
+    pub version: u64,
+    pub perm: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub rdev: u64,
+    pub atime_ns: TimeNs,
+    pub mtime_ns: TimeNs,
+    pub ctime_ns: TimeNs,
+    pub names: Vec<Name>,
+    pub target: Vec<u8>,
+    pub xattrs: Vec<(Vec<u8>, Vec<u8>)>,
+    pub floors: Vec<Floor>,
+}
+
+impl Details {
+    pub fn from_record(r: Record) -> Details {
+        Details {
+            version: r.version,
+            perm: r.perm,
+            uid: r.uid,
+            gid: r.gid,
+            rdev: r.rdev,
+            atime_ns: r.atime.to_ns(),
+            mtime_ns: r.mtime.to_ns(),
+            ctime_ns: r.ctime.to_ns(),
+            names: r.names,
+            target: r.target,
+            xattrs: r.xattrs,
+            floors: r.floors,
+        }
+    }
+}
+
+/// Flag: details changed in RAM (or size, by writes) and not yet in a header.
+pub const HEADER_DIRTY: u8 = 1;
+
+pub struct Object {
+    pub size: u64,
+    /// Files: where each chunk lives (DESIGN axis 2).
+    pub chunks: FileMap,
+    pub details: Option<Box<Details>>,
+    /// Page holding the current header, or `NO_PAGE`.
+    pub header: u32,
+    /// Directory of the first name (0 when it has none). A directory has one name.
+    pub parent: Ino,
+    /// Highest chunk index that any page of this object on flash may carry, live or not
+    /// (`NO_CHUNK`: none). A hole at or below it may hide a stale chunk.
+    pub max_chunk_on_flash: u32,
+    /// Header pages (any version, not yet erased) of this object on flash.
+    pub headers_on_flash: u32,
+    /// Directories: how many subdirectories (for nlink).
+    pub subdirs: u32,
+    /// Open handles; an unlinked object lives on until the last one closes.
+    pub open: u32,
+    pub kind: Kind,
+    pub flags: u8,
+}
+
+impl Object {
+    pub fn new(kind: Kind, mapping: crate::mapping::MappingKind) -> Self {
+        Self {
+            size: 0,
+            chunks: FileMap::new(mapping),
+            details: None,
+            header: NO_PAGE,
+            parent: 0,
+            max_chunk_on_flash: NO_CHUNK,
+            headers_on_flash: 0,
+            subdirs: 0,
+            open: 0,
+            kind,
+            flags: 0,
+        }
+    }
+
+    pub fn header_page(&self) -> Option<u32> {
+        (self.header != NO_PAGE).then_some(self.header)
+    }
+
+    pub fn is_dirty(&self) -> bool {
+        self.flags & HEADER_DIRTY != 0
+    }
+
+    pub fn set_dirty(&mut self, dirty: bool) {
+        if dirty {
+            self.flags |= HEADER_DIRTY;
+        } else {
+            self.flags &= !HEADER_DIRTY;
+        }
+    }
+
+    pub fn saw_chunk(&mut self, chunk: u32) {
+        if self.max_chunk_on_flash == NO_CHUNK || chunk > self.max_chunk_on_flash {
+            self.max_chunk_on_flash = chunk;
+        }
+    }
+
+    pub fn max_chunk(&self) -> Option<u32> {
+        (self.max_chunk_on_flash != NO_CHUNK).then_some(self.max_chunk_on_flash)
+    }
+
+    /// Loaded details (callers load them first).
+    pub fn d(&self) -> &Details {
+        self.details.as_deref().expect("details loaded")
+    }
+
+    pub fn d_mut(&mut self) -> &mut Details {
+        self.details.as_deref_mut().expect("details loaded")
+    }
+}
 
 /// The one chunk of a file being written, kept until it is full or flushed.
 pub struct WriteCache {
@@ -15,80 +139,16 @@ pub struct WriteCache {
     pub data: Vec<u8>,
 }
 
-pub struct Object {
-    /// Header fields, exactly as the next header write will store them (`name_updates`
-    /// always empty here).
-    pub meta: Record,
-    /// Files: where each chunk lives (DESIGN axis 2); made on the first chunk.
-    pub chunks: Option<Box<dyn ChunkMap>>,
-    pub mapping: MappingKind,
-    /// Page holding the current header, if it has been written.
-    pub header: Option<u32>,
-    /// Attributes changed in RAM (size, times by writes) and not yet in a header.
-    pub header_dirty: bool,
-    pub cache: Option<WriteCache>,
-    /// Open handles; an unlinked object lives on until the last one closes.
-    pub open: u32,
-    /// Highest chunk index that any page of this object on flash may carry, live or not.
-    /// Extending a file over a hole at or below it writes zeros, so a stale chunk can
-    /// never reappear there after a remount.
-    pub max_chunk_on_flash: Option<u32>,
-    /// Directories: how many subdirectories (for nlink).
-    pub subdirs: u32,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl Object {
-    pub fn new(meta: Record, mapping: MappingKind) -> Self {
-        Self {
-            meta,
-            chunks: None,
-            mapping,
-            header: None,
-            header_dirty: false,
-            cache: None,
-            open: 0,
-            max_chunk_on_flash: None,
-            subdirs: 0,
-        }
-    }
-
-    pub fn kind(&self) -> Kind {
-        match self.meta.kind {
-            RecordKind::Object(k) => k,
-            RecordKind::Super => Kind::File,
-        }
-    }
-
-    pub fn chunk_page(&self, chunk: u32) -> u32 {
-        self.chunks.as_ref().map_or(NO_PAGE, |m| m.get(chunk))
-    }
-
-    /// Maps a chunk; returns the page it had.
-    pub fn set_chunk(&mut self, chunk: u32, pno: u32) -> u32 {
-        let kind = self.mapping;
-        self.chunks
-            .get_or_insert_with(|| new_map(kind))
-            .set(chunk, pno)
-    }
-
-    /// Drops chunks from `keep` on; returns their pages.
-    pub fn truncate_chunks(&mut self, keep: u32) -> Vec<u32> {
-        self.chunks
-            .as_mut()
-            .map_or_else(Vec::new, |m| m.truncate(keep))
-    }
-
-    /// (chunk, page) of every mapped or lost chunk.
-    pub fn chunk_entries(&self) -> Vec<(u32, u32)> {
-        self.chunks.as_ref().map_or_else(Vec::new, |m| m.entries())
-    }
-
-    /// Pages holding data (for `stat`'s block count).
-    pub fn data_pages(&self) -> u64 {
-        self.chunks.as_ref().map_or(0, |m| m.mapped())
-    }
-
-    pub fn saw_chunk(&mut self, chunk: u32) {
-        self.max_chunk_on_flash = Some(self.max_chunk_on_flash.map_or(chunk, |m| m.max(chunk)));
+    #[test]
+    fn an_object_is_small() {
+        assert!(
+            std::mem::size_of::<Object>() <= 64,
+            "Object is {} bytes",
+            std::mem::size_of::<Object>()
+        );
     }
 }

@@ -8,8 +8,6 @@ pub type Ino = u32;
 
 /// The root directory.
 pub const ROOT_INO: Ino = 1;
-/// The file system record (configuration) is stored as object 0.
-pub(crate) const SUPER_INO: Ino = 0;
 /// Longest name, in bytes, as on Linux.
 pub const NAME_MAX: usize = 255;
 

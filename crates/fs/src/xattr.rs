@@ -26,10 +26,11 @@ fn check_xattr_name(name: &[u8]) -> Result<()> {
 }
 
 impl<F: Flash> FileSystem<F> {
-    pub fn getxattr(&self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
+    pub fn getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
         self.check_alive()?;
-        let o = self.obj(ino)?;
-        o.meta
+        self.load(ino)?;
+        self.obj(ino)?
+            .d()
             .xattrs
             .iter()
             .find(|(k, _)| k == name)
@@ -37,11 +38,12 @@ impl<F: Flash> FileSystem<F> {
             .ok_or(FsError::NoData)
     }
 
-    pub fn listxattr(&self, ino: Ino) -> Result<Vec<Vec<u8>>> {
+    pub fn listxattr(&mut self, ino: Ino) -> Result<Vec<Vec<u8>>> {
         self.check_alive()?;
+        self.load(ino)?;
         Ok(self
             .obj(ino)?
-            .meta
+            .d()
             .xattrs
             .iter()
             .map(|(k, _)| k.clone())
@@ -54,34 +56,34 @@ impl<F: Flash> FileSystem<F> {
         if value.len() > u16::MAX as usize {
             return Err(FsError::NoSpace);
         }
-        let mut meta = self.obj(ino)?.meta.clone();
-        let existing = meta.xattrs.iter().position(|(k, _)| k == name);
+        self.load(ino)?;
+        let mut d = self.obj(ino)?.d().clone();
+        let existing = d.xattrs.iter().position(|(k, _)| k == name);
         match (mode, existing) {
             (XattrMode::Create, Some(_)) => return Err(FsError::Exists),
             (XattrMode::Replace, None) => return Err(FsError::NoData),
-            (_, Some(i)) => meta.xattrs[i].1 = value.to_vec(),
-            (_, None) => meta.xattrs.push((name.to_vec(), value.to_vec())),
+            (_, Some(i)) => d.xattrs[i].1 = value.to_vec(),
+            (_, None) => d.xattrs.push((name.to_vec(), value.to_vec())),
         }
-        if !self.fits(&meta, &[]) {
+        if !self.fits(ino, &d, &[]) {
             return Err(FsError::NoSpace);
         }
-        meta.ctime_ns = self.now();
+        d.ctime_ns = self.now();
         self.flush_cache(ino)?;
-        meta.size = self.obj(ino)?.meta.size;
-        self.persist(ino, meta, Vec::new())
+        self.persist(ino, d, Vec::new())
     }
 
     pub fn removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<()> {
         self.check_writable()?;
-        let mut meta = self.obj(ino)?.meta.clone();
-        let before = meta.xattrs.len();
-        meta.xattrs.retain(|(k, _)| k != name);
-        if meta.xattrs.len() == before {
+        self.load(ino)?;
+        let mut d = self.obj(ino)?.d().clone();
+        let before = d.xattrs.len();
+        d.xattrs.retain(|(k, _)| k != name);
+        if d.xattrs.len() == before {
             return Err(FsError::NoData);
         }
-        meta.ctime_ns = self.now();
+        d.ctime_ns = self.now();
         self.flush_cache(ino)?;
-        meta.size = self.obj(ino)?.meta.size;
-        self.persist(ino, meta, Vec::new())
+        self.persist(ino, d, Vec::new())
     }
 }

@@ -828,7 +828,7 @@ fn gc_workload(d: &mut Driver, seed: u64) -> Result<()> {
 
 /// A driver over an existing file system: everything on it is durable.
 fn adopt(mut fs: Fs) -> Driver {
-    let names = dentries(&fs).unwrap();
+    let names = dentries(&mut fs).unwrap();
     let mut d = Driver::new(fs_placeholder());
     for (_, &ino) in names.iter() {
         let kind = fs.getattr(ino).unwrap().kind;
@@ -845,7 +845,7 @@ fn adopt(mut fs: Fs) -> Driver {
 }
 
 fn fs_placeholder() -> Fs {
-    format(Dev::InBand)
+    format(Dev::Small)
 }
 
 #[test]
@@ -895,7 +895,7 @@ fn copy_image(from: &std::path::Path, to: &std::path::Path) {
 
 #[test]
 fn crash_during_mount_repair() {
-    let dev = Dev::InBand;
+    let dev = Dev::Small;
     let tmp = tempfile::tempdir().unwrap();
     let base = tmp.path().join("base.img");
     let work = tmp.path().join("work.img");

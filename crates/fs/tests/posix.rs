@@ -267,12 +267,12 @@ fn rename_replace_rules() {
         assert_eq!(fs.resolve("/g/moved").unwrap(), inner);
         assert_eq!(fs.resolve("/g/sub/inner").unwrap(), f1);
         assert_fsck(&mut fs, "after renames");
-        let expect = dentries(&fs).unwrap();
+        let expect = dentries(&mut fs).unwrap();
         let mut fs = crash_remount(fs);
-        assert_eq!(dentries(&fs).unwrap(), expect, "{dev:?} after crash");
+        assert_eq!(dentries(&mut fs).unwrap(), expect, "{dev:?} after crash");
         assert_fsck(&mut fs, "after renames, crash");
         let mut fs = clean_remount(fs);
-        assert_eq!(dentries(&fs).unwrap(), expect, "{dev:?} after remount");
+        assert_eq!(dentries(&mut fs).unwrap(), expect, "{dev:?} after remount");
         assert_eq!(read_all(&mut fs, f1).unwrap(), b"one");
         assert_eq!(fs.getattr(ROOT_INO).unwrap().nlink, 3);
         assert_fsck(&mut fs, "after renames, remount");
@@ -348,7 +348,7 @@ fn hard_links_count_and_survive() {
         assert_fsck(&mut fs, "links");
         let mut fs = crash_remount(fs);
         assert_eq!(errno(fs.getattr(f)), ENOENT);
-        assert_eq!(dentries(&fs).unwrap().len(), 1);
+        assert_eq!(dentries(&mut fs).unwrap().len(), 1);
         assert_fsck(&mut fs, "links after crash");
     });
 }
@@ -409,7 +409,7 @@ fn symlinks_read_back() {
 
 #[test]
 fn special_files_keep_kind_and_rdev() {
-    let mut fs = format(Dev::InBand);
+    let mut fs = format(Dev::Small);
     let cases = [
         (Kind::CharDev, 0x0501u64),
         (Kind::BlockDev, (8 << 8) | 1),
@@ -563,7 +563,7 @@ fn name_length_limits() {
             .unwrap();
         // Every name of an object lives in its one header page: on the in-band device
         // (472-byte chunks) two 255-byte names do not fit, and link says EMLINK.
-        let second: &[u8] = if dev == Dev::InBand {
+        let second: &[u8] = if dev == Dev::Small {
             assert_eq!(errno(fs.link(f, ROOT_INO, &n255)), 31);
             b"short"
         } else {

@@ -158,7 +158,7 @@ pub fn run(args: SeqWriteArgs) -> anyhow::Result<()> {
 }
 
 /// The file must have survived the remount whole; then the device goes back untouched.
-fn check_and_release(fs: FileSystem<FlashDevice>, size: u64) -> anyhow::Result<FlashDevice> {
+fn check_and_release(mut fs: FileSystem<FlashDevice>, size: u64) -> anyhow::Result<FlashDevice> {
     let ino = fs
         .resolve("/seq")
         .context("the file is gone after remount")?;

@@ -1,6 +1,6 @@
 //! LFS cost-benefit cleaning (Rosenblum and Ousterhout): reclaim the block maximising
-//! (1 - u) * age / (1 + u), where u is its valid fraction and age how many blocks have been
-//! opened since it was (block sequence numbers stand in for time). Only when space is
+//! (1 - u) * age / (1 + u), where u is its valid fraction and age how many pages have been
+//! written since its first page was (write serials stand in for time). Only when space is
 //! needed.
 
 use super::{flagged, Cleaner, Need};
@@ -20,16 +20,21 @@ impl Cleaner for CostBenefit {
         if need == Need::Opportunistic {
             return None;
         }
-        let newest = table.blocks.iter().map(|b| b.seq).max().unwrap_or(0);
+        let candidates = table.all_candidates();
+        let newest = candidates
+            .iter()
+            .map(|&b| table.get(b).base_serial)
+            .max()
+            .unwrap_or(0);
         let ppb = f64::from(table.pages_per_block);
         let score = |b: u32| {
-            let blk = &table.blocks[b as usize];
+            let blk = table.get(b);
             let u = f64::from(blk.valid) / ppb;
-            let age = f64::from(newest - blk.seq + 1);
+            let age = (newest - blk.base_serial.min(newest) + 1) as f64;
             (1.0 - u) * age / (1.0 + u)
         };
-        (0..table.blocks.len() as u32)
-            .filter(|&b| table.is_candidate(b))
-            .max_by(|&a, &b| score(a).total_cmp(&score(b)))
+        candidates
+            .into_iter()
+            .max_by(|&a, &b| score(a).total_cmp(&score(b)).then(b.cmp(&a)))
     }
 }

@@ -19,8 +19,6 @@ impl Cleaner for Greedy {
         if need == Need::Opportunistic {
             return None;
         }
-        (0..table.blocks.len() as u32)
-            .filter(|&b| table.is_candidate(b))
-            .min_by_key(|&b| table.blocks[b as usize].valid)
+        table.least_valid_candidate()
     }
 }

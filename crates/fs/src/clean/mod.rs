@@ -1,4 +1,6 @@
 //! Block cleaning (DESIGN axis 4): which block to reclaim, and whether to reclaim one now.
+//! Every policy works from the block table's candidate index, so a pick costs about the
+//! same on any device size.
 
 pub mod cost_benefit;
 pub mod greedy;
@@ -34,10 +36,8 @@ pub fn make(config: &FsConfig) -> Box<dyn Cleaner> {
     }
 }
 
-/// Blocks flagged for scrubbing or retirement come first, whatever the policy.
+/// Blocks flagged for scrubbing, retirement or a missing summary come first, whatever the
+/// policy.
 pub(crate) fn flagged(table: &BlockTable) -> Option<u32> {
-    (0..table.blocks.len() as u32).find(|&b| {
-        let blk = &table.blocks[b as usize];
-        table.is_candidate(b) && (blk.retire || blk.scrub)
-    })
+    table.first_flagged()
 }

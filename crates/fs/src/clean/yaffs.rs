@@ -2,7 +2,10 @@
 //! blocks from a rotating cursor. Normal mode picks the block with the most invalid pages
 //! in the window and reclaims it only if it has fewer than 3 valid pages; aggressive mode
 //! (fewer than 6 erased blocks) reclaims the dirtiest block of the window whatever its
-//! valid count.
+//! valid count, moving on window by window until it finds one.
+//!
+//! The window is walked through the block table's candidate index, so a search costs the
+//! candidates it meets, not the blocks it passes: cheap on any device size.
 
 use super::{flagged, Cleaner, Need};
 use crate::blocks::BlockTable;
@@ -25,20 +28,15 @@ impl YaffsCleaner {
         }
     }
 
-    /// The candidate with the fewest valid pages among `window` blocks from the cursor.
-    fn dirtiest_in_window(&mut self, table: &BlockTable, window: u32) -> Option<u32> {
-        let n = table.blocks.len() as u32;
-        let mut best: Option<u32> = None;
-        for k in 0..window.min(n) {
-            let b = (self.cursor + k) % n;
-            if table.is_candidate(b)
-                && best
-                    .is_none_or(|x| table.blocks[b as usize].valid < table.blocks[x as usize].valid)
-            {
-                best = Some(b);
-            }
-        }
-        self.cursor = (self.cursor + window.min(n)) % n.max(1);
+    /// The candidate with the fewest valid pages among `window` blocks from the cursor,
+    /// and the cursor moved past the window.
+    fn dirtiest_in_window(&mut self, table: &BlockTable) -> Option<u32> {
+        let n = table.len().max(1);
+        let best = table
+            .candidates_in(self.cursor, self.window)
+            .into_iter()
+            .min_by_key(|&b| table.get(b).valid);
+        self.cursor = (self.cursor + self.window.min(n)) % n;
         best
     }
 }
@@ -54,18 +52,18 @@ impl Cleaner for YaffsCleaner {
         }
         let aggressive = need != Need::Opportunistic || table.empty < self.aggressive_below;
         if aggressive {
-            // Keep looking window after window until the whole device has been searched.
-            let n = table.blocks.len() as u32;
-            let mut searched = 0;
-            while searched < n {
-                if let Some(b) = self.dirtiest_in_window(table, self.window) {
-                    return Some(b);
-                }
-                searched += self.window;
+            if let Some(b) = self.dirtiest_in_window(table) {
+                return Some(b);
             }
-            return None;
+            // No candidate in this window: jump to the window holding the next one (what
+            // sweeping window after window would find, without walking empty windows).
+            let next = table.next_candidate(self.cursor)?;
+            let n = table.len();
+            let skipped = (next + n - self.cursor) % n;
+            self.cursor = (self.cursor + skipped / self.window * self.window) % n;
+            return self.dirtiest_in_window(table);
         }
-        let b = self.dirtiest_in_window(table, self.window)?;
-        (table.blocks[b as usize].valid < self.normal_max_valid).then_some(b)
+        let b = self.dirtiest_in_window(table)?;
+        (table.get(b).valid < self.normal_max_valid).then_some(b)
     }
 }

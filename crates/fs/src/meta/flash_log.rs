@@ -1,5 +1,6 @@
 //! The flash log metadata store (YAFFS): each header is a page in the log, tagged with its
-//! object; mount takes the checkpoint a clean unmount left, else scans every page.
+//! object; mount takes the checkpoint a clean unmount left (found through the anchor
+//! blocks), else scans every block (one summary page per full block).
 
 use nandkit_flash::Flash;
 
@@ -20,7 +21,7 @@ impl<F: Flash> MetadataStore<F> for FlashLog {
         &mut self,
         fs: &mut FileSystem<F>,
         ino: Ino,
-        rec: &Record,
+        rec: &mut Record,
     ) -> Result<Option<u32>> {
         fs.write_header_page(ino, rec).map(Some)
     }
@@ -35,10 +36,10 @@ impl<F: Flash> MetadataStore<F> for FlashLog {
         Ok(MountMethod::Scan)
     }
 
-    fn unmount(&mut self, fs: &mut FileSystem<F>) -> Result<()> {
+    fn unmount(&mut self, fs: &mut FileSystem<F>) -> Result<bool> {
         if fs.config.checkpoint {
-            fs.write_checkpoint()?;
+            return fs.write_checkpoint();
         }
-        Ok(())
+        Ok(false)
     }
 }

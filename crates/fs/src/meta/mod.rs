@@ -23,18 +23,19 @@ pub enum MetadataKind {
 
 pub trait MetadataStore<F: Flash>: Send {
     fn name(&self) -> &'static str;
-    /// Makes `rec` the durable header of `ino`. Returns the flash page it now occupies
-    /// (`None` for a store that keeps headers off flash).
+    /// Makes `rec` the durable header of `ino`, giving it its version. Returns the flash
+    /// page it now occupies (`None` for a store that keeps headers off flash).
     fn store_header(
         &mut self,
         fs: &mut FileSystem<F>,
         ino: Ino,
-        rec: &Record,
+        rec: &mut Record,
     ) -> Result<Option<u32>>;
     /// Rebuilds the file system's RAM state at mount.
     fn recover(&mut self, fs: &mut FileSystem<F>, options: &MountOptions) -> Result<MountMethod>;
     /// At clean unmount, after everything is flushed: whatever makes the next mount fast.
-    fn unmount(&mut self, fs: &mut FileSystem<F>) -> Result<()>;
+    /// Returns whether it was done (a checkpoint written).
+    fn unmount(&mut self, fs: &mut FileSystem<F>) -> Result<bool>;
 }
 
 pub fn make<F: Flash>(kind: MetadataKind) -> Box<dyn MetadataStore<F>> {

@@ -15,18 +15,19 @@ pub type Fs = FileSystem<FlashDevice>;
 pub enum Dev {
     /// "tiny": 8 MiB, 2 KiB pages + 64 B OOB, 64 pages/block, 64 blocks: tags in the OOB.
     Tiny,
-    /// "smallblock-64m" cut to 2 MiB: 512 B pages + 16 B OOB, 32 pages/block, 128 blocks:
-    /// the OOB is too small, so tags are in band (472 data bytes per chunk).
-    InBand,
+    /// "smallblock-64m" cut to 2 MiB: 512 B pages + 16 B OOB (8 free bytes after the
+    /// bad-block marker and MTD's Hamming ECC), 32 pages/block, 128 blocks: the small tag
+    /// layout, 512-byte chunks.
+    Small,
 }
 
 impl Dev {
-    pub const ALL: [Dev; 2] = [Dev::Tiny, Dev::InBand];
+    pub const ALL: [Dev; 2] = [Dev::Tiny, Dev::Small];
 
     pub fn config(self) -> DeviceConfig {
         let c = match self {
             Dev::Tiny => preset("tiny").expect("tiny preset"),
-            Dev::InBand => preset("smallblock-64m")
+            Dev::Small => preset("smallblock-64m")
                 .expect("smallblock preset")
                 .with_total_bytes(2 << 20)
                 .expect("2 MiB smallblock"),
@@ -42,14 +43,14 @@ impl Dev {
     pub fn chunk(self) -> usize {
         match self {
             Dev::Tiny => 2048,
-            Dev::InBand => 512 - 40,
+            Dev::Small => 512,
         }
     }
 
     pub fn name(self) -> &'static str {
         match self {
             Dev::Tiny => "tiny",
-            Dev::InBand => "inband-2m",
+            Dev::Small => "small-2m",
         }
     }
 }
@@ -182,7 +183,7 @@ pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
 pub type Dentries = BTreeMap<(Ino, Vec<u8>), Ino>;
 
 /// Walks the tree from the root with readdir.
-pub fn dentries(fs: &Fs) -> Result<Dentries> {
+pub fn dentries(fs: &mut Fs) -> Result<Dentries> {
     let mut out = Dentries::new();
     let mut stack = vec![ROOT_INO];
     let mut seen = std::collections::HashSet::new();

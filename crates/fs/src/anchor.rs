@@ -1,0 +1,336 @@
+//! The anchor blocks: the first two good blocks of the device hold the file system record
+//! (one copy in page 0 of each, so a mount survives the loss of either) and, after it, a
+//! log of checkpoint pointers, one appended at each clean unmount. A mount reads the two
+//! record copies, finds the newest pointer with a binary search over the current anchor
+//! block, and goes straight to the checkpoint: a dozen reads instead of a sweep of every
+//! block.
+
+use nandkit_flash::{Flash, FlashError};
+
+use crate::blocks::BlockState;
+use crate::config::FsConfig;
+use crate::error::{FsError, Result};
+use crate::format::anchor::{CheckpointPointer, FsRecord};
+use crate::format::special::Special;
+use crate::format::tags::{PageKind, SpecialKind, SpecialTags, TagRead, Tags};
+use crate::fs::FileSystem;
+
+/// Epochs start high so a repaired copy can take one below the current anchor's.
+const FIRST_EPOCH: u64 = 1 << 20;
+
+/// The anchor blocks as the mounted file system knows them.
+#[derive(Clone, Debug, Default)]
+pub struct Anchors {
+    pub blocks: [u32; 2],
+    /// Epoch of each block's page 0 (0: missing or unreadable).
+    pub epochs: [u64; 2],
+    /// Which of the two is current (the higher epoch).
+    pub current: usize,
+    /// Next free page of the current anchor block.
+    pub next_page: u32,
+    pub record: Option<FsRecord>,
+}
+
+impl<F: Flash> FileSystem<F> {
+    fn fs_record(&self) -> FsRecord {
+        let g = self.layout.geometry;
+        FsRecord {
+            anchors: self.anchors.blocks,
+            page_size: g.page_size_bytes,
+            oob_size: g.oob_size_bytes,
+            pages_per_block: g.pages_per_block,
+            blocks: self.layout.blocks,
+            config_json: serde_json::to_vec(&self.config).expect("config serialises"),
+        }
+    }
+
+    /// mkfs: the first two good (erased) blocks become the anchors, each with a copy of the
+    /// file system record.
+    pub(crate) fn write_anchors_at_format(&mut self) -> Result<()> {
+        let mut chosen = Vec::new();
+        for b in 0..self.layout.blocks {
+            if self.blocks.get(b).state == BlockState::Empty {
+                chosen.push(b);
+                if chosen.len() == 2 {
+                    break;
+                }
+            }
+        }
+        let [a, b] = chosen[..] else {
+            return Err(FsError::NoSpace);
+        };
+        self.anchors = Anchors {
+            blocks: [a, b],
+            epochs: [FIRST_EPOCH + 1, FIRST_EPOCH],
+            current: 0,
+            next_page: 1,
+            record: None,
+        };
+        let record = self.fs_record();
+        if Special::capacity(self.layout.chunk_bytes as usize) < record.encode().len() {
+            return Err(FsError::Invalid(
+                "page too small for the file system record",
+            ));
+        }
+        for (i, &blk) in [a, b].iter().enumerate() {
+            self.blocks.set_state(blk, BlockState::Anchor);
+            self.program_anchor_page(blk, 0, self.anchors.epochs[i], 0, record.encode())?;
+        }
+        self.anchors.record = Some(record);
+        Ok(())
+    }
+
+    fn program_anchor_page(
+        &mut self,
+        block: u32,
+        page: u32,
+        epoch: u64,
+        index: u32,
+        payload: Vec<u8>,
+    ) -> Result<()> {
+        let special = Special {
+            kind: SpecialKind::Anchor,
+            id: epoch,
+            index,
+            payload,
+        };
+        let tags = Tags::Special(SpecialTags {
+            kind: SpecialKind::Anchor,
+        });
+        let (buf, oob) = self.layout.encode_page(&tags, &special.encode());
+        let addr = self.layout.block_addr(block).page(page);
+        let r = self.dev.program_page(addr, &buf, &oob);
+        r.map_err(|e| self.fail(e))
+    }
+
+    /// Reads an anchor page: its frame, if it is a good anchor page.
+    fn read_anchor_page(&mut self, block: u32, page: u32) -> Result<Option<Special>> {
+        let pno = self.layout.pno(block, page);
+        let (data, oob, ok) = self.read_full(pno)?;
+        if !ok {
+            return Ok(None);
+        }
+        match self.layout.decode_tags(&oob) {
+            TagRead::Valid(Tags::Special(s)) if s.kind == SpecialKind::Anchor => {}
+            _ => return Ok(None),
+        }
+        Ok(Special::decode(&data).filter(|s| s.kind == SpecialKind::Anchor))
+    }
+
+    /// Finds the anchors and the file system record: page 0 of block 0 first, else the
+    /// first good block whose page 0 holds a record. Sets the configuration.
+    pub(crate) fn find_anchors(&mut self) -> Result<()> {
+        let mut found: Option<(u32, Special, FsRecord)> = None;
+        for b in 0..self.layout.blocks {
+            if self.dev.is_bad(self.layout.block_addr(b))? {
+                continue;
+            }
+            // Block 0 is read in full; elsewhere the tags say first whether to bother.
+            if b > 0 {
+                match self.read_tags(self.layout.pno(b, 0))? {
+                    TagRead::Valid(t) if t.kind() == PageKind::Special(SpecialKind::Anchor) => {}
+                    _ => continue,
+                }
+            }
+            if let Some(s) = self.read_anchor_page(b, 0)? {
+                if s.index == 0 {
+                    if let Some(r) = FsRecord::decode(&s.payload) {
+                        found = Some((b, s, r));
+                        break;
+                    }
+                }
+            }
+            if b == 0 {
+                self.refuse_other_formats()?;
+            }
+        }
+        let Some((first, first_page, record)) = found else {
+            return Err(FsError::NotFormatted(
+                "no file system record found (run mkfs)".into(),
+            ));
+        };
+        let g = self.layout.geometry;
+        if record.page_size != g.page_size_bytes
+            || record.oob_size != g.oob_size_bytes
+            || record.pages_per_block != g.pages_per_block
+            || record.blocks != self.layout.blocks
+        {
+            return Err(FsError::NotFormatted(format!(
+                "the file system was made for {} blocks of {} pages of {}+{} bytes; this \
+                 device has {} blocks of {} pages of {}+{}",
+                record.blocks,
+                record.pages_per_block,
+                record.page_size,
+                record.oob_size,
+                self.layout.blocks,
+                g.pages_per_block,
+                g.page_size_bytes,
+                g.oob_size_bytes
+            )));
+        }
+        if record.anchors.iter().any(|&a| a >= self.layout.blocks) {
+            return Err(FsError::NotFormatted(
+                "file system record is damaged".into(),
+            ));
+        }
+        let config: FsConfig = serde_json::from_slice(&record.config_json)
+            .map_err(|e| FsError::NotFormatted(format!("file system record unreadable: {e}")))?;
+        self.set_config(config);
+        let mut epochs = [0u64; 2];
+        for (i, &blk) in record.anchors.iter().enumerate() {
+            let page0 = if blk == first {
+                Some(first_page.clone())
+            } else if self.dev.is_bad(self.layout.block_addr(blk))? {
+                None
+            } else {
+                self.read_anchor_page(blk, 0)?
+            };
+            epochs[i] = page0
+                .filter(|s| s.index == 0 && FsRecord::decode(&s.payload).is_some())
+                .map_or(0, |s| s.id);
+            self.blocks.set_state(blk, BlockState::Anchor);
+        }
+        let current = usize::from(epochs[1] > epochs[0]);
+        self.anchors = Anchors {
+            blocks: record.anchors,
+            epochs,
+            current,
+            next_page: 1,
+            record: Some(record),
+        };
+        self.anchors.next_page = self.anchor_write_point()?;
+        Ok(())
+    }
+
+    /// Refuses an image of another format with a clear message.
+    fn refuse_other_formats(&mut self) -> Result<()> {
+        let (data, oob, _) = self.read_full(0)?;
+        if crate::format::legacy::is_v1_page(&data, &oob) {
+            return Err(FsError::NotFormatted(format!(
+                "this image has nandkit on-flash format version 1; this nandkit reads \
+                 version {} (reformat it with `nandkit mkfs --force`, after copying the files \
+                 off with the nandkit that made it)",
+                crate::format::FORMAT_VERSION
+            )));
+        }
+        Ok(())
+    }
+
+    /// The first free page of the current anchor block (a binary search over OOB reads:
+    /// pages are programmed in order, so "programmed" holds for a prefix).
+    fn anchor_write_point(&mut self) -> Result<u32> {
+        let blk = self.anchors.blocks[self.anchors.current];
+        if self.anchors.epochs[self.anchors.current] == 0 {
+            return Ok(self.layout.pages_per_block);
+        }
+        let (mut lo, mut hi) = (1u32, self.layout.pages_per_block);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.read_tags(self.layout.pno(blk, mid))? {
+                TagRead::Erased => hi = mid,
+                _ => lo = mid + 1,
+            }
+        }
+        Ok(lo)
+    }
+
+    /// The newest checkpoint pointer in the current anchor block (the last good entry).
+    pub(crate) fn latest_checkpoint_pointer(&mut self) -> Result<Option<CheckpointPointer>> {
+        let cur = self.anchors.current;
+        if self.anchors.epochs[cur] == 0 {
+            return Ok(None);
+        }
+        let blk = self.anchors.blocks[cur];
+        let epoch = self.anchors.epochs[cur];
+        let mut page = self.anchors.next_page;
+        // Only the last entry can be torn; the one before it is then the newest.
+        for _ in 0..2 {
+            if page <= 1 {
+                return Ok(None);
+            }
+            page -= 1;
+            if let Some(s) = self.read_anchor_page(blk, page)? {
+                if s.id == epoch && s.index == page {
+                    return Ok(CheckpointPointer::decode(&s.payload));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Appends a checkpoint pointer to the current anchor block; when it is full, the other
+    /// block is erased and takes over with the next epoch (the record copy in the old one
+    /// stays until then). `Ok(false)`: the anchors cannot take it (a block went bad).
+    pub(crate) fn append_checkpoint_pointer(&mut self, p: &CheckpointPointer) -> Result<bool> {
+        let ppb = self.layout.pages_per_block;
+        let record = self.fs_record();
+        if self.anchors.next_page >= ppb || self.anchors.epochs[self.anchors.current] == 0 {
+            let other = 1 - self.anchors.current;
+            let blk = self.anchors.blocks[other];
+            let epoch = self
+                .anchors
+                .epochs
+                .iter()
+                .max()
+                .copied()
+                .unwrap_or(FIRST_EPOCH)
+                + 1;
+            match self.dev.erase_block(self.layout.block_addr(blk)) {
+                Ok(()) => {}
+                Err(FlashError::PowerLost) => return Err(self.fail(FlashError::PowerLost)),
+                Err(_) => return Ok(false),
+            }
+            self.anchors.epochs[other] = 0;
+            if !media_ok(self.program_anchor_page(blk, 0, epoch, 0, record.encode()))? {
+                return Ok(false);
+            }
+            self.anchors.epochs[other] = epoch;
+            self.anchors.current = other;
+            self.anchors.next_page = 1;
+        }
+        let cur = self.anchors.current;
+        let (blk, epoch, page) = (
+            self.anchors.blocks[cur],
+            self.anchors.epochs[cur],
+            self.anchors.next_page,
+        );
+        // Whatever happens to the page, it is used.
+        self.anchors.next_page += 1;
+        media_ok(self.program_anchor_page(blk, page, epoch, page, p.encode()))
+    }
+
+    /// A writable mount restores a record copy that is missing or damaged (a power cut
+    /// while an anchor block was being renewed, or damage): erase that anchor block and
+    /// write the record again, one epoch below the current one.
+    pub(crate) fn repair_anchors(&mut self) -> Result<()> {
+        for i in 0..2 {
+            if self.anchors.epochs[i] != 0 || self.anchors.epochs[1 - i] == 0 {
+                continue;
+            }
+            let blk = self.anchors.blocks[i];
+            if self.dev.is_bad(self.layout.block_addr(blk))? {
+                continue;
+            }
+            match self.dev.erase_block(self.layout.block_addr(blk)) {
+                Ok(()) => {}
+                Err(FlashError::PowerLost) => return Err(self.fail(FlashError::PowerLost)),
+                Err(_) => continue,
+            }
+            let epoch = self.anchors.epochs[1 - i] - 1;
+            let record = self.fs_record();
+            if media_ok(self.program_anchor_page(blk, 0, epoch, 0, record.encode()))? {
+                self.anchors.epochs[i] = epoch;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A program result where a media failure (a worn-out anchor block) is a plain "no".
+fn media_ok(r: Result<()>) -> Result<bool> {
+    match r {
+        Ok(()) => Ok(true),
+        Err(FsError::Flash(e)) if !matches!(e, FlashError::PowerLost) => Ok(false),
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,262 @@
+//! The cleaning engine: reclaims the blocks the cleaning policy picks (copying their valid
+//! pages elsewhere first), erases and retires blocks, and keeps tombstones for as long as
+//! they bury something.
+//!
+//! A copied data page gets a new write serial: it was the newest version of its chunk when
+//! copied, so it stays the newest (any later version gets a later serial). A copied header
+//! keeps its record's version, which is what orders an object's headers.
+
+use nandkit_flash::{Flash, FlashError};
+
+use crate::alloc::{WriteCause, WriteHint};
+use crate::blocks::{BlockState, RETIRE, SCRUB};
+use crate::clean::Need;
+use crate::error::Result;
+use crate::format::record::Record;
+use crate::format::tags::{Serial, Tags};
+use crate::fs::FileSystem;
+use crate::object::{LOST_PAGE, NO_PAGE};
+
+impl<F: Flash> FileSystem<F> {
+    /// Explicit cleaning: reclaims up to `max_blocks` blocks the policy picks. Returns how
+    /// many it reclaimed.
+    pub fn gc(&mut self, max_blocks: u32) -> Result<u32> {
+        self.check_writable()?;
+        self.erase_stale_checkpoint()?;
+        let mut done = 0;
+        while done < max_blocks {
+            let Some(victim) = self.cleaner.pick(&self.blocks, Need::Explicit) else {
+                break;
+            };
+            self.clean_block(victim)?;
+            done += 1;
+        }
+        Ok(done)
+    }
+
+    /// Moves every valid page out of `block`, then erases it (or retires it if it failed).
+    pub(crate) fn clean_block(&mut self, block: u32) -> Result<()> {
+        debug_assert!(self.blocks.is_candidate(block));
+        for pno in self.blocks.valid_pages(block) {
+            self.relocate(pno)?;
+        }
+        debug_assert_eq!(self.blocks.get(block).valid, 0);
+        self.stats.blocks_cleaned += 1;
+        let flags = self.blocks.get(block).flags;
+        if flags & SCRUB != 0 {
+            self.stats.scrubs += 1;
+        }
+        if flags & RETIRE != 0 {
+            self.retire_block(block)
+        } else {
+            self.erase_block(block)
+        }
+    }
+
+    /// Copies one valid page elsewhere and repoints its owner.
+    fn relocate(&mut self, pno: u32) -> Result<()> {
+        let read = match self.read_raw(pno)? {
+            Some(r) if !r.damaged => r,
+            _ => {
+                // Unreadable or damaged: copying would hide the damage behind fresh
+                // checks. Its owner loses it instead (reads give EIO; a lost header is
+                // rewritten from RAM).
+                self.forget_page(pno);
+                return Ok(());
+            }
+        };
+        let mut tags = read.tags;
+        let mut data = read.data;
+        let (obj, chunk) = match &mut tags {
+            Tags::Data(d) => {
+                // The copy is newer than the file's header, so its byte count must not
+                // reach past the file's size (a truncate may have cut the chunk).
+                let c = u64::from(self.layout.chunk_bytes);
+                let size = self.objects.get(&d.obj).map_or(0, |o| o.size);
+                let live = size.saturating_sub(u64::from(d.chunk) * c).min(c) as usize;
+                if live == 0 {
+                    self.forget_page(pno);
+                    return Ok(());
+                }
+                if live < data.len() {
+                    data.truncate(live);
+                    d.data_crc = Some(crate::format::crc(&data));
+                }
+                d.n_bytes = Some(data.len() as u32);
+                // A fresh serial, given when the copy is programmed.
+                d.serial = Serial::Full(0);
+                d.run_start = None;
+                (d.obj, d.chunk)
+            }
+            Tags::Header(h) => {
+                let Some(rec) = Record::decode(&data) else {
+                    self.forget_page(pno);
+                    return Ok(());
+                };
+                if !self.objects.contains_key(&h.obj)
+                    && self
+                        .tombstones
+                        .get(&h.obj)
+                        .is_some_and(|t| t.page == pno && t.headers_on_flash <= 1)
+                {
+                    // A tombstone with nothing left to bury: drop it instead of copying.
+                    self.tombstones.remove(&h.obj);
+                    self.blocks.invalidate(pno);
+                    return Ok(());
+                }
+                h.version = Serial::Full(rec.version);
+                h.facts = Some(rec.facts(h.obj));
+                (h.obj, 0)
+            }
+            Tags::Special(_) => {
+                // Nothing valid is special; a checkpoint or summary is never copied.
+                self.blocks.invalidate(pno);
+                return Ok(());
+            }
+        };
+        if let Tags::Header(_) = tags {
+            let len = Record::decode(&data).map_or(0, |r| r.encoded_len());
+            data.truncate(len);
+        }
+        let hint = WriteHint {
+            cause: WriteCause::Cleaning,
+            obj,
+            chunk,
+        };
+        let new = self.program(hint, tags, &data)?;
+        self.stats.pages_copied += 1;
+        if self.repoint(&tags, pno, new) {
+            self.blocks.invalidate(pno);
+        } else {
+            // The page holds something its owner does not expect (it was overwritten or
+            // damaged since a checkpoint vouched for it): the copy belongs to nobody, and
+            // whoever referenced the page has lost it.
+            self.blocks.invalidate(new);
+            self.forget_page(pno);
+        }
+        Ok(())
+    }
+
+    /// Whatever referenced page `old` now references `new`. False if nothing did.
+    fn repoint(&mut self, tags: &Tags, old: u32, new: u32) -> bool {
+        let mut found = false;
+        match *tags {
+            Tags::Data(d) => {
+                if let Some(o) = self.objects.get_mut(&d.obj) {
+                    if o.chunks.get(d.chunk) == old {
+                        o.chunks.set(d.chunk, new);
+                        found = true;
+                    }
+                }
+            }
+            Tags::Header(h) => {
+                if let Some(o) = self.objects.get_mut(&h.obj) {
+                    if o.header == old {
+                        o.header = new;
+                        found = true;
+                    }
+                }
+                if let Some(t) = self.tombstones.get_mut(&h.obj) {
+                    if t.page == old {
+                        t.page = new;
+                        found = true;
+                    }
+                }
+            }
+            Tags::Special(_) => {}
+        }
+        found
+    }
+
+    /// A valid page that cannot be copied: whoever owns it loses it (reads give EIO, a
+    /// lost header is rewritten from RAM, or the object is marked for repair).
+    pub(crate) fn forget_page(&mut self, pno: u32) {
+        self.blocks.invalidate(pno);
+        let mut lost_headers = Vec::new();
+        for (&ino, o) in self.objects.iter_mut() {
+            if o.header == pno {
+                o.header = NO_PAGE;
+                o.set_dirty(true);
+                lost_headers.push(ino);
+            }
+            if o.kind == crate::types::Kind::File {
+                for (chunk, c) in o.chunks.entries() {
+                    if c == pno {
+                        o.chunks.set(chunk, LOST_PAGE);
+                    }
+                }
+            }
+        }
+        self.repairs.extend(lost_headers);
+        self.tombstones.retain(|_, t| t.page != pno);
+    }
+
+    /// Erases a block and returns it to the empty pool; a block that fails goes bad.
+    pub(crate) fn erase_block(&mut self, block: u32) -> Result<()> {
+        let addr = self.layout.block_addr(block);
+        match self.dev.erase_block(addr) {
+            Ok(()) => {
+                debug_assert_eq!(self.blocks.get(block).valid, 0);
+                self.blocks.update(block, |b| {
+                    b.next_page = 0;
+                    b.base_serial = 0;
+                    b.overhead = 0;
+                    b.flags = 0;
+                });
+                self.blocks.set_state(block, BlockState::Empty);
+                self.forget_headers_in(block);
+                Ok(())
+            }
+            Err(e) if e.is_media_failure() => self.retire_block(block),
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// Marks a block bad for good.
+    pub(crate) fn retire_block(&mut self, block: u32) -> Result<()> {
+        match self.dev.mark_bad(self.layout.block_addr(block)) {
+            Ok(()) => {}
+            Err(e) if !matches!(e, FlashError::PowerLost) => {}
+            Err(e) => return Err(self.fail(e)),
+        }
+        self.blocks.set_state(block, BlockState::Bad);
+        self.stats.blocks_retired += 1;
+        self.forget_headers_in(block);
+        Ok(())
+    }
+
+    /// The header pages of an erased block are gone: count them off, and drop tombstones
+    /// that no longer bury anything.
+    fn forget_headers_in(&mut self, block: u32) {
+        for obj in std::mem::take(&mut self.blocks.header_objs[block as usize]) {
+            if let Some(o) = self.objects.get_mut(&obj) {
+                o.headers_on_flash = o.headers_on_flash.saturating_sub(1);
+                continue;
+            }
+            let Some(t) = self.tombstones.get_mut(&obj) else {
+                continue;
+            };
+            t.headers_on_flash = t.headers_on_flash.saturating_sub(1);
+            if t.headers_on_flash <= 1 {
+                let page = t.page;
+                self.tombstones.remove(&obj);
+                self.blocks.invalidate(page);
+            }
+        }
+    }
+
+    /// Before the first write after a mount, any checkpoint on flash is erased: it would
+    /// describe a state that no longer exists.
+    pub(crate) fn erase_stale_checkpoint(&mut self) -> Result<()> {
+        while let Some(b) = self.checkpoint_blocks.pop() {
+            self.blocks.set_state(b, BlockState::Full);
+            if self.blocks.get(b).valid > 0 {
+                // Live pages beside checkpoint pages (a damaged image: a scan trusts valid
+                // pages wherever they are): cleaning copies them out before it erases.
+                continue;
+            }
+            self.erase_block(b)?;
+        }
+        Ok(())
+    }
+}

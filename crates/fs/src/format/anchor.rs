@@ -1,0 +1,124 @@
+//! The two anchor blocks: the file system record (written twice, once in page 0 of each)
+//! and the log of checkpoint pointers that lets a mount find the checkpoint without
+//! sweeping every block.
+//!
+//! Each anchor page is a special page (kind anchor) whose frame id is the anchor block's
+//! epoch: page 0 of a block holds the file system record, pages 1.. hold checkpoint
+//! pointers appended at each clean unmount. The anchor block with the higher epoch (and a
+//! good page 0) is the current one; when it is full, the other is erased and takes over
+//! with the next epoch.
+
+use super::{Put, Reader, FORMAT_VERSION};
+
+/// The file system record: what mkfs chose, and where the anchors are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FsRecord {
+    /// The two anchor blocks.
+    pub anchors: [u32; 2],
+    /// Geometry the file system was made for (a mount on another refuses).
+    pub page_size: u32,
+    pub oob_size: u32,
+    pub pages_per_block: u32,
+    pub blocks: u32,
+    /// `FsConfig` as JSON.
+    pub config_json: Vec<u8>,
+}
+
+impl FsRecord {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.put_u8(FORMAT_VERSION);
+        for v in [
+            self.anchors[0],
+            self.anchors[1],
+            self.page_size,
+            self.oob_size,
+            self.pages_per_block,
+            self.blocks,
+        ] {
+            b.put_u32(v);
+        }
+        b.put_varint(self.config_json.len() as u64);
+        b.extend_from_slice(&self.config_json);
+        b
+    }
+
+    pub fn decode(payload: &[u8]) -> Option<FsRecord> {
+        let mut r = Reader::new(payload);
+        if r.u8()? != FORMAT_VERSION {
+            return None;
+        }
+        let anchors = [r.u32()?, r.u32()?];
+        let (page_size, oob_size, pages_per_block, blocks) =
+            (r.u32()?, r.u32()?, r.u32()?, r.u32()?);
+        let n = r.count(1)?;
+        let config_json = r.take(n)?.to_vec();
+        (r.left() == 0).then_some(FsRecord {
+            anchors,
+            page_size,
+            oob_size,
+            pages_per_block,
+            blocks,
+            config_json,
+        })
+    }
+}
+
+/// Where the checkpoint of the last clean unmount is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckpointPointer {
+    /// The checkpoint's id (every page of it carries it in its frame).
+    pub id: u64,
+    /// Pages of the checkpoint stream.
+    pub pages: u32,
+    /// Its blocks, in stream order.
+    pub blocks: Vec<u32>,
+}
+
+impl CheckpointPointer {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.put_u64(self.id);
+        b.put_u32(self.pages);
+        b.put_varint(self.blocks.len() as u64);
+        for &x in &self.blocks {
+            b.put_u32(x);
+        }
+        b
+    }
+
+    pub fn decode(payload: &[u8]) -> Option<CheckpointPointer> {
+        let mut r = Reader::new(payload);
+        let id = r.u64()?;
+        let pages = r.u32()?;
+        let n = r.count(4)?;
+        let blocks = (0..n).map(|_| r.u32()).collect::<Option<Vec<_>>>()?;
+        (r.left() == 0).then_some(CheckpointPointer { id, pages, blocks })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        let f = FsRecord {
+            anchors: [0, 1],
+            page_size: 2048,
+            oob_size: 64,
+            pages_per_block: 64,
+            blocks: 256,
+            config_json: b"{\"profile\":\"yaffs\"}".to_vec(),
+        };
+        let b = f.encode();
+        assert_eq!(FsRecord::decode(&b), Some(f));
+        assert_eq!(FsRecord::decode(&b[..b.len() - 1]), None);
+        let p = CheckpointPointer {
+            id: 77,
+            pages: 19,
+            blocks: vec![4, 9],
+        };
+        assert_eq!(CheckpointPointer::decode(&p.encode()), Some(p));
+    }
+}

@@ -1,0 +1,155 @@
+//! Page reads with their checks. A page is trusted only when its tags decode and its
+//! contents pass every check the layout has: the chip's ECC (which reports a torn or
+//! damaged page as uncorrectable), the data CRC in the large tag layout, and the CRC a
+//! header record or special page carries in band.
+
+use nandkit_flash::{EccReport, Flash, FlashError};
+
+use crate::blocks::SCRUB;
+use crate::error::{FsError, Result};
+use crate::format::crc;
+use crate::format::record::Record;
+use crate::format::special::Special;
+use crate::format::tags::{self, TagRead, Tags};
+use crate::fs::FileSystem;
+use crate::types::Ino;
+
+/// A page as read back: its tags and its contents.
+pub(crate) struct PageRead {
+    pub tags: Tags,
+    /// Data pages: the chunk's bytes in use. Header and special pages: the whole page.
+    pub data: Vec<u8>,
+    /// The contents failed a check (ECC, a CRC, an impossible length): they are damaged.
+    pub damaged: bool,
+}
+
+impl<F: Flash> FileSystem<F> {
+    /// Reads a whole page (data and OOB). `Ok(false)`: ECC could not correct it (the
+    /// buffers hold the bytes as read). A correctable read that asks for a scrub flags
+    /// the block.
+    pub(crate) fn read_full(&mut self, pno: u32) -> Result<(Vec<u8>, Vec<u8>, bool)> {
+        self.check_alive()?;
+        let g = self.layout.geometry;
+        let mut page = vec![0u8; g.page_size_bytes as usize];
+        let mut oob = vec![0u8; g.oob_size_bytes as usize];
+        let addr = self.layout.page_addr(pno);
+        let ok = match self.dev.read_page(addr, &mut page, &mut oob) {
+            Ok(ecc) => {
+                self.note_ecc(pno, ecc);
+                true
+            }
+            Err(FlashError::Uncorrectable { .. }) => false,
+            Err(e) => return Err(self.fail(e)),
+        };
+        Ok((page, oob, ok))
+    }
+
+    fn note_ecc(&mut self, pno: u32, ecc: EccReport) {
+        if ecc.scrub {
+            let b = self.layout.block_of(pno);
+            self.blocks.update(b, |blk| blk.flags |= SCRUB);
+        }
+    }
+
+    /// Reads only a page's tags (an OOB read). Unreadable tags count as garbage.
+    pub(crate) fn read_tags(&mut self, pno: u32) -> Result<TagRead> {
+        self.check_alive()?;
+        let g = self.layout.geometry;
+        let mut oob = vec![0u8; g.oob_size_bytes as usize];
+        let addr = self.layout.page_addr(pno);
+        match self.dev.read_oob(addr, &mut oob) {
+            Ok(_) => Ok(self.layout.decode_tags(&oob)),
+            Err(FlashError::Uncorrectable { .. }) => Ok(TagRead::Garbage),
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// Checks a whole page read and turns it into tags and contents. `None` when the tags
+    /// are erased or garbage.
+    pub(crate) fn parse_page(&self, page: Vec<u8>, oob: &[u8], ecc_ok: bool) -> Option<PageRead> {
+        let TagRead::Valid(tags) = self.layout.decode_tags(oob) else {
+            return None;
+        };
+        let mut damaged = !ecc_ok;
+        let data = match tags {
+            Tags::Data(d) => {
+                let n = match d.n_bytes {
+                    Some(n) => n,
+                    None => match tags::inband_len(&page) {
+                        Some(n) => n,
+                        None => {
+                            damaged = true;
+                            0
+                        }
+                    },
+                };
+                if n > self.layout.chunk_bytes {
+                    return None;
+                }
+                let mut page = page;
+                page.truncate(n as usize);
+                if let Some(c) = d.data_crc {
+                    damaged |= crc(&page) != c;
+                }
+                page
+            }
+            Tags::Header(_) => {
+                damaged |= Record::decode(&page).is_none();
+                page
+            }
+            Tags::Special(_) => {
+                damaged |= Special::decode(&page).is_none();
+                page
+            }
+        };
+        Some(PageRead {
+            tags,
+            data,
+            damaged,
+        })
+    }
+
+    /// Reads a page with its tags and checks it. `None` when the tags are erased or
+    /// garbage.
+    pub(crate) fn read_raw(&mut self, pno: u32) -> Result<Option<PageRead>> {
+        let (page, oob, ok) = self.read_full(pno)?;
+        Ok(self.parse_page(page, &oob, ok))
+    }
+
+    /// Reads a data page that must hold `chunk` of `ino`, checking everything.
+    pub(crate) fn read_expected_data(&mut self, pno: u32, ino: Ino, chunk: u32) -> Result<Vec<u8>> {
+        match self.read_raw(pno)? {
+            Some(r) if matches!(r.tags, Tags::Data(d) if d.obj == ino && d.chunk == chunk) => {
+                if r.damaged {
+                    Err(FsError::Io(format!(
+                        "page {pno} (object {ino}, chunk {chunk}) is damaged"
+                    )))
+                } else {
+                    Ok(r.data)
+                }
+            }
+            _ => Err(FsError::Io(format!(
+                "page {pno} (object {ino}, chunk {chunk}) does not hold what the file system \
+                 expects"
+            ))),
+        }
+    }
+
+    /// Reads a header page that must belong to `ino`; returns the whole page.
+    pub(crate) fn read_expected_header(&mut self, pno: u32, ino: Ino) -> Result<Vec<u8>> {
+        match self.read_raw(pno)? {
+            Some(r) if matches!(r.tags, Tags::Header(h) if h.obj == ino) => {
+                if r.damaged {
+                    Err(FsError::Io(format!(
+                        "page {pno} (header of object {ino}) is damaged"
+                    )))
+                } else {
+                    Ok(r.data)
+                }
+            }
+            _ => Err(FsError::Io(format!(
+                "page {pno} does not hold the header of object {ino}"
+            ))),
+        }
+    }
+}

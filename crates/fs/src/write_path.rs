@@ -1,0 +1,493 @@
+//! The flash write path: allocation of pages on write streams, block summaries, bad-block
+//! handling, and the space rules that keep cleaning and the checkpoint always possible.
+//!
+//! Every block a stream fills ends with its summary (the tags of all its pages in one
+//! page), except a block whose last page ends a run of one file's consecutive chunks that
+//! started at most a couple of pages in: its last page's tags say so, and a mount needs no
+//! summary for it. So writing a big file sequentially costs one program per chunk, while a
+//! mount still reads about one page per full block.
+//!
+//! The small tag layout keeps 14 bits of each serial: a block without a summary must never
+//! hold pages older than `SMALL_AGE_LIMIT` serials, so that a mount can rebuild the full
+//! serials from the low bits. A stream's block that gets that old is sealed (given its
+//! summary early); a mount seals the blocks a crash left open.
+
+use nandkit_flash::{Flash, FlashError};
+
+use crate::alloc::{WriteCause, WriteHint};
+use crate::blocks::{BlockState, NO_SUMMARY, RETIRE};
+use crate::error::{FsError, Result};
+use crate::format::record::Record;
+use crate::format::special::Special;
+use crate::format::summary::{Summary, SummaryEntry};
+use crate::format::tags::{
+    HeaderTags, Serial, SpecialKind, SpecialTags, TagLayout, Tags, SMALL_SERIAL_BITS,
+};
+use crate::fs::{FileSystem, OpenBlock};
+use crate::types::Ino;
+
+/// Serials of slack kept below the small layout's window: room for the pages of every
+/// block that may lack a summary when power fails (see `scan::serial_upper_bound`).
+pub(crate) const SMALL_WINDOW_SLACK: u64 = 1024;
+/// Small layout: how many serials a block may stay open without a summary.
+pub(crate) const SMALL_AGE_LIMIT: u64 = (1 << SMALL_SERIAL_BITS) - SMALL_WINDOW_SLACK;
+/// Large layout: a block whose last page ends a run that started at most this many pages
+/// in needs no summary (a mount reads those few pages' tags instead).
+const RUN_MAX_PREFIX_LARGE: u32 = 2;
+
+/// Erased blocks that flushing already-accepted file data leaves alone: one for cleaning,
+/// one for the headers deletes write.
+const ACCEPTED_DATA_FLOOR: u32 = 2;
+
+impl<F: Flash> FileSystem<F> {
+    /// Most chunks the write cache may hold at once: what flushing them can take from the
+    /// reserve. Past that, partial chunks are written through.
+    pub(crate) fn cache_limit(&self) -> usize {
+        let blocks = self
+            .config
+            .reserve_blocks
+            .saturating_sub(ACCEPTED_DATA_FLOOR);
+        blocks as usize * (self.layout.pages_per_block as usize - 1)
+    }
+
+    pub(crate) fn take_serial(&mut self) -> u64 {
+        let s = self.next_serial;
+        self.next_serial += 1;
+        s
+    }
+
+    /// Marks the file system dead after the device failed under it.
+    pub(crate) fn fail(&mut self, e: FlashError) -> FsError {
+        if matches!(e, FlashError::PowerLost) {
+            self.dead = Some("power lost; remount".into());
+        }
+        FsError::Flash(e)
+    }
+
+    /// Writes one header page for `ino`, giving `rec` its version. The caller updates the
+    /// object's RAM state.
+    pub(crate) fn write_header_page(&mut self, ino: Ino, rec: &mut Record) -> Result<u32> {
+        if rec.encoded_len() > self.layout.chunk_bytes as usize {
+            return Err(FsError::NameTooLong);
+        }
+        rec.version = self.take_serial();
+        let bytes = rec.encode();
+        let tags = Tags::Header(HeaderTags {
+            obj: ino,
+            version: Serial::Full(rec.version),
+            facts: Some(rec.facts(ino)),
+        });
+        let hint = WriteHint {
+            cause: WriteCause::Metadata,
+            obj: ino,
+            chunk: 0,
+        };
+        let pno = self.program(hint, tags, &bytes).inspect_err(|_| {
+            self.give_back_serial(rec.version);
+        })?;
+        self.stats.header_pages_written += 1;
+        Ok(pno)
+    }
+
+    /// Programs a page somewhere the allocator chooses, handling torn and failing pages,
+    /// and marks it valid.
+    pub(crate) fn program(&mut self, hint: WriteHint, tags: Tags, data: &[u8]) -> Result<u32> {
+        self.program_in(hint, tags, data, false)
+    }
+
+    /// `program`, for file data that `write` already accepted into the write cache: like
+    /// YAFFS's cache flush, it may use the cleaning reserve (all but the two blocks that
+    /// cleaning and deletes need), so fsync and unmount work on a full device.
+    pub(crate) fn program_accepted(
+        &mut self,
+        hint: WriteHint,
+        tags: Tags,
+        data: &[u8],
+    ) -> Result<u32> {
+        self.program_in(hint, tags, data, true)
+    }
+
+    fn program_in(
+        &mut self,
+        hint: WriteHint,
+        mut tags: Tags,
+        data: &[u8],
+        accepted: bool,
+    ) -> Result<u32> {
+        self.check_writable()?;
+        self.erase_stale_checkpoint()?;
+        let ppb = self.layout.pages_per_block;
+        let mut erased_for_retry = false;
+        loop {
+            let stream = self.allocator.stream_for(&hint);
+            let block = self.active_block(stream, hint.cause, accepted)?;
+            if self.seal_aged_streams()? {
+                continue;
+            }
+            let page = self.blocks.get(block).next_page;
+            if page == ppb - 1 {
+                // The last page: a data page ending a run, or the block's summary.
+                match self.run_start(stream, &tags) {
+                    Some(k) => {
+                        if let Tags::Data(d) = &mut tags {
+                            d.run_start = Some(k);
+                        }
+                    }
+                    None => {
+                        self.close_stream(stream)?;
+                        continue;
+                    }
+                }
+            } else if let Tags::Data(d) = &mut tags {
+                d.run_start = None;
+            }
+            // A data page's serial is given now, after any cleaning this write set off:
+            // the newest version of a chunk must have the highest serial.
+            if let Tags::Data(d) = &mut tags {
+                d.serial = Serial::Full(self.take_serial());
+            }
+            let (buf, oob) = self.layout.encode_page(&tags, data);
+            let addr = self.layout.block_addr(block).page(page);
+            let result = self.dev.program_page(addr, &buf, &oob);
+            match result {
+                Ok(()) => {
+                    self.blocks.update(block, |b| b.next_page += 1);
+                    let pno = self.layout.pno(block, page);
+                    self.blocks.set_valid(pno);
+                    if let Tags::Header(h) = &tags {
+                        self.blocks.header_objs[block as usize].push(h.obj);
+                        self.count_header(h.obj);
+                    }
+                    if let Some(e) = self.summary_entry(&tags, data.len()) {
+                        if let Some(open) = self.streams[stream].as_mut() {
+                            open.pending.push(e);
+                        }
+                    }
+                    if page == ppb - 1 {
+                        // Ended by a run: full without a summary page.
+                        self.blocks.set_state(block, BlockState::Full);
+                        self.streams[stream] = None;
+                    }
+                    return Ok(pno);
+                }
+                Err(FlashError::NotErased(_)) if page == 0 && !erased_for_retry => {
+                    // A block that looked empty after a cut erase: erase it for real.
+                    erased_for_retry = true;
+                    self.streams[stream] = None;
+                    self.blocks.set_state(block, BlockState::Full);
+                    self.erase_block(block)?;
+                }
+                Err(FlashError::NotErased(_)) => {
+                    // A page torn by an earlier cut: skip it.
+                    self.spoil_page(stream, block);
+                }
+                Err(e) if e.is_media_failure() => {
+                    self.blocks.update(block, |b| {
+                        b.next_page += 1;
+                        b.flags |= RETIRE | NO_SUMMARY;
+                    });
+                    self.streams[stream] = None;
+                    self.blocks.set_state(block, BlockState::Full);
+                }
+                Err(e) => return Err(self.fail(e)),
+            }
+        }
+    }
+
+    /// One more header page of `ino` is on flash.
+    fn count_header(&mut self, ino: Ino) {
+        if let Some(o) = self.objects.get_mut(&ino) {
+            o.headers_on_flash += 1;
+        } else if let Some(t) = self.tombstones.get_mut(&ino) {
+            t.headers_on_flash += 1;
+        }
+    }
+
+    /// A page of an open block turned out torn by an earlier cut: it is skipped.
+    fn spoil_page(&mut self, stream: usize, block: u32) {
+        let ppb = self.layout.pages_per_block;
+        self.blocks.update(block, |b| b.next_page += 1);
+        self.stats.pages_spoiled += 1;
+        if let Some(open) = self.streams[stream].as_mut() {
+            open.pending.push(SummaryEntry::Garbage);
+        }
+        if self.blocks.get(block).next_page >= ppb {
+            self.blocks.update(block, |b| b.flags |= NO_SUMMARY);
+            self.blocks.set_state(block, BlockState::Full);
+            self.streams[stream] = None;
+        }
+    }
+
+    /// What a block's summary says of a page just written.
+    fn summary_entry(&self, tags: &Tags, len: usize) -> Option<SummaryEntry> {
+        match *tags {
+            Tags::Data(d) => Some(SummaryEntry::Data {
+                obj: d.obj,
+                chunk: d.chunk,
+                n_bytes: d.n_bytes.unwrap_or(len as u32),
+                serial: d.serial.full().expect("written with a full serial"),
+            }),
+            Tags::Header(h) => Some(SummaryEntry::Header {
+                obj: h.obj,
+                version: h.version.full().expect("written with a full version"),
+                facts: h.facts,
+            }),
+            Tags::Special(_) => None,
+        }
+    }
+
+    /// Small layout: seals every stream's open block that has reached the age at which a
+    /// mount could no longer rebuild its pages' serials (any stream: a block of a cold
+    /// stream ages while others write). True if it sealed one.
+    fn seal_aged_streams(&mut self) -> Result<bool> {
+        if self.layout.tags != TagLayout::Small {
+            return Ok(false);
+        }
+        let mut sealed = false;
+        for stream in 0..self.streams.len() {
+            let Some(open) = &self.streams[stream] else {
+                continue;
+            };
+            let b = self.blocks.get(open.block);
+            if b.next_page > 0 && self.next_serial.saturating_sub(b.base_serial) >= SMALL_AGE_LIMIT
+            {
+                self.close_stream(stream)?;
+                sealed = true;
+            }
+        }
+        Ok(sealed)
+    }
+
+    /// Returns a serial taken for a page that was never written, when nothing was taken
+    /// since: a run of refused writes does not eat the small layout's serial window.
+    pub(crate) fn give_back_serial(&mut self, s: u64) {
+        if self.next_serial == s + 1 {
+            self.next_serial = s;
+        }
+    }
+
+    /// If `tags` (about to go to the last page of the stream's block) ends a run of one
+    /// file's consecutive chunks with consecutive serials, all full, that started at most
+    /// the layout's prefix in: where it starts.
+    fn run_start(&self, stream: usize, tags: &Tags) -> Option<u32> {
+        let Tags::Data(d) = tags else {
+            return None;
+        };
+        let open = self.streams[stream].as_ref()?;
+        let ppb = self.layout.pages_per_block;
+        let page_size = self.layout.chunk_bytes;
+        // The serial this page will get.
+        let serial = self.next_serial;
+        // The small layout keeps 14 serial bits: a full block needs its summary to say the
+        // rest, so it never ends in a run.
+        if self.layout.tags == TagLayout::Small {
+            return None;
+        }
+        let max_prefix = RUN_MAX_PREFIX_LARGE;
+        let mut start = ppb - 1;
+        for (i, e) in open.pending.iter().enumerate().rev() {
+            let back = u64::from(ppb - 1) - i as u64;
+            let fits = matches!(*e, SummaryEntry::Data { obj, chunk, n_bytes, serial: s }
+                if obj == d.obj
+                    && u64::from(chunk) + back == u64::from(d.chunk)
+                    && s + back == serial
+                    && n_bytes == page_size);
+            if !fits {
+                break;
+            }
+            start = i as u32;
+        }
+        (start <= max_prefix && open.pending.len() as u32 == ppb - 1).then_some(start)
+    }
+
+    /// Writes the summary of a stream's open block (at its next page) and closes it.
+    pub(crate) fn close_stream(&mut self, stream: usize) -> Result<()> {
+        let Some(open) = self.streams[stream].take() else {
+            return Ok(());
+        };
+        let summary = Summary {
+            base_serial: self.blocks.get(open.block).base_serial,
+            entries: open.pending,
+        };
+        self.write_summary(open.block, &summary)
+    }
+
+    /// Gives a block its summary at its next free page (the last page of a full block, or
+    /// an earlier one when sealing) and marks it full. A block the summary cannot be
+    /// written to is flagged, so cleaning reclaims it first.
+    pub(crate) fn write_summary(&mut self, block: u32, summary: &Summary) -> Result<()> {
+        let ppb = self.layout.pages_per_block;
+        let mut summary = summary.clone();
+        loop {
+            let page = self.blocks.get(block).next_page;
+            if page >= ppb {
+                self.blocks.update(block, |b| b.flags |= NO_SUMMARY);
+                self.blocks.set_state(block, BlockState::Full);
+                return Ok(());
+            }
+            let special = summary
+                .to_special(self.layout.chunk_bytes as usize)
+                .ok_or(FsError::Invalid("a block summary does not fit a page"))?;
+            let tags = Tags::Special(SpecialTags {
+                kind: SpecialKind::Summary,
+            });
+            let (buf, oob) = self.layout.encode_page(&tags, &special.encode());
+            let addr = self.layout.block_addr(block).page(page);
+            match self.dev.program_page(addr, &buf, &oob) {
+                Ok(()) => {
+                    self.blocks.update(block, |b| {
+                        b.next_page += 1;
+                        b.overhead += 1;
+                    });
+                    self.blocks.set_state(block, BlockState::Full);
+                    self.stats.summary_pages_written += 1;
+                    if page + 1 < ppb {
+                        self.stats.blocks_sealed += 1;
+                    }
+                    return Ok(());
+                }
+                Err(FlashError::NotErased(_)) => {
+                    self.blocks.update(block, |b| b.next_page += 1);
+                    self.stats.pages_spoiled += 1;
+                    summary.entries.push(SummaryEntry::Garbage);
+                }
+                Err(e) if e.is_media_failure() => {
+                    self.blocks.update(block, |b| {
+                        b.next_page += 1;
+                        b.flags |= RETIRE | NO_SUMMARY;
+                    });
+                    self.blocks.set_state(block, BlockState::Full);
+                    return Ok(());
+                }
+                Err(e) => return Err(self.fail(e)),
+            }
+        }
+    }
+
+    /// Blocks kept erased for the checkpoint a clean unmount writes (statfs leaves them
+    /// out): enough for the checkpoint of the file system as it is now, and one more.
+    pub(crate) fn checkpoint_reserve_blocks(&self) -> u32 {
+        if !self.config.checkpoint {
+            return 0;
+        }
+        let objects = self.objects.len() as u64;
+        let headers: u64 = self
+            .objects
+            .values()
+            .map(|o| u64::from(o.headers_on_flash))
+            .sum::<u64>()
+            + self.tombstones.len() as u64 * 2;
+        let bytes = 256
+            + u64::from(self.layout.blocks) * 16
+            + objects * 40
+            + headers * 5
+            + self.blocks.valid_total() * 6;
+        let per_block = u64::from(self.layout.pages_per_block)
+            * Special::capacity(self.layout.chunk_bytes as usize) as u64;
+        (bytes.div_ceil(per_block) + 1) as u32
+    }
+
+    /// The open block of a stream, opening (and first making room for) a new one if needed.
+    fn active_block(&mut self, stream: usize, cause: WriteCause, accepted: bool) -> Result<u32> {
+        let new_data = cause == WriteCause::UserData && !accepted;
+        let keep = self.config.reserve_blocks + self.checkpoint_reserve_blocks();
+        if new_data && self.blocks.empty < keep {
+            // Metadata may take a block out of the reserve and leave it open on a stream
+            // user data shares: new user data must not follow it there.
+            self.clean_while_empty_at_most(keep - 1)?;
+        }
+        if let Some(open) = &self.streams[stream] {
+            return Ok(open.block);
+        }
+        if matches!(cause, WriteCause::UserData | WriteCause::Metadata) {
+            self.make_room(stream, cause, accepted)?;
+            // Cleaning may have opened a block for this stream meanwhile.
+            if let Some(open) = &self.streams[stream] {
+                return Ok(open.block);
+            }
+        }
+        let block = self.find_empty().ok_or(FsError::NoSpace)?;
+        self.blocks.set_state(block, BlockState::Active);
+        let base = self.next_serial.saturating_sub(1);
+        self.blocks.update(block, |b| {
+            b.base_serial = base;
+            b.next_page = 0;
+            b.overhead = 0;
+        });
+        self.streams[stream] = Some(OpenBlock {
+            block,
+            pending: Vec::new(),
+        });
+        Ok(block)
+    }
+
+    pub(crate) fn find_empty(&mut self) -> Option<u32> {
+        let n = self.layout.blocks;
+        for k in 0..n {
+            let b = (self.alloc_cursor + k) % n;
+            if self.blocks.get(b).state == BlockState::Empty {
+                self.alloc_cursor = (b + 1) % n;
+                return Some(b);
+            }
+        }
+        None
+    }
+
+    /// Cleans until a new block may be opened for `cause`. New user data leaves the
+    /// reserves alone (cleaning's and the checkpoint's); data a `write` already accepted
+    /// may use all but two erased blocks, and metadata (which deletes need, to free space
+    /// on a full device) all but the last one, which cleaning itself needs: on a device
+    /// that full the checkpoint may not fit at unmount, and the next mount scans.
+    fn make_room(&mut self, stream: usize, cause: WriteCause, accepted: bool) -> Result<()> {
+        if let Some(victim) = self
+            .cleaner
+            .pick(&self.blocks, crate::clean::Need::Opportunistic)
+        {
+            self.clean_block(victim)?;
+        }
+        let floor = match cause {
+            WriteCause::UserData if accepted => ACCEPTED_DATA_FLOOR.min(self.config.reserve_blocks),
+            WriteCause::UserData => {
+                let keep = self.config.reserve_blocks + self.checkpoint_reserve_blocks();
+                return self.clean_while_empty_at_most(keep);
+            }
+            _ => 1,
+        };
+        while self.blocks.empty <= floor {
+            // Cleaning copies into this stream's block too: once it has opened one, metadata
+            // and accepted data can go there (new user data keeps to the reserve rule).
+            if self.streams[stream].is_some() {
+                return Ok(());
+            }
+            match self.cleaner.pick(&self.blocks, crate::clean::Need::Space) {
+                Some(victim) => self.clean_block(victim)?,
+                None => return Err(FsError::NoSpace),
+            }
+        }
+        Ok(())
+    }
+
+    /// Cleans until more than `floor` blocks are erased, or fails with ENOSPC.
+    pub(crate) fn clean_while_empty_at_most(&mut self, floor: u32) -> Result<()> {
+        while self.blocks.empty <= floor {
+            match self.cleaner.pick(&self.blocks, crate::clean::Need::Space) {
+                Some(victim) => self.clean_block(victim)?,
+                None => return Err(FsError::NoSpace),
+            }
+        }
+        Ok(())
+    }
+
+    /// Called before a new object's first header is written. New objects, like user data,
+    /// leave the reserves alone (YAFFS lets only rewrites of existing headers use them), so
+    /// that on a device full of objects a delete can still write its tombstone.
+    pub(crate) fn make_room_for_new_object(&mut self) -> Result<()> {
+        self.check_writable()?;
+        self.erase_stale_checkpoint()?;
+        let keep = self.config.reserve_blocks + self.checkpoint_reserve_blocks();
+        if self.blocks.empty < keep {
+            self.clean_while_empty_at_most(keep - 1)?;
+        }
+        Ok(())
+    }
+}
