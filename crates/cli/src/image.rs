@@ -5,11 +5,33 @@
 //! `nandkit_flash::backend::file`). Only one process may change an image at a time, and no
 //! one should read it while a mount holds its state in RAM: every command takes an advisory
 //! `flock` on `IMAGE` (exclusive to change it, shared to read it).
+//!
+//! A lock says only *that* someone holds the image, not what they are doing. So the mount
+//! daemon, while it holds the lock, also says what it does in a third file, `IMAGE.owner`
+//! ([`Owner`]): its pid, mount point and state: serving, detached (a lazy unmount with
+//! files still open), or unmounting (the kernel has let go and it is flushing and writing
+//! its checkpoint). A command that finds the image locked reads it to decide between
+//! failing at once (the image is mounted) and waiting (the daemon is on its way out).
+//!
+//! Why a file, and why it cannot mislead anyone:
+//! - the kernel drops the mount when `fusermount3 -u` returns, but the daemon only learns of
+//!   it when its next read of /dev/fuse fails, and then needs time to write out; the mount
+//!   table alone cannot tell "unmounting" from "some other holder", and the daemon's word
+//!   can tell it;
+//! - it is replaced atomically (written beside, then renamed), so a reader sees one whole
+//!   version or none;
+//! - it is consulted only when the lock is held by someone else, and believed only if its
+//!   pid is alive *and* that process started when the file says (pid reuse), so a file
+//!   left behind by a killed daemon blocks nobody; whoever next takes the lock exclusively
+//!   removes it;
+//! - the daemon removes it before it releases the lock.
 
 use std::fs::File;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
@@ -23,6 +45,9 @@ pub const FUSE_TYPE: &str = "fuse.nandkit";
 /// `fusermount3 -u`, an mkfs) to let go of an image before it gives up.
 const LOCK_WAIT: Duration = Duration::from_secs(60);
 
+/// How often a waiting command looks again.
+const LOCK_POLL: Duration = Duration::from_millis(20);
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Access {
     /// Read the image (fsck, info, dump): many readers at once.
@@ -31,9 +56,276 @@ pub enum Access {
     Write,
 }
 
-/// Holds the image's lock until dropped.
+/// Holds the image's lock until dropped. A mount daemon's lock also carries its
+/// [`Announcement`], withdrawn (the `IMAGE.owner` file removed) before the lock goes.
 pub struct ImageLock {
+    announcement: Option<Arc<Announcement>>,
     _file: File,
+}
+
+impl ImageLock {
+    /// Starts telling other processes, through `IMAGE.owner`, that this process serves the
+    /// image on `mountpoint` (state [`DaemonState::Serving`]). A file that cannot be
+    /// written is reported and otherwise ignored: commands then fall back to the mount
+    /// table and waiting.
+    pub fn announce(&mut self, image: &Path, mountpoint: &Path) -> Arc<Announcement> {
+        let pid = std::process::id() as i32;
+        let owner = Owner {
+            pid,
+            start: process_start(pid),
+            state: DaemonState::Serving,
+            mountpoint: mountpoint.to_path_buf(),
+        };
+        let announcement = Arc::new(Announcement {
+            path: owner_path(image),
+            inner: Mutex::new(Announced {
+                owner: Some(owner),
+                session_ended: false,
+            }),
+        });
+        announcement.write_locked(&mut announcement.inner.lock().unwrap());
+        self.announcement = Some(Arc::clone(&announcement));
+        announcement
+    }
+}
+
+impl Drop for ImageLock {
+    fn drop(&mut self) {
+        // Before the descriptor (and so the lock) goes: nobody may see our file without our
+        // lock.
+        if let Some(a) = self.announcement.take() {
+            a.withdraw();
+        }
+    }
+}
+
+/// What a mount daemon is doing with the image it holds.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum DaemonState {
+    /// The mount is up (or was detached by someone else: the mount table tells).
+    Serving,
+    /// The daemon detached its mount (lazy unmount on a signal): it serves the files still
+    /// open there and writes everything out when the last one is closed.
+    Detached,
+    /// The kernel has let go of the mount (or the daemon is unmounting on a signal): it is
+    /// flushing, writing its checkpoint and syncing, then it releases the image.
+    Unmounting,
+}
+
+impl DaemonState {
+    fn name(self) -> &'static str {
+        match self {
+            DaemonState::Serving => "serving",
+            DaemonState::Detached => "detached",
+            DaemonState::Unmounting => "unmounting",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<DaemonState> {
+        [
+            DaemonState::Serving,
+            DaemonState::Detached,
+            DaemonState::Unmounting,
+        ]
+        .into_iter()
+        .find(|s| s.name() == name)
+    }
+}
+
+/// The contents of `IMAGE.owner`: which process holds the image for a mount, and what it is
+/// doing. Text, one `key=value` a line, the mount point last (to the end of the file, so any
+/// path fits):
+///
+/// ```text
+/// pid=4242
+/// start=123456
+/// state=unmounting
+/// mountpoint=/mnt/nand
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Owner {
+    pub pid: i32,
+    /// When the process started (clock ticks after boot, /proc/PID/stat), to tell it from a
+    /// later process that got the same pid. None if unknown.
+    pub start: Option<u64>,
+    pub state: DaemonState,
+    pub mountpoint: PathBuf,
+}
+
+impl Owner {
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut out = format!("pid={}\n", self.pid);
+        if let Some(start) = self.start {
+            out.push_str(&format!("start={start}\n"));
+        }
+        out.push_str(&format!("state={}\nmountpoint=", self.state.name()));
+        let mut out = out.into_bytes();
+        out.extend_from_slice(self.mountpoint.as_os_str().as_bytes());
+        out
+    }
+
+    fn parse(bytes: &[u8]) -> Option<Owner> {
+        let (head, mountpoint) = match bytes.windows(12).position(|w| w == b"\nmountpoint=") {
+            Some(i) => (&bytes[..i], &bytes[i + 12..]),
+            None => return None,
+        };
+        let head = std::str::from_utf8(head).ok()?;
+        let (mut pid, mut start, mut state) = (None, None, None);
+        for line in head.lines() {
+            match line.split_once('=')? {
+                ("pid", v) => pid = Some(v.parse::<i32>().ok().filter(|&p| p > 0)?),
+                ("start", v) => start = Some(v.parse::<u64>().ok()?),
+                ("state", v) => state = Some(DaemonState::from_name(v)?),
+                _ => {} // a later version's field
+            }
+        }
+        Some(Owner {
+            pid: pid?,
+            start,
+            state: state?,
+            mountpoint: PathBuf::from(std::ffi::OsStr::from_bytes(mountpoint)),
+        })
+    }
+
+    /// Is the process that wrote this still running (the same process, not a later one with
+    /// its pid)?
+    pub fn is_live(&self) -> bool {
+        if !process_exists(self.pid) {
+            return false;
+        }
+        match (self.start, process_start(self.pid)) {
+            (Some(said), Some(now)) => said == now,
+            // Cannot tell (no /proc): trust the pid.
+            _ => true,
+        }
+    }
+}
+
+/// Where a mount daemon says what it is doing with `image`: `IMAGE.owner`, beside the
+/// image as the mount recorded it (its canonical path).
+pub fn owner_path(image: &Path) -> PathBuf {
+    let mut name = canonical(image).into_os_string();
+    name.push(".owner");
+    PathBuf::from(name)
+}
+
+/// The live daemon's word about `image`, if there is one (a missing, unreadable or stale
+/// file is no word).
+pub fn read_owner(image: &Path) -> Option<Owner> {
+    let bytes = std::fs::read(owner_path(image)).ok()?;
+    Owner::parse(&bytes).filter(Owner::is_live)
+}
+
+fn process_exists(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists (EPERM: it does, not ours).
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// When process `pid` started (field 22 of /proc/PID/stat), if it can be read.
+fn process_start(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name in parentheses (which may hold anything) come fields 3...
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(22 - 3)?.parse().ok()
+}
+
+/// A mount daemon's running statement in `IMAGE.owner` (see [`ImageLock::announce`]).
+/// Shared by the thread that serves and the one that takes signals.
+pub struct Announcement {
+    path: PathBuf,
+    inner: Mutex<Announced>,
+}
+
+struct Announced {
+    /// None once withdrawn: nothing is written again.
+    owner: Option<Owner>,
+    /// After the FUSE session has ended the state stays `unmounting`, whatever a signal
+    /// handler still has to say.
+    session_ended: bool,
+}
+
+impl Announcement {
+    /// A change of state while the session runs (a signal's unmount, or its failure).
+    pub fn set(&self, state: DaemonState) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if inner.session_ended {
+            return;
+        }
+        if let Some(owner) = inner.owner.as_mut() {
+            owner.state = state;
+        }
+        self.write_locked(&mut inner);
+    }
+
+    /// The FUSE session has ended: from now on the daemon is unmounting, until it withdraws.
+    pub fn session_ended(&self) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.session_ended = true;
+        if let Some(owner) = inner.owner.as_mut() {
+            owner.state = DaemonState::Unmounting;
+        }
+        self.write_locked(&mut inner);
+    }
+
+    fn write_locked(&self, inner: &mut Announced) {
+        let Some(owner) = &inner.owner else {
+            return;
+        };
+        if let Err(e) = write_replacing(&self.path, &owner.to_bytes()) {
+            eprintln!(
+                "nandkit: cannot write {}: {e} (commands run right after unmounting may \
+                 report the image as in use)",
+                self.path.display()
+            );
+        }
+    }
+
+    fn withdraw(&self) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if inner.owner.take().is_some() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Replaces `path` atomically: a reader sees the old contents or the new, never a part.
+fn write_replacing(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let mut f = File::create(&tmp)?;
+    f.write_all(bytes)?;
+    drop(f);
+    std::fs::rename(&tmp, path)
+}
+
+/// What a command that found the image locked makes of it.
+#[derive(Debug, PartialEq, Eq)]
+enum Verdict {
+    /// The image is mounted (on this path) and served: fail at once.
+    Mounted(PathBuf),
+    /// A daemon is writing the image out after its mount ended: wait for it.
+    Unmounting(Owner),
+    /// A daemon still serves the image, but its mount is not in this mount table: detached
+    /// with files open (or mounted in another mount namespace), or the kernel has just let
+    /// go and the daemon has not noticed yet. Wait, as for any other holder.
+    Detached(Owner),
+    /// Someone else (an mkfs, a daemon still starting): wait.
+    Other,
+}
+
+/// Decides from the live daemon's word (if any) and where this process's mount table shows
+/// the image mounted (if it does). An unmounting daemon's word wins over the mount table
+/// (on a signal it says so before it unmounts); the mount table wins over "serving" (the
+/// daemon learns only after the kernel that its mount is gone).
+fn judge(owner: Option<Owner>, listed: Option<PathBuf>) -> Verdict {
+    match (owner, listed) {
+        (Some(o), _) if o.state == DaemonState::Unmounting => Verdict::Unmounting(o),
+        (_, Some(mountpoint)) => Verdict::Mounted(mountpoint),
+        (Some(o), None) => Verdict::Detached(o),
+        (None, None) => Verdict::Other,
+    }
 }
 
 /// The absolute path of an image, as mounts record it (the FUSE fsname).
@@ -60,49 +352,103 @@ pub fn require_exists(image: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Takes the image's lock. If a nandkit mount of this image is up, fails at once and says
-/// where; if another nandkit process holds it otherwise (a mount flushing its last writes
-/// after an unmount, an mkfs), waits for it, up to a minute.
+/// Takes the image's lock. If a nandkit mount of this image is up and serving, fails at once
+/// and says where. If its daemon is unmounting (after `fusermount3 -u`, it still flushes and
+/// writes its checkpoint), or another nandkit process holds the image (an mkfs), waits for
+/// it, saying so, up to a minute.
 pub fn lock(image: &Path, access: Access) -> anyhow::Result<ImageLock> {
+    lock_within(image, access, LOCK_WAIT)
+}
+
+fn lock_within(image: &Path, access: Access, limit: Duration) -> anyhow::Result<ImageLock> {
     let file = File::open(image).with_context(|| format!("opening {}", image.display()))?;
     let op = match access {
         Access::Read => libc::LOCK_SH,
         Access::Write => libc::LOCK_EX,
     } | libc::LOCK_NB;
     let start = Instant::now();
-    let mut said_waiting = false;
+    let (mut said_unmounting, mut said_detached, mut said_waiting) = (false, false, false);
     loop {
         // SAFETY: flock on a descriptor this function owns.
         if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
-            return Ok(ImageLock { _file: file });
+            if access == Access::Write {
+                // Nobody else holds the image, so an owner file is a dead daemon's.
+                let _ = std::fs::remove_file(owner_path(image));
+            }
+            return Ok(ImageLock {
+                announcement: None,
+                _file: file,
+            });
         }
         let err = std::io::Error::last_os_error();
         if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
             return Err(err).with_context(|| format!("locking {}", image.display()));
         }
-        if let Some(mountpoint) = mounted_at(image) {
-            bail!(
+        let verdict = judge(read_owner(image), mounted_at(image));
+        let waited = start.elapsed();
+        match &verdict {
+            Verdict::Mounted(mountpoint) => bail!(
                 "{} is mounted on {}; unmount it first (fusermount3 -u {})",
                 image.display(),
                 mountpoint.display(),
                 mountpoint.display()
-            );
-        }
-        if start.elapsed() > LOCK_WAIT {
-            bail!(
+            ),
+            Verdict::Unmounting(o) if waited >= limit => bail!(
+                "{} is in use by the nandkit daemon (pid {}), still unmounting it (waited {} \
+                 s); try again once it has exited",
+                image.display(),
+                o.pid,
+                limit.as_secs()
+            ),
+            Verdict::Detached(o) if waited >= limit => bail!(
+                "{} is in use by the nandkit daemon (pid {}) that served it on {} (waited {} \
+                 s): its mount is detached but files are still open there (or it is mounted \
+                 in another mount namespace)",
+                image.display(),
+                o.pid,
+                o.mountpoint.display(),
+                limit.as_secs()
+            ),
+            Verdict::Other if waited >= limit => bail!(
                 "{} is in use by another nandkit process (waited {} s)",
                 image.display(),
-                LOCK_WAIT.as_secs()
-            );
+                limit.as_secs()
+            ),
+            Verdict::Unmounting(o) if !said_unmounting => {
+                eprintln!(
+                    "nandkit: waiting for the daemon (pid {}) to finish unmounting {} \
+                     (writing its checkpoint)...",
+                    o.pid,
+                    image.display()
+                );
+                said_unmounting = true;
+            }
+            // Serving without a mount here is usually the moment between the kernel's
+            // unmount and the daemon noticing it: say nothing unless it lasts.
+            Verdict::Detached(o)
+                if !said_detached
+                    && (o.state == DaemonState::Detached || waited > Duration::from_secs(1)) =>
+            {
+                eprintln!(
+                    "nandkit: waiting for the daemon (pid {}) to let go of {}: its mount on {} \
+                     is detached but still in use; it writes the image out once the last file \
+                     open there is closed",
+                    o.pid,
+                    image.display(),
+                    o.mountpoint.display()
+                );
+                said_detached = true;
+            }
+            Verdict::Other if !said_waiting && waited > Duration::from_secs(1) => {
+                eprintln!(
+                    "nandkit: waiting for another nandkit process to finish with {}",
+                    image.display()
+                );
+                said_waiting = true;
+            }
+            _ => {}
         }
-        if !said_waiting && start.elapsed() > Duration::from_secs(1) {
-            eprintln!(
-                "nandkit: waiting for another nandkit process to finish with {}",
-                image.display()
-            );
-            said_waiting = true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(LOCK_POLL);
     }
 }
 
@@ -216,6 +562,176 @@ mod tests {
         assert_eq!(unescape_mount_field(r"/tmp/a\040b"), "/tmp/a b");
         assert_eq!(unescape_mount_field(r"x\134y"), r"x\y");
         assert_eq!(unescape_mount_field(r"trailing\04"), r"trailing\04");
+    }
+
+    fn me(state: DaemonState) -> Owner {
+        let pid = std::process::id() as i32;
+        Owner {
+            pid,
+            start: process_start(pid),
+            state,
+            mountpoint: PathBuf::from("/mnt/odd\nname=x"),
+        }
+    }
+
+    /// A pid no process can have (above the kernel's largest pid_max).
+    const NO_PID: i32 = i32::MAX;
+
+    #[test]
+    fn owner_file_round_trips_and_rejects_garbage() {
+        for state in [
+            DaemonState::Serving,
+            DaemonState::Detached,
+            DaemonState::Unmounting,
+        ] {
+            let o = me(state);
+            assert_eq!(Owner::parse(&o.to_bytes()), Some(o));
+        }
+        let no_start = Owner {
+            start: None,
+            ..me(DaemonState::Serving)
+        };
+        assert_eq!(Owner::parse(&no_start.to_bytes()), Some(no_start));
+        assert_eq!(Owner::parse(b""), None);
+        assert_eq!(Owner::parse(b"pid=1\nstate=serving\n"), None);
+        assert_eq!(Owner::parse(b"pid=0\nstate=serving\nmountpoint=/m"), None);
+        assert_eq!(Owner::parse(b"pid=1\nstate=dancing\nmountpoint=/m"), None);
+        assert_eq!(Owner::parse(b"state=serving\nmountpoint=/m"), None);
+        // A field from a later version is skipped.
+        let o = Owner::parse(b"pid=7\nshiny=yes\nstate=detached\nmountpoint=/m").unwrap();
+        assert_eq!((o.pid, o.state), (7, DaemonState::Detached));
+    }
+
+    #[test]
+    fn stale_owners_are_not_believed() {
+        assert!(me(DaemonState::Serving).is_live());
+        let dead = Owner {
+            pid: NO_PID,
+            ..me(DaemonState::Unmounting)
+        };
+        assert!(!dead.is_live());
+        // Our pid, but another process's start time: the pid was reused.
+        let mut reused = me(DaemonState::Unmounting);
+        assert!(reused.start.is_some(), "no /proc/self/stat start time");
+        reused.start = reused.start.map(|t| t + 1);
+        assert!(!reused.is_live());
+    }
+
+    #[test]
+    fn judge_waits_for_unmounting_and_fails_on_a_mount() {
+        let m = PathBuf::from("/mnt/nand");
+        let serving = me(DaemonState::Serving);
+        let unmounting = me(DaemonState::Unmounting);
+        let detached = me(DaemonState::Detached);
+        assert_eq!(
+            judge(Some(serving.clone()), Some(m.clone())),
+            Verdict::Mounted(m.clone())
+        );
+        assert_eq!(judge(None, Some(m.clone())), Verdict::Mounted(m.clone()));
+        // Marked on a signal, before its umount: still in the table, but on its way out.
+        assert_eq!(
+            judge(Some(unmounting.clone()), Some(m.clone())),
+            Verdict::Unmounting(unmounting.clone())
+        );
+        assert_eq!(
+            judge(Some(unmounting.clone()), None),
+            Verdict::Unmounting(unmounting)
+        );
+        // The kernel dropped the mount and the daemon has not noticed yet, or a lazy
+        // unmount: wait, never "is mounted".
+        assert_eq!(
+            judge(Some(serving.clone()), None),
+            Verdict::Detached(serving)
+        );
+        assert_eq!(
+            judge(Some(detached.clone()), None),
+            Verdict::Detached(detached)
+        );
+        assert_eq!(judge(None, None), Verdict::Other);
+    }
+
+    /// An image file whose lock is held by another open file description of this process
+    /// (flock locks conflict between descriptions, even within one process).
+    fn held_image() -> (tempfile::TempDir, PathBuf, File) {
+        let dir = tempfile::tempdir().unwrap();
+        let img = dir.path().join("x.img");
+        std::fs::write(&img, b"").unwrap();
+        let holder = File::open(&img).unwrap();
+        // SAFETY: flock on a descriptor the test owns.
+        assert_eq!(unsafe { libc::flock(holder.as_raw_fd(), libc::LOCK_EX) }, 0);
+        (dir, img, holder)
+    }
+
+    fn lock_error(img: &Path) -> String {
+        match lock_within(img, Access::Read, Duration::ZERO) {
+            Ok(_) => panic!("locked a held image"),
+            Err(e) => format!("{e:#}"),
+        }
+    }
+
+    #[test]
+    fn lock_reads_the_holders_word() {
+        let (_dir, img, holder) = held_image();
+        // Nobody says anything: another nandkit process.
+        assert!(
+            lock_error(&img).contains("in use by another nandkit process"),
+            "{}",
+            lock_error(&img)
+        );
+        // A live daemon that is unmounting.
+        write_replacing(&owner_path(&img), &me(DaemonState::Unmounting).to_bytes()).unwrap();
+        let e = lock_error(&img);
+        let pid = std::process::id();
+        assert!(
+            e.contains(&format!("daemon (pid {pid}), still unmounting")),
+            "{e}"
+        );
+        // Serving, but its mount is not in the mount table (detached).
+        write_replacing(&owner_path(&img), &me(DaemonState::Detached).to_bytes()).unwrap();
+        let e = lock_error(&img);
+        assert!(e.contains("detached"), "{e}");
+        // A dead daemon's file is ignored.
+        let dead = Owner {
+            pid: NO_PID,
+            ..me(DaemonState::Unmounting)
+        };
+        write_replacing(&owner_path(&img), &dead.to_bytes()).unwrap();
+        assert!(lock_error(&img).contains("in use by another nandkit process"));
+        // Once free, a reader leaves the stale file alone; a writer removes it.
+        drop(holder);
+        drop(lock_within(&img, Access::Read, Duration::ZERO).unwrap());
+        assert!(owner_path(&img).exists());
+        drop(lock_within(&img, Access::Write, Duration::ZERO).unwrap());
+        assert!(!owner_path(&img).exists());
+    }
+
+    #[test]
+    fn an_announcement_lives_exactly_as_long_as_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let img = dir.path().join("x.img");
+        std::fs::write(&img, b"").unwrap();
+        let mnt = dir.path().join("m");
+        let mut lock = lock_within(&img, Access::Write, Duration::ZERO).unwrap();
+        let a = lock.announce(&img, &mnt);
+        let read = || Owner::parse(&std::fs::read(owner_path(&img)).unwrap()).unwrap();
+        assert_eq!(
+            (read().state, read().mountpoint),
+            (DaemonState::Serving, mnt)
+        );
+        assert_eq!(read_owner(&img), Some(read()));
+        a.set(DaemonState::Detached);
+        assert_eq!(read().state, DaemonState::Detached);
+        a.session_ended();
+        assert_eq!(read().state, DaemonState::Unmounting);
+        // A signal handler late with its news cannot undo "unmounting".
+        a.set(DaemonState::Serving);
+        assert_eq!(read().state, DaemonState::Unmounting);
+        drop(lock);
+        assert!(!owner_path(&img).exists());
+        // Nor write the file again once withdrawn.
+        a.set(DaemonState::Serving);
+        assert!(!owner_path(&img).exists());
+        assert!(!dir.path().join("x.img.owner.tmp").exists());
     }
 }
 

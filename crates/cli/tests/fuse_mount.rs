@@ -724,13 +724,7 @@ fn signals_unmount_cleanly_even_when_busy() {
     // flushes) only when the last open file closes.
     let o = nandkit(&["mount", s(&rig.img), s(&rig.mnt)]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let out = text(&o.stdout);
-    let pid: i32 = out
-        .split("daemon pid ")
-        .nth(1)
-        .and_then(|r| r.split(')').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no pid in {out:?}"));
+    let pid = daemon_pid(&o);
     wait_until("the mount", Duration::from_secs(20), || {
         is_mounted(&rig.mnt)
     });
@@ -755,6 +749,223 @@ fn signals_unmount_cleanly_even_when_busy() {
         b"before after detach"
     );
     m.unmount();
+}
+
+/// The daemon's pid, from `nandkit mount`'s "mounted ... (daemon pid N)" line.
+fn daemon_pid(o: &Output) -> i32 {
+    let out = text(&o.stdout);
+    out.split("daemon pid ")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {out:?}"))
+}
+
+/// A nandkit command running in the background, its stderr read line by line as it comes.
+struct Running {
+    what: String,
+    child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Running {
+    fn start(args: &[&str]) -> Running {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .env_remove("RUST_BACKTRACE")
+            .env_remove("NANDKIT_TEST_UNMOUNT_GATE")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Running {
+            what: args.join(" "),
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits for a line of stderr containing `want`. The timeout only stops a hung test;
+    /// it decides nothing (the daemon waits for the gate, so the line must come first).
+    fn expect_line(&mut self, want: &str) {
+        loop {
+            match self.lines.recv_timeout(Duration::from_secs(60)) {
+                Ok(line) => {
+                    let found = line.contains(want);
+                    self.seen.push(line);
+                    if found {
+                        return;
+                    }
+                }
+                Err(e) => panic!(
+                    "`nandkit {}`: no {want:?} on stderr ({e}); it said:\n{}",
+                    self.what,
+                    self.seen.join("\n")
+                ),
+            }
+        }
+    }
+
+    /// Waits for the command to exit; its status, stdout, and all of its stderr.
+    fn finish(mut self) -> (std::process::ExitStatus, String, String) {
+        let mut out = String::new();
+        self.child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        let status = wait_child(&mut self.child, Duration::from_secs(120));
+        // The sender is gone once the command (and any daemon it left, for mount) has
+        // closed its stderr.
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(60)) {
+            self.seen.push(line);
+        }
+        (status, out, self.seen.join("\n"))
+    }
+}
+
+/// `nandkit mount` whose daemon, once unmounting, waits for `gate` to exist before it
+/// writes anything out. Returns the daemon's pid.
+fn mount_gated(rig: &Rig, gate: &Path, log: &Path) -> i32 {
+    let o = Command::new(BIN)
+        .args(["mount", s(&rig.img), s(&rig.mnt), "--log", s(log)])
+        .env("NANDKIT_TEST_UNMOUNT_GATE", gate)
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "mount: {}", text(&o.stderr));
+    wait_until("the mount in /proc/mounts", Duration::from_secs(20), || {
+        is_mounted(&rig.mnt)
+    });
+    daemon_pid(&o)
+}
+
+fn fusermount_u(mnt: &Path) {
+    let o = Command::new("fusermount3")
+        .arg("-u")
+        .arg(mnt)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "fusermount3 -u: {}", text(&o.stderr));
+}
+
+/// `fusermount3 -u M` returns while the daemon still holds the image (flushing, writing its
+/// checkpoint). Every command that takes the image's lock must wait for it, say so, and
+/// then work, instead of failing with "is mounted". The daemon is held in that state by
+/// the test gate, so nothing here depends on timing.
+#[test]
+fn commands_right_after_unmount_wait_for_the_daemon() {
+    require_fuse!("commands_right_after_unmount_wait_for_the_daemon");
+    let rig = Rig::new(&["--geometry", "tiny"]);
+    let gate = rig.dir.path().join("gate");
+    let log = rig.dir.path().join("daemon.log");
+    let owner = rig.dir.path().join("nand.img.owner");
+    let waiting = |pid: i32| format!("waiting for the daemon (pid {pid}) to finish unmounting");
+
+    // 1. The readers: fsck, info, dump, all at once.
+    let pid = mount_gated(&rig, &gate, &log);
+    assert!(
+        std::fs::read_to_string(&owner)
+            .unwrap()
+            .contains("state=serving"),
+        "the daemon does not say it is serving"
+    );
+    std::fs::create_dir(rig.path("d")).unwrap();
+    for i in 0..50 {
+        std::fs::write(rig.path(&format!("d/f{i}")), format!("file {i}")).unwrap();
+    }
+    std::fs::write(rig.path("big"), vec![0x5Au8; 1 << 20]).unwrap();
+    // Mounted and serving: refused at once, as before.
+    let o = nandkit(&["info", s(&rig.img)]);
+    assert!(
+        !o.status.success() && text(&o.stderr).contains("is mounted on"),
+        "{}",
+        text(&o.stderr)
+    );
+    fusermount_u(&rig.mnt);
+    let mut fsck = Running::start(&["fsck", s(&rig.img)]);
+    let mut info = Running::start(&["info", s(&rig.img)]);
+    let mut dump = Running::start(&["dump", s(&rig.img)]);
+    for r in [&mut fsck, &mut info, &mut dump] {
+        r.expect_line(&waiting(pid));
+    }
+    assert!(
+        std::fs::read_to_string(&owner)
+            .unwrap()
+            .contains("state=unmounting"),
+        "the daemon does not say it is unmounting"
+    );
+    assert!(!gone(pid), "the daemon left before the gate opened");
+    std::fs::write(&gate, b"").unwrap();
+    let (status, out, err) = fsck.finish();
+    assert!(status.success(), "fsck {status}:\n{out}{err}");
+    assert!(out.contains("is clean"), "{out}");
+    assert!(
+        out.contains("checkpoint: present, agrees with the scan"),
+        "{out}"
+    );
+    assert!(!err.contains("is mounted"), "{err}");
+    for (name, r) in [("info", info), ("dump", dump)] {
+        let (status, out, err) = r.finish();
+        assert!(status.success(), "{name} {status}:\n{out}{err}");
+    }
+    // The daemon had withdrawn its word before it let go of the image.
+    assert!(!owner.exists(), "{} left behind", owner.display());
+    wait_until("the daemon to exit", Duration::from_secs(30), || gone(pid));
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(said.contains("checkpoint written"), "{said}");
+    std::fs::remove_file(&gate).unwrap();
+
+    // 2. mount: the next mount waits for the last one to finish, then serves its files.
+    let pid = mount_gated(&rig, &gate, &log);
+    std::fs::write(rig.path("second"), b"from the second mount").unwrap();
+    fusermount_u(&rig.mnt);
+    let mut mount = Running::start(&["mount", s(&rig.img), s(&rig.mnt)]);
+    mount.expect_line(&waiting(pid));
+    std::fs::write(&gate, b"").unwrap();
+    let (status, out, err) = mount.finish();
+    assert!(status.success(), "mount {status}:\n{out}{err}");
+    let m = Mounted {
+        mnt: rig.mnt.clone(),
+        done: false,
+    };
+    wait_until("the mount in /proc/mounts", Duration::from_secs(20), || {
+        is_mounted(&rig.mnt)
+    });
+    assert_eq!(
+        std::fs::read(rig.path("second")).unwrap(),
+        b"from the second mount"
+    );
+    assert_eq!(std::fs::read(rig.path("d/f7")).unwrap(), b"file 7");
+    m.unmount();
+    std::fs::remove_file(&gate).unwrap();
+
+    // 3. mkfs --force (the exclusive lock, like mount).
+    let pid = mount_gated(&rig, &gate, &log);
+    fusermount_u(&rig.mnt);
+    let mut mkfs = Running::start(&["mkfs", "--force", s(&rig.img)]);
+    mkfs.expect_line(&waiting(pid));
+    std::fs::write(&gate, b"").unwrap();
+    let (status, out, err) = mkfs.finish();
+    assert!(status.success(), "mkfs {status}:\n{out}{err}");
+    assert!(!owner.exists());
+    rig.fsck_clean();
 }
 
 /// Has process `pid` exited? (A zombie nobody has reaped yet counts as exited.)

@@ -12,6 +12,13 @@
 //! 5. Then the file system is unmounted: everything flushed, a checkpoint written, the
 //!    image synced. Only after that does the image lock go, so a following `nandkit fsck`
 //!    waits for it.
+//!
+//! All along, from the moment the mount is up until just before the lock goes, the daemon
+//! says what it is doing in `IMAGE.owner` (see [`crate::image::Owner`]): serving, detached
+//! (lazy unmount, files still open), or unmounting: set the moment the FUSE session ends
+//! (and on a signal, before the daemon unmounts), before anything is flushed. That is how a
+//! command run meanwhile (`fusermount3 -u M && nandkit fsck IMAGE`) knows it should wait,
+//! and says why, rather than fail with "is mounted".
 
 mod fuse;
 mod options;
@@ -24,6 +31,7 @@ use std::os::unix::io::FromRawFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use clap::{ArgAction, Args};
@@ -40,7 +48,9 @@ Returns once the mount is up, leaving a daemon serving it (--foreground keeps it
 terminal). Unmount with `fusermount3 -u MOUNTPOINT` (or umount, or SIGTERM to the daemon, \
 or Ctrl-C with --foreground): every buffered write is flushed and a checkpoint written, so \
 the next mount is fast and `nandkit fsck` finds it clean. fsync on the mount returns once \
-the data is on flash.
+the data is on flash. fsck, info, dump, mkfs and mount run right after `fusermount3 -u` wait \
+(saying so) while the daemon is still writing its checkpoint; while the image is mounted \
+they refuse it.
 
 Mount options (-o, comma-separated or repeated):
   ro, rw                     read-only / read-write (default rw)
@@ -250,6 +260,7 @@ fn serve(p: &Prepared, ready: Option<ReadyPipe>) -> anyhow::Result<()> {
     let Started {
         session,
         shared,
+        announcement,
         _lock,
     } = session;
     match ready.take() {
@@ -266,7 +277,10 @@ fn serve(p: &Prepared, ready: Option<ReadyPipe>) -> anyhow::Result<()> {
         ),
     }
     let served = session.run();
-    // The kernel has let go of the mount: flush everything and write the checkpoint.
+    // The kernel has let go of the mount: say so first (a command run meanwhile waits for
+    // us, and says why), then flush everything and write the checkpoint.
+    announcement.session_ended();
+    hold_for_tests();
     let fs = shared
         .lock()
         .map_err(|_| anyhow::anyhow!("a request handler panicked; not writing a checkpoint"))?
@@ -298,14 +312,30 @@ fn serve(p: &Prepared, ready: Option<ReadyPipe>) -> anyhow::Result<()> {
     result
 }
 
+/// Test hook: with `NANDKIT_TEST_UNMOUNT_GATE=PATH` (an absolute path) in its environment,
+/// the daemon, once it has said it is unmounting, waits until PATH exists (at most a minute)
+/// before it writes anything out, so the integration tests can hold it in that state
+/// without racing it.
+fn hold_for_tests() {
+    let Some(gate) = std::env::var_os("NANDKIT_TEST_UNMOUNT_GATE") else {
+        return;
+    };
+    let start = Instant::now();
+    while !Path::new(&gate).exists() && start.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 struct Started {
     session: fuser::Session<fuse::NandFuse>,
     shared: fuse::SharedFs,
+    announcement: Arc<image::Announcement>,
+    /// Dropped last: withdraws the announcement, then releases the image.
     _lock: image::ImageLock,
 }
 
 fn start(p: &Prepared) -> anyhow::Result<Started> {
-    let lock = image::lock(&p.image, Access::Write)?;
+    let mut lock = image::lock(&p.image, Access::Write)?;
     let dev = image::open_device(
         &p.image,
         DeviceOptions {
@@ -340,14 +370,18 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
             };
             anyhow::anyhow!("mounting FUSE on {}: {e}{hint}", p.mountpoint.display())
         })?;
+    // The mount is up: from now on, say what we do with the image.
+    let announcement = lock.announce(&p.image, &p.mountpoint);
     let mnt = p.mountpoint.clone();
+    let told = Arc::clone(&announcement);
     std::thread::Builder::new()
         .name("signals".into())
-        .spawn(move || signal_loop(signals, &mnt))
+        .spawn(move || signal_loop(signals, &mnt, &told))
         .context("starting the signal thread")?;
     Ok(Started {
         session,
         shared,
+        announcement,
         _lock: lock,
     })
 }
@@ -372,8 +406,10 @@ fn block_signals() -> anyhow::Result<libc::sigset_t> {
     }
 }
 
-/// Waits for a termination signal and unmounts; the session then ends by itself.
-fn signal_loop(set: libc::sigset_t, mountpoint: &Path) {
+/// Waits for a termination signal and unmounts; the session then ends by itself. Says
+/// "unmounting" before it unmounts (a command run right after the signal then waits), and
+/// what came of it after.
+fn signal_loop(set: libc::sigset_t, mountpoint: &Path, announcement: &image::Announcement) {
     loop {
         let mut sig = 0;
         // SAFETY: sigwait on a set of signals blocked in every thread.
@@ -381,20 +417,36 @@ fn signal_loop(set: libc::sigset_t, mountpoint: &Path) {
             return;
         }
         eprintln!("nandkit: signal {sig}: unmounting {}", mountpoint.display());
-        if let Err(e) = unmount(mountpoint) {
-            eprintln!("nandkit: {e}");
+        announcement.set(image::DaemonState::Unmounting);
+        match unmount(mountpoint) {
+            Ok(Unmounted::Gone) => {}
+            Ok(Unmounted::Detached) => announcement.set(image::DaemonState::Detached),
+            Err(e) => {
+                eprintln!("nandkit: {e}");
+                announcement.set(image::DaemonState::Serving);
+            }
         }
     }
 }
 
+/// How an [`unmount`] went.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Unmounted {
+    /// The mount is gone; the session ends now.
+    Gone,
+    /// The mount point was busy and is detached: the session ends when its last file
+    /// closes.
+    Detached,
+}
+
 /// Unmounts a FUSE mount point: directly as root, through fusermount3 otherwise. A busy
 /// mount point is detached (lazy unmount): the session ends when its last file closes.
-pub fn unmount(mountpoint: &Path) -> Result<(), String> {
+pub fn unmount(mountpoint: &Path) -> Result<Unmounted, String> {
     if unsafe { libc::geteuid() } == 0 {
         let c = CString::new(mountpoint.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
         // SAFETY: umount2 with a NUL-terminated path.
         if unsafe { libc::umount2(c.as_ptr(), 0) } == 0 {
-            return Ok(());
+            return Ok(Unmounted::Gone);
         }
         let err = std::io::Error::last_os_error();
         if err.raw_os_error() == Some(libc::EBUSY)
@@ -405,7 +457,7 @@ pub fn unmount(mountpoint: &Path) -> Result<(), String> {
                  last open file is closed",
                 mountpoint.display()
             );
-            return Ok(());
+            return Ok(Unmounted::Detached);
         }
         return Err(format!("unmounting {}: {err}", mountpoint.display()));
     }
@@ -418,8 +470,10 @@ pub fn unmount(mountpoint: &Path) -> Result<(), String> {
         cmd.arg("--").arg(mountpoint);
         cmd.status().map(|s| s.success()).unwrap_or(false)
     };
-    if run(false) || run(true) {
-        Ok(())
+    if run(false) {
+        Ok(Unmounted::Gone)
+    } else if run(true) {
+        Ok(Unmounted::Detached)
     } else {
         Err(format!(
             "fusermount3 -u {} failed; is fuse3 installed?",
