@@ -31,7 +31,13 @@ struct Info {
     profile: nandkit_fs::FsConfig,
     chunk_bytes: u32,
     /// "oob" or "in-band".
+    /// Tag layout: "large" (34 bytes in the OOB, full serials) or "small" (8 bytes, for
+    /// 512-byte pages).
     tags: &'static str,
+    /// Largest file the on-flash format can hold on this geometry.
+    max_file_bytes: u64,
+    /// The two blocks holding the file system record copies and checkpoint pointers.
+    anchor_blocks: [u32; 2],
     mount_method: MountMethod,
     mount_host_ms: f64,
     mount_simulated_ms: f64,
@@ -93,9 +99,11 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
         profile: fs.config().clone(),
         chunk_bytes: fs.chunk_bytes(),
         tags: match layout.tags {
-            TagLayout::Large => "large (34 B in the OOB)",
-            TagLayout::Small => "small (8 B in the OOB)",
+            TagLayout::Large => "large",
+            TagLayout::Small => "small",
         },
+        max_file_bytes: fs.max_file_size(),
+        anchor_blocks: fs.anchor_blocks(),
         mount_method: fs.mount_method(),
         mount_host_ms,
         mount_simulated_ms,
@@ -145,8 +153,14 @@ fn print_text(x: &Info) {
         x.device.timing.erase_ns as f64 / 1e3
     );
     println!(
-        "file system  {} profile, {} B chunks, tags {}, cleaner {:?}, {} reserve blocks",
+        "file system  {} profile, {} B chunks, {} tags, cleaner {:?}, {} reserve blocks",
         x.profile.profile, x.chunk_bytes, x.tags, x.profile.cleaner, x.profile.reserve_blocks
+    );
+    println!(
+        "             files up to {}; anchor blocks {} and {}",
+        crate::presets_cmd::human_bytes(x.max_file_bytes),
+        x.anchor_blocks[0],
+        x.anchor_blocks[1]
     );
     println!(
         "mounted by   {} ({:.1} ms host, {:.1} ms simulated)",

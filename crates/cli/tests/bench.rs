@@ -53,8 +53,11 @@ fn check_phase(r: &Value) {
         u(r, "data_pages_written")
             + u(r, "header_pages_written")
             + u(r, "checkpoint_pages_written")
+            + u(r, "summary_pages_written")
+            + u(r, "anchor_pages_written")
             + u(r, "pages_copied"),
-        "every program is data, a header, a checkpoint page or a copy: {r}"
+        "every program is data, a header, a summary, a checkpoint or anchor page, or a \
+         copy: {r}"
     );
     let wa = f(r, "write_amplification");
     assert!(

@@ -66,7 +66,7 @@ fn mkfs_then_fsck_info_dump_are_clean() {
     assert_eq!(r["device"]["name"], "tiny");
     assert_eq!(r["profile"]["profile"], "yaffs");
     assert_eq!(r["chunk_bytes"], 2048);
-    assert_eq!(r["tags"], "oob");
+    assert_eq!(r["tags"], "large");
     assert_eq!(r["mount_method"], "Checkpoint");
     assert_eq!(r["good_blocks"], 64);
     assert_eq!(r["bad_blocks"], 0);
@@ -94,29 +94,40 @@ fn mkfs_then_fsck_info_dump_are_clean() {
     let rows: Value = serde_json::from_slice(&o.stdout).unwrap();
     let rows = rows.as_array().unwrap();
     assert_eq!(rows.len(), 64);
-    let b0 = &rows[0];
-    assert_eq!(b0["state"], "active");
-    assert!(b0["valid"].as_u64().unwrap() >= 2);
+    // The first two blocks are the anchors (file system record copies); the log starts
+    // after them.
+    assert_eq!(rows[0]["state"], "anchor");
+    assert_eq!(rows[1]["state"], "anchor");
+    let b2 = &rows[2];
+    assert_eq!(b2["state"], "active");
+    assert!(b2["valid"].as_u64().unwrap() >= 1);
     assert_eq!(
-        b0["valid"].as_u64().unwrap()
-            + b0["invalid"].as_u64().unwrap()
-            + b0["free"].as_u64().unwrap(),
+        b2["valid"].as_u64().unwrap()
+            + b2["invalid"].as_u64().unwrap()
+            + b2["summary"].as_u64().unwrap()
+            + b2["free"].as_u64().unwrap(),
         64
     );
     assert!(rows.iter().any(|r| r["state"] == "checkpoint"));
 
+    // Anchor block 0: the file system record (page 0), then checkpoint pointers.
     let o = nandkit(&["dump", s(&img), "--block", "0", "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let b: Value = serde_json::from_slice(&o.stdout).unwrap();
     let pages = b["pages"].as_array().unwrap();
     assert_eq!(pages.len(), 64);
-    // mkfs writes the file system record (object 0), then the root directory (object 1).
-    assert_eq!(pages[0]["kind"], "header");
-    assert_eq!(pages[0]["obj"], 0);
-    assert_eq!(pages[0]["data_crc_ok"], true);
-    assert_eq!(pages[1]["obj"], 1);
+    assert_eq!(pages[0]["kind"], "anchor");
+    assert_eq!(pages[0]["check_ok"], true);
+    assert_eq!(pages[1]["kind"], "anchor");
     assert_eq!(pages[63]["kind"], "erased");
-    let o = nandkit(&["dump", s(&img), "--block", "0"]);
+    // Block 2: mkfs wrote the root directory's header (object 1) first.
+    let o = nandkit(&["dump", s(&img), "--block", "2", "--json"]);
+    let b: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let pages = b["pages"].as_array().unwrap();
+    assert_eq!(pages[0]["kind"], "header");
+    assert_eq!(pages[0]["obj"], 1);
+    assert_eq!(pages[0]["check_ok"], true);
+    let o = nandkit(&["dump", s(&img), "--block", "2"]);
     assert!(stdout(&o).contains("header"), "{}", stdout(&o));
 }
 
@@ -152,9 +163,9 @@ fn mkfs_with_another_geometry_needs_force_and_recreates() {
     let o = nandkit(&["info", s(&img), "--json"]);
     let r: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(r["device"]["name"], "smallblock-64m");
-    // 512-byte pages with a 16-byte OOB keep their tags in band.
-    assert_eq!(r["tags"], "in-band");
-    assert_eq!(r["chunk_bytes"], 512 - 40);
+    // 512-byte pages with a 16-byte OOB use the small tag layout: whole 512-byte chunks.
+    assert_eq!(r["tags"], "small");
+    assert_eq!(r["chunk_bytes"], 512);
     let o = nandkit(&["fsck", s(&img)]);
     assert!(o.status.success(), "{}", stdout(&o));
 }
@@ -259,11 +270,24 @@ fn corrupt_images_are_clear_errors_never_panics() {
 #[test]
 fn fsck_reports_damage_to_a_used_page() {
     let (_dir, img) = tiny_image();
-    // Damage the data area of page 1 (the root directory's header) without touching its
-    // tags: its data CRC no longer holds.
-    let raw_page = 2048 + 64;
+    // Damage the data area of the root directory's header page without touching its tags:
+    // the chip's ECC and the record's CRC no longer hold.
+    let g = nandkit_flash::preset("tiny").unwrap().geometry;
+    let layout = nandkit_fs::layout::Layout::new(g).unwrap();
+    let raw = g.raw_page_bytes();
+    let page = g.page_size_bytes as usize;
     let mut bytes = std::fs::read(&img).unwrap();
-    for b in &mut bytes[raw_page..raw_page + 16] {
+    let root_header = (0..bytes.len() / raw)
+        .find(|&p| {
+            matches!(
+                layout.decode_tags(&bytes[p * raw + page..(p + 1) * raw]),
+                nandkit_fs::format::TagRead::Valid(nandkit_fs::format::Tags::Header(h))
+                    if h.obj == nandkit_fs::ROOT_INO
+            )
+        })
+        .expect("the root's header");
+    let at = root_header * raw;
+    for b in &mut bytes[at..at + 16] {
         *b ^= 0x5A;
     }
     std::fs::write(&img, &bytes).unwrap();

@@ -100,6 +100,7 @@ impl<F: Flash> FileSystem<F> {
         let (buf, oob) = self.layout.encode_page(&tags, &special.encode());
         let addr = self.layout.block_addr(block).page(page);
         let r = self.dev.program_page(addr, &buf, &oob);
+        self.stats.anchor_pages_written += 1;
         r.map_err(|e| self.fail(e))
     }
 

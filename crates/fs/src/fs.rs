@@ -58,6 +58,8 @@ pub struct FsStats {
     pub header_pages_written: u64,
     pub summary_pages_written: u64,
     pub checkpoint_pages_written: u64,
+    /// File system record copies and checkpoint pointers written to the anchor blocks.
+    pub anchor_pages_written: u64,
     /// Valid pages moved by cleaning.
     pub pages_copied: u64,
     pub blocks_cleaned: u64,

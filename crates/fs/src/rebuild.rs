@@ -35,7 +35,7 @@ struct Hdr {
     pno: u32,
     version: u64,
     facts: HeaderFacts,
-    record: Option<Record>,
+    record: Option<Box<Record>>,
 }
 
 /// One data page the scan found.
@@ -128,7 +128,7 @@ impl<F: Flash> FileSystem<F> {
         for &ino in &targets {
             let h = newest.get(&ino).expect("targets have headers");
             if h.record.is_none() {
-                let rec = self.read_record(h.pno, ino).ok();
+                let rec = self.read_record(h.pno, ino).ok().map(Box::new);
                 newest.get_mut(&ino).expect("listed").record = rec;
             }
         }
@@ -163,7 +163,7 @@ impl<F: Flash> FileSystem<F> {
             o.headers_on_flash = headers_on_flash;
             o.parent = h.facts.parent;
             if let Some(r) = &h.record {
-                o.details = Some(Box::new(Details::from_record(r.clone())));
+                o.details = Some(Box::new(Details::from_record((**r).clone())));
                 o.parent = r.names.first().map_or(0, |n| n.parent);
             }
             self.blocks.set_valid(h.pno);

@@ -52,7 +52,7 @@ pub(crate) enum Found {
         version: u64,
         facts: HeaderFacts,
         /// The record, when the scan read the page.
-        record: Option<Record>,
+        record: Option<Box<Record>>,
     },
 }
 
@@ -371,7 +371,7 @@ impl<F: Flash> FileSystem<F> {
             obj,
             version: rec.version,
             facts: rec.facts(obj),
-            record: Some(rec),
+            record: Some(Box::new(rec)),
         }))
     }
 
@@ -486,7 +486,7 @@ impl<F: Flash> FileSystem<F> {
                                 obj: h.obj,
                                 version: rec.version,
                                 facts: rec.facts(h.obj),
-                                record: Some(rec),
+                                record: Some(Box::new(rec)),
                             },
                         });
                     }

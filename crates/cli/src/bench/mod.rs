@@ -216,6 +216,10 @@ pub struct PhaseStats {
     /// Object header (metadata) pages written.
     pub header_pages_written: u64,
     pub checkpoint_pages_written: u64,
+    /// Block summary pages written (one per full block that does not end in a run).
+    pub summary_pages_written: u64,
+    /// Anchor block pages (file system record copies, checkpoint pointers) written.
+    pub anchor_pages_written: u64,
     /// Bytes of user data accepted by write.
     pub user_bytes: u64,
     /// user_bytes in chunks (one flash page of user data each), rounded up.
@@ -242,6 +246,8 @@ impl PhaseStats {
             header_pages_written: end.fs.header_pages_written - start.fs.header_pages_written,
             checkpoint_pages_written: end.fs.checkpoint_pages_written
                 - start.fs.checkpoint_pages_written,
+            summary_pages_written: end.fs.summary_pages_written - start.fs.summary_pages_written,
+            anchor_pages_written: end.fs.anchor_pages_written - start.fs.anchor_pages_written,
             user_bytes,
             user_pages,
             write_amplification: ratio(programs as f64, user_pages as f64),
@@ -258,12 +264,14 @@ impl PhaseStats {
             "", self.flash_reads, self.flash_oob_reads, self.flash_programs, self.flash_erases
         );
         println!(
-            "{:<12}fs: {} data + {} header + {} checkpoint pages written, {} pages copied \
-             by cleaning ({} blocks)",
+            "{:<12}fs: {} data + {} header + {} summary + {} checkpoint + {} anchor pages \
+             written, {} pages copied by cleaning ({} blocks)",
             "",
             self.data_pages_written,
             self.header_pages_written,
+            self.summary_pages_written,
             self.checkpoint_pages_written,
+            self.anchor_pages_written,
             self.pages_copied,
             self.blocks_cleaned
         );

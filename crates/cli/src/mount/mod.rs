@@ -285,27 +285,31 @@ fn serve(p: &Prepared, ready: Option<ReadyPipe>) -> anyhow::Result<()> {
         .lock()
         .map_err(|_| anyhow::anyhow!("a request handler panicked; not writing a checkpoint"))?
         .take();
-    let checkpoint = fs.as_ref().is_some_and(|fs| fs.config().checkpoint);
+    let keeps_checkpoints = fs.as_ref().is_some_and(|fs| fs.config().checkpoint);
     let result = match fs {
         Some(fs) => fs
-            .unmount()
-            .and_then(|mut dev| dev.sync().map_err(Into::into))
+            .unmount_reporting()
+            .and_then(|(mut dev, written)| {
+                dev.sync()?;
+                Ok(written)
+            })
             .with_context(|| format!("unmounting {}", p.image.display())),
-        None => Ok(()),
+        None => Ok(false),
     };
     match (&served, &result) {
         (Err(e), _) => eprintln!("nandkit: FUSE session ended with an error: {e}"),
-        (Ok(()), Ok(())) => eprintln!(
+        (Ok(()), Ok(written)) => eprintln!(
             "nandkit: unmounted {}: everything flushed{}",
             p.image.display(),
-            if checkpoint && !p.config.read_only {
-                ", checkpoint written"
-            } else {
-                ""
+            match (*written, keeps_checkpoints && !p.config.read_only) {
+                (true, _) => ", checkpoint written",
+                (false, true) => "; no checkpoint could be written, the next mount scans",
+                (false, false) => "",
             }
         ),
         _ => {}
     }
+    let result = result.map(|_| ());
     if let Err(e) = &result {
         eprintln!("Error: {e:?}");
     }
