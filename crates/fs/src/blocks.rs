@@ -5,7 +5,7 @@
 //! `next_page` on are free. The table also keeps the set of blocks cleaning may reclaim
 //! (candidates), indexed so that victim selection costs the same on any device size.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use serde::Serialize;
 
@@ -66,8 +66,9 @@ pub struct BlockTable {
     /// One bit per page: set when the page is valid.
     valid_bits: Vec<u64>,
     /// Per block: objects whose header pages (any version) sit in it, for tombstone
-    /// lifetimes (see the file system's tombstone handling).
-    pub header_objs: Vec<Vec<u32>>,
+    /// lifetimes (see the file system's tombstone handling). Blocks holding none (file
+    /// data) have no entry.
+    header_objs: HashMap<u32, Vec<u32>>,
     pub pages_per_block: u32,
     pub empty: u32,
     /// One bit per block: a cleaning candidate.
@@ -99,7 +100,7 @@ impl BlockTable {
                 blocks as usize
             ],
             valid_bits: vec![0; pages.div_ceil(64)],
-            header_objs: vec![Vec::new(); blocks as usize],
+            header_objs: HashMap::new(),
             pages_per_block,
             empty: blocks,
             cand_bits: vec![0; (blocks as usize).div_ceil(64)],
@@ -319,6 +320,46 @@ impl BlockTable {
         )
     }
 
+    /// A header page of `ino` was written to `block`.
+    pub fn add_header(&mut self, block: u32, ino: u32) {
+        self.header_objs.entry(block).or_default().push(ino);
+    }
+
+    /// The objects with header pages in `block` (each once per page).
+    pub fn headers_in(&self, block: u32) -> &[u32] {
+        self.header_objs.get(&block).map_or(&[], |v| v.as_slice())
+    }
+
+    /// Forgets (and returns) the header owners of an erased block.
+    pub fn take_headers(&mut self, block: u32) -> Vec<u32> {
+        self.header_objs.remove(&block).unwrap_or_default()
+    }
+
+    pub fn set_headers(&mut self, block: u32, inos: Vec<u32>) {
+        if inos.is_empty() {
+            self.header_objs.remove(&block);
+        } else {
+            self.header_objs.insert(block, inos);
+        }
+    }
+
+    /// Blocks holding header pages of `ino`.
+    pub fn blocks_with_headers_of(&self, ino: u32) -> Vec<u32> {
+        let mut out: Vec<u32> = self
+            .header_objs
+            .iter()
+            .filter(|(_, v)| v.contains(&ino))
+            .map(|(&b, _)| b)
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    /// Every block's header owners.
+    pub fn all_headers(&self) -> impl Iterator<Item = (u32, &[u32])> {
+        self.header_objs.iter().map(|(&b, v)| (b, v.as_slice()))
+    }
+
     /// Recounts every block's valid pages from the bitmap (after restoring it).
     pub fn recount(&mut self) {
         let ppb = self.pages_per_block;
@@ -335,10 +376,10 @@ impl BlockTable {
     pub fn heap_bytes(&self) -> usize {
         self.blocks.capacity() * std::mem::size_of::<Block>()
             + self.valid_bits.capacity() * 8
-            + self.header_objs.capacity() * std::mem::size_of::<Vec<u32>>()
+            + self.header_objs.capacity() * (4 + std::mem::size_of::<Vec<u32>>())
             + self
                 .header_objs
-                .iter()
+                .values()
                 .map(|v| v.capacity() * 4)
                 .sum::<usize>()
             + self.cand_bits.capacity() * 8

@@ -97,14 +97,15 @@ impl<F: Flash> FileSystem<F> {
                 .blocks
                 .blocks
                 .iter()
-                .zip(&self.blocks.header_objs)
+                .enumerate()
+                .map(|(i, b)| (b, self.blocks.headers_in(i as u32)))
                 .map(|(b, h)| CkptBlock {
                     state: state_code(b.state),
                     flags: b.flags,
                     next_page: b.next_page,
                     base_serial: b.base_serial,
                     overhead: b.overhead,
-                    header_objs: h.clone(),
+                    header_objs: h.to_vec(),
                 })
                 .collect(),
             tombstones,
@@ -263,7 +264,7 @@ impl<F: Flash> FileSystem<F> {
                 blk.overhead = cb.overhead;
                 blk.flags = cb.flags;
             });
-            self.blocks.header_objs[b as usize] = cb.header_objs.clone();
+            self.blocks.set_headers(b, cb.header_objs.clone());
         }
         // Pages owned by objects and tombstones are the valid ones; each at most once.
         let claim = |fs: &mut Self, pno: u32| -> bool {
@@ -324,7 +325,7 @@ impl<F: Flash> FileSystem<F> {
         }
         let mut headers: HashMap<Ino, u32> =
             image.tombstones.iter().map(|&(ino, _)| (ino, 0)).collect();
-        for list in &self.blocks.header_objs {
+        for (_, list) in self.blocks.all_headers() {
             for ino in list {
                 if let Some(n) = headers.get_mut(ino) {
                     *n += 1;

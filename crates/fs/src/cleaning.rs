@@ -228,7 +228,7 @@ impl<F: Flash> FileSystem<F> {
     /// The header pages of an erased block are gone: count them off, and drop tombstones
     /// that no longer bury anything.
     fn forget_headers_in(&mut self, block: u32) {
-        for obj in std::mem::take(&mut self.blocks.header_objs[block as usize]) {
+        for obj in self.blocks.take_headers(block) {
             if let Some(o) = self.objects.get_mut(&obj) {
                 o.headers_on_flash = o.headers_on_flash.saturating_sub(1);
                 continue;

@@ -75,14 +75,7 @@ impl<F: Flash> FileSystem<F> {
     /// headers of it (their summaries, or their pages' tags).
     fn older_header(&mut self, ino: Ino, skip: Option<u32>) -> Result<Option<Record>> {
         let kind = self.obj(ino)?.kind;
-        let blocks: Vec<u32> = self
-            .blocks
-            .header_objs
-            .iter()
-            .enumerate()
-            .filter(|(_, v)| v.contains(&ino))
-            .map(|(b, _)| b as u32)
-            .collect();
+        let blocks = self.blocks.blocks_with_headers_of(ino);
         let mut best: Option<Record> = None;
         for b in blocks {
             for pno in self.header_pages_in(b, ino)? {

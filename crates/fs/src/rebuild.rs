@@ -65,7 +65,7 @@ impl<F: Flash> FileSystem<F> {
                     max_serial = max_serial.max(version);
                     max_ino = max_ino.max(obj);
                     *counts.entry(obj).or_insert(0) += 1;
-                    self.blocks.header_objs[self.layout.block_of(s.pno) as usize].push(obj);
+                    self.blocks.add_header(self.layout.block_of(s.pno), obj);
                     headers.entry(obj).or_default().push(Hdr {
                         pno: s.pno,
                         version,
@@ -462,6 +462,10 @@ impl<F: Flash> FileSystem<F> {
     /// free page (a full one cannot, and is cleaned instead).
     fn seal_found_blocks(&mut self) -> Result<()> {
         let ppb = self.layout.pages_per_block;
+        if !self.to_seal.is_empty() {
+            // The state changes: a checkpoint on flash no longer describes it.
+            self.erase_stale_checkpoint()?;
+        }
         for (b, entries) in std::mem::take(&mut self.to_seal) {
             let blk = *self.blocks.get(b);
             if blk.state != BlockState::Full {

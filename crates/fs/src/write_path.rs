@@ -155,7 +155,7 @@ impl<F: Flash> FileSystem<F> {
                     let pno = self.layout.pno(block, page);
                     self.blocks.set_valid(pno);
                     if let Tags::Header(h) = &tags {
-                        self.blocks.header_objs[block as usize].push(h.obj);
+                        self.blocks.add_header(block, h.obj);
                         self.count_header(h.obj);
                     }
                     if let Some(e) = self.summary_entry(&tags, data.len()) {

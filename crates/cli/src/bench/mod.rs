@@ -7,6 +7,7 @@
 //! (`--seed`, bad blocks and bit errors) and the workload's (`--workload-seed`).
 
 mod heap;
+mod mount;
 mod random_overwrite;
 mod seq_write;
 
@@ -64,6 +65,17 @@ enum BenchCommand {
             nandkit bench heap --files 1000 --big-file-size 8MiB"
     )]
     Heap(heap::HeapArgs),
+    /// Mount cost (flash reads, time, heap) from a checkpoint and by full scan.
+    #[command(
+        long_about = mount::LONG_ABOUT,
+        after_help = "Targets on the default (2,000 files of 2 KiB, 32 MiB of 2 KiB pages): \
+            checkpoint mount <= 150 reads, scan mount <= 400 reads, heap <= 400 KB.\n\n\
+            Examples:\n  \
+            nandkit bench mount\n  \
+            nandkit bench mount --json\n  \
+            nandkit bench mount --device-size 128MiB --files 20000 --json"
+    )]
+    Mount(mount::MountArgs),
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -71,6 +83,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::SeqWrite(a) => seq_write::run(a),
         BenchCommand::RandomOverwrite(a) => random_overwrite::run(a),
         BenchCommand::Heap(a) => heap::run(a),
+        BenchCommand::Mount(a) => mount::run(a),
     }
 }
 
