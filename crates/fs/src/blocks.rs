@@ -78,6 +78,10 @@ pub struct BlockTable {
     /// The valid count each candidate is filed under in `by_valid`.
     filed: Vec<u32>,
     candidates: u32,
+    /// Valid pages over all blocks.
+    valid_pages: u64,
+    /// Header page entries over all blocks (`header_objs`).
+    header_pages: u64,
     /// Candidates with flags (retire, scrub, no summary): cleaned first.
     flagged: BTreeSet<u32>,
 }
@@ -107,6 +111,8 @@ impl BlockTable {
             by_valid: BTreeSet::new(),
             filed: vec![NOT_FILED; blocks as usize],
             candidates: 0,
+            valid_pages: 0,
+            header_pages: 0,
             flagged: BTreeSet::new(),
         }
     }
@@ -138,6 +144,7 @@ impl BlockTable {
         self.valid_bits[pno as usize / 64] |= 1 << (pno % 64);
         let b = pno / self.pages_per_block;
         self.blocks[b as usize].valid += 1;
+        self.valid_pages += 1;
         self.refile(b);
     }
 
@@ -146,6 +153,7 @@ impl BlockTable {
             self.valid_bits[pno as usize / 64] &= !(1 << (pno % 64));
             let b = pno / self.pages_per_block;
             self.blocks[b as usize].valid -= 1;
+            self.valid_pages -= 1;
             self.refile(b);
         }
     }
@@ -283,7 +291,12 @@ impl BlockTable {
     }
 
     pub fn valid_total(&self) -> u64 {
-        self.blocks.iter().map(|b| u64::from(b.valid)).sum()
+        self.valid_pages
+    }
+
+    /// Header pages (any version) on flash, over all blocks.
+    pub fn header_total(&self) -> u64 {
+        self.header_pages
     }
 
     /// MODA's parameters over the whole device: utilisation u (valid / all pages),
@@ -323,6 +336,7 @@ impl BlockTable {
     /// A header page of `ino` was written to `block`.
     pub fn add_header(&mut self, block: u32, ino: u32) {
         self.header_objs.entry(block).or_default().push(ino);
+        self.header_pages += 1;
     }
 
     /// The objects with header pages in `block` (each once per page).
@@ -332,13 +346,15 @@ impl BlockTable {
 
     /// Forgets (and returns) the header owners of an erased block.
     pub fn take_headers(&mut self, block: u32) -> Vec<u32> {
-        self.header_objs.remove(&block).unwrap_or_default()
+        let v = self.header_objs.remove(&block).unwrap_or_default();
+        self.header_pages -= v.len() as u64;
+        v
     }
 
     pub fn set_headers(&mut self, block: u32, inos: Vec<u32>) {
-        if inos.is_empty() {
-            self.header_objs.remove(&block);
-        } else {
+        self.take_headers(block);
+        self.header_pages += inos.len() as u64;
+        if !inos.is_empty() {
             self.header_objs.insert(block, inos);
         }
     }
@@ -370,6 +386,7 @@ impl BlockTable {
             self.blocks[b as usize].valid = valid;
             self.refile(b);
         }
+        self.valid_pages = self.blocks.iter().map(|b| u64::from(b.valid)).sum();
     }
 
     /// Heap bytes this table holds (for the memory figures).

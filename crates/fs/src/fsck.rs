@@ -177,6 +177,16 @@ impl<F: Flash> FileSystem<F> {
                 );
             }
         }
+        let counted: u64 = self.blocks.blocks.iter().map(|b| u64::from(b.valid)).sum();
+        if counted != self.blocks.valid_total() {
+            p(
+                &mut r,
+                format!(
+                    "the block table counts {} valid pages in all, its blocks {counted}",
+                    self.blocks.valid_total()
+                ),
+            );
+        }
         // Every owned page reads back as its owner expects.
         let mut pages: Vec<(u32, Owner)> = owners.into_iter().collect();
         pages.sort_unstable_by_key(|x| x.0);

@@ -371,12 +371,7 @@ impl<F: Flash> FileSystem<F> {
             return 0;
         }
         let objects = self.objects.len() as u64;
-        let headers: u64 = self
-            .objects
-            .values()
-            .map(|o| u64::from(o.headers_on_flash))
-            .sum::<u64>()
-            + self.tombstones.len() as u64 * 2;
+        let headers = self.blocks.header_total() + self.tombstones.len() as u64;
         let bytes = 256
             + u64::from(self.layout.blocks) * 16
             + objects * 40

@@ -56,10 +56,11 @@ fn is_page(p: u32) -> bool {
     p != NO_PAGE && p != LOST_PAGE
 }
 
-/// An extent list goes dense when it takes more room than a vector of pages would.
+/// An extent list goes dense when it takes more room than a vector of pages would, or
+/// grows long enough that inserting into it costs more than it saves.
 fn too_fragmented(extents: &[Extent]) -> bool {
     let end = extents.last().map_or(0, |e| e.end()) as usize;
-    extents.len() > 8 && extents.len() * 3 > end
+    extents.len() > 8 && (extents.len() * 3 > end || extents.len() > 512)
 }
 
 impl PageMap {
