@@ -549,6 +549,12 @@ pub fn mount_error(image: &Path, e: FsError) -> anyhow::Error {
             image.display(),
             image.display()
         ),
+        e @ FsError::OldFormat { .. } => anyhow::anyhow!(
+            "{}: {e}. Copy its files off with the nandkit that made it, then reformat it \
+             with `nandkit mkfs --force {}`",
+            image.display(),
+            image.display()
+        ),
         e => anyhow::Error::new(e).context(format!("mounting {}", image.display())),
     }
 }

@@ -207,12 +207,10 @@ impl<F: Flash> FileSystem<F> {
     fn refuse_other_formats(&mut self) -> Result<()> {
         let (data, oob, _) = self.read_full(0)?;
         if crate::format::legacy::is_v1_page(&data, &oob) {
-            return Err(FsError::NotFormatted(format!(
-                "this image has nandkit on-flash format version 1; this nandkit reads \
-                 version {} (reformat it with `nandkit mkfs --force`, after copying the files \
-                 off with the nandkit that made it)",
-                crate::format::FORMAT_VERSION
-            )));
+            return Err(FsError::OldFormat {
+                found: 1,
+                supported: crate::format::FORMAT_VERSION,
+            });
         }
         Ok(())
     }

@@ -34,6 +34,11 @@ pub enum FsError {
     NotSupported(&'static str),
     #[error("not a nandkit file system: {0}")]
     NotFormatted(String),
+    #[error(
+        "this image has nandkit on-flash format version {found}; this nandkit reads version \
+         {supported}"
+    )]
+    OldFormat { found: u8, supported: u8 },
     #[error("flash: {0}")]
     Flash(#[from] FlashError),
 }
@@ -42,22 +47,23 @@ impl FsError {
     /// The errno this error reports through POSIX interfaces (FUSE).
     pub fn errno(&self) -> i32 {
         match self {
-            FsError::NotFound => 2,         // ENOENT
-            FsError::Exists => 17,          // EEXIST
-            FsError::NotDir => 20,          // ENOTDIR
-            FsError::IsDir => 21,           // EISDIR
-            FsError::NotEmpty => 39,        // ENOTEMPTY
-            FsError::NoSpace => 28,         // ENOSPC
-            FsError::NameTooLong => 36,     // ENAMETOOLONG
-            FsError::Invalid(_) => 22,      // EINVAL
-            FsError::Io(_) => 5,            // EIO
-            FsError::ReadOnly => 30,        // EROFS
-            FsError::NotPermitted => 1,     // EPERM
-            FsError::TooManyLinks => 31,    // EMLINK
-            FsError::NoData => 61,          // ENODATA
-            FsError::NotSupported(_) => 95, // EOPNOTSUPP
-            FsError::NotFormatted(_) => 22, // EINVAL
-            FsError::Flash(_) => 5,         // EIO
+            FsError::NotFound => 2,          // ENOENT
+            FsError::Exists => 17,           // EEXIST
+            FsError::NotDir => 20,           // ENOTDIR
+            FsError::IsDir => 21,            // EISDIR
+            FsError::NotEmpty => 39,         // ENOTEMPTY
+            FsError::NoSpace => 28,          // ENOSPC
+            FsError::NameTooLong => 36,      // ENAMETOOLONG
+            FsError::Invalid(_) => 22,       // EINVAL
+            FsError::Io(_) => 5,             // EIO
+            FsError::ReadOnly => 30,         // EROFS
+            FsError::NotPermitted => 1,      // EPERM
+            FsError::TooManyLinks => 31,     // EMLINK
+            FsError::NoData => 61,           // ENODATA
+            FsError::NotSupported(_) => 95,  // EOPNOTSUPP
+            FsError::NotFormatted(_) => 22,  // EINVAL
+            FsError::OldFormat { .. } => 22, // EINVAL
+            FsError::Flash(_) => 5,          // EIO
         }
     }
 }

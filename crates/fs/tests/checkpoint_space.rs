@@ -115,11 +115,17 @@ fn a_version_1_image_is_refused_by_name() {
         };
         let msg = e.to_string();
         assert!(
-            matches!(e, FsError::NotFormatted(_))
-                && msg.contains("version 1")
+            matches!(
+                e,
+                FsError::OldFormat {
+                    found: 1,
+                    supported: 2
+                }
+            ) && msg.contains("version 1")
                 && msg.contains("version 2"),
             "{}: {msg}",
             dev.name()
         );
+        assert_eq!(e.errno(), 22);
     }
 }
