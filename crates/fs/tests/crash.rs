@@ -1475,6 +1475,44 @@ fn crash_during_unmount() {
     }
 }
 
+/// An image cleanly unmounted after `w` (on a fresh file system), and what it holds.
+fn unmounted_image(images: &Images, name: &str, w: Workload, seed: u64) -> (PathBuf, Durable) {
+    let path = images.dir.path().join(name);
+    copy_image(&images.blank, &path);
+    let flash = open_image(&path);
+    let mut d = Driver::new(FileSystem::format(flash, yaffs(images.dev), clock()).unwrap());
+    w(&mut d, seed).unwrap();
+    let Driver { fs, mut m } = d;
+    for h in m.files.values_mut() {
+        h.synced();
+    }
+    drop(fs.unmount().unwrap());
+    (path, m)
+}
+
+fn nothing(_: &mut Driver, _: u64) -> Result<()> {
+    Ok(())
+}
+
+/// Unmount right after a checkpoint mount (its first ops erase the old checkpoint), with
+/// nothing changed or with unsynced changes only.
+#[test]
+fn crash_during_unmount_after_checkpoint_mount() {
+    for dev in Dev::ALL {
+        let images = Images::new(dev);
+        let (base, m) = unmounted_image(&images, "mix.img", namespace_mix, 3);
+        let start = Start::Image(base, Box::new(m));
+        let workloads: [(&str, Workload); 2] = [
+            ("a checkpoint mount, nothing changed", nothing),
+            ("a checkpoint mount, unsynced changes", unsynced_tail),
+        ];
+        for (label, w) in workloads {
+            let ops = unmount_sweep(&images, label, &start, w, 5);
+            assert!(ops > 2, "{label} on {}: {ops} ops", dev.name());
+        }
+    }
+}
+
 /// An image whose current anchor block is full of checkpoint pointers, so that its next
 /// clean unmount erases the other anchor block and starts it over (record, then pointer).
 fn anchor_full_image(images: &Images) -> (PathBuf, Durable) {
@@ -1867,7 +1905,12 @@ fn check_names_cold(fs: &mut Fs, m: &Durable, ctx: &str) -> u64 {
     let uncertain = uncertain_names(m);
     let loaded = fs.stats().details_loaded;
     let show = |n: &[u8]| String::from_utf8_lossy(n).into_owned();
-    let beta = m.names[&(ROOT_INO, b"beta".to_vec())];
+    // "beta" (the root if the cut came before it was made).
+    let beta = m
+        .names
+        .get(&(ROOT_INO, b"beta".to_vec()))
+        .copied()
+        .unwrap_or(ROOT_INO);
     let mut listed: Vec<(Vec<u8>, Ino)> = fs
         .readdir(beta)
         .unwrap_or_else(|e| panic!("{ctx}: readdir: {e}"))
