@@ -11,16 +11,26 @@
 //! - the recovered file system keeps working: more writes, a clean remount and a crash
 //!   remount later, everything still reads back.
 //!
+//! Besides workloads, the cuts hit mkfs, unmount (its sync, the checkpoint and the anchor
+//! pointer), the first writes after a checkpoint mount, cleaning on a nearly full device,
+//! truncation and regrowth, and the writes a mount makes to repair what it found.
+//!
 //! A failure names the workload, the geometry, the seed and the op number: rerunning that
-//! one cut replays it exactly. `NANDKIT_LONG=1` cuts at every op of the cleaning workload
-//! too (by default every few ops) and runs more random seeds.
+//! one cut replays it exactly. Every sweep cuts at every op by default; `NANDKIT_LONG=1`
+//! runs more seeds (random cuts, every-op sweeps, unmount, after a checkpoint mount, lazy
+//! names).
 
 mod common;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use common::*;
-use nandkit_flash::PowerCut;
+use nandkit_flash::{
+    BlockAddr, Command, Completion, DeviceOptions, EccReport, Flash, FlashDevice, FlashError,
+    Geometry, PageAddr, PowerCut,
+};
 use nandkit_fs::*;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -46,6 +56,8 @@ struct Durable {
     in_flight: Option<InFlight>,
     files: HashMap<Ino, FileHistory>,
     kinds: HashMap<Ino, Kind>,
+    /// Names that existed once and are gone as of the last namespace operation.
+    gone: BTreeSet<(Ino, Vec<u8>)>,
 }
 
 /// Runs workload operations on a file system and remembers what must have survived.
@@ -76,13 +88,20 @@ impl Driver {
                 in_flight: None,
                 files: HashMap::new(),
                 kinds: HashMap::from([(ROOT_INO, Kind::Dir)]),
+                gone: BTreeSet::new(),
             },
         }
     }
 
     fn namespace_op<T>(&mut self, r: Result<T>, after: InFlight) -> Result<T> {
         match (&r, &after) {
-            (Ok(_), InFlight::Tree(t)) => self.names = t.clone(),
+            (Ok(_), InFlight::Tree(t)) => {
+                let m = &mut self.m;
+                m.gone
+                    .extend(m.names.keys().filter(|k| !t.contains_key(*k)).cloned());
+                m.gone.retain(|k| !t.contains_key(k));
+                m.names = t.clone();
+            }
             (Ok(_), InFlight::Create(..)) => {} // the caller records it
             // Refused operations change nothing; one cut short by the power may have.
             (Err(_), _) if self.fs.device().power_lost() => self.in_flight = Some(after),
@@ -96,6 +115,7 @@ impl Driver {
         let r = self.fs.create(parent, name, new);
         let r = self.namespace_op(r, InFlight::Create(parent, name.to_vec(), kind))?;
         self.names.insert((parent, name.to_vec()), r.ino);
+        self.gone.remove(&(parent, name.to_vec()));
         self.kinds.insert(r.ino, kind);
         if kind == Kind::File {
             self.files.insert(r.ino, FileHistory::default());
@@ -217,7 +237,16 @@ impl Driver {
 
 /// Checks a recovered file system against what the driver knew was durable.
 fn verify(fs: &mut Fs, d: &Durable, ctx: &str) -> Result<Dentries> {
+    verify_full(fs, d, ctx).map(|(tree, _)| tree)
+}
+
+/// Every reachable file's contents, as a recovery check read them.
+type Contents = BTreeMap<Ino, Vec<u8>>;
+
+/// `verify`, also handing back the contents it read (for `keep_working_from`).
+fn verify_full(fs: &mut Fs, d: &Durable, ctx: &str) -> Result<(Dentries, Contents)> {
     assert_fsck(fs, ctx);
+    let mut contents = Contents::new();
     let got = dentries(fs)?;
     let mut new_object = None;
     if got != d.names {
@@ -281,21 +310,27 @@ fn verify(fs: &mut Fs, d: &Durable, ctx: &str) -> Result<Dentries> {
                         panic!("{ctx}: file {ino}: {why}");
                     }
                 }
+                contents.insert(ino, content);
             }
             _ => assert_eq!(a.nlink, n, "{ctx}: nlink of {ino}"),
         }
     }
-    Ok(got)
+    Ok((got, contents))
 }
 
 /// After recovery: more writes, a remount and a crash remount; everything must stay.
-fn keep_working(mut fs: Fs, mut tree: Dentries, ctx: &str) -> Fs {
-    let mut contents: BTreeMap<Ino, Vec<u8>> = BTreeMap::new();
+fn keep_working(mut fs: Fs, tree: Dentries, ctx: &str) -> Fs {
+    let mut contents = Contents::new();
     for &ino in tree.values() {
         if fs.getattr(ino).unwrap().kind == Kind::File {
             contents.insert(ino, read_all(&mut fs, ino).unwrap());
         }
     }
+    keep_working_from(fs, tree, contents, ctx)
+}
+
+/// `keep_working` from the contents a check just read (every file of `tree`).
+fn keep_working_from(mut fs: Fs, mut tree: Dentries, mut contents: Contents, ctx: &str) -> Fs {
     let c = fs.chunk_bytes() as usize;
     let d = fs.create(ROOT_INO, b"post-dir", dir()).unwrap().ino;
     let f = fs.create(ROOT_INO, b"post-file", file()).unwrap().ino;
@@ -358,6 +393,11 @@ fn run_cut(mut fs: Fs, w: Workload, seed: u64, cut: Option<PowerCut>) -> (Driver
 
 /// Recovers after a cut and checks everything.
 fn recover_and_check(d: Driver, r: Result<()>, ctx: &str) {
+    recover_and_check_method(d, r, ctx, None);
+}
+
+/// `recover_and_check`, also requiring the mount after the cut to be made `method`'s way.
+fn recover_and_check_method(d: Driver, r: Result<()>, ctx: &str, method: Option<MountMethod>) {
     assert!(
         r.is_err(),
         "{ctx}: the workload finished although power was cut"
@@ -371,8 +411,15 @@ fn recover_and_check(d: Driver, r: Result<()>, ctx: &str) {
     );
     flash.power_cycle().unwrap();
     let mut fs = mount(flash).unwrap_or_else(|e| panic!("{ctx}: mount after the cut: {e}"));
-    let tree = verify(&mut fs, &m, ctx).unwrap_or_else(|e| panic!("{ctx}: {e}"));
-    keep_working(fs, tree, ctx);
+    if let Some(method) = method {
+        assert_eq!(
+            fs.mount_method(),
+            method,
+            "{ctx}: how the mount found its state"
+        );
+    }
+    let (tree, contents) = verify_full(&mut fs, &m, ctx).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+    keep_working_from(fs, tree, contents, ctx);
 }
 
 /// Counts the workload's state-changing operations (and checks it runs clean uncut).
@@ -742,7 +789,7 @@ fn random_workload(d: &mut Driver, seed: u64) -> Result<()> {
 
 #[test]
 fn crash_random_workloads_random_cuts() {
-    let seeds = if long() { 0..400 } else { 0..40 };
+    let seeds = if long() { 0..2000 } else { 0..400 };
     let mut cuts = 0;
     for dev in Dev::ALL {
         for seed in seeds.clone() {
@@ -760,16 +807,16 @@ fn crash_random_workloads_random_cuts() {
             cuts += 1;
         }
     }
-    assert!(cuts >= 80);
+    assert!(cuts >= 800);
 }
 
 /// Every op of one random workload, for a few seeds.
 #[test]
 fn crash_random_workload_every_op() {
     let seeds: &[u64] = if long() {
-        &[100, 101, 102, 103]
+        &[100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111]
     } else {
-        &[100]
+        &[100, 101, 102, 103]
     };
     for &seed in seeds {
         for dev in Dev::ALL {
@@ -779,12 +826,13 @@ fn crash_random_workload_every_op() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Cuts during cleaning: a tiny device kept nearly full, so overwrites make the cleaner copy
-// pages and erase blocks all the time.
+// Cuts during cleaning: a device kept nearly full, so overwrites make the cleaner copy pages
+// and erase blocks all the time.
 
-/// A tiny device, nearly full of a cold file and a hot one, cleanly unmounted.
-fn gc_snapshot() -> nandkit_flash::FlashDevice {
-    let mut fs = format(Dev::Tiny);
+/// A device nearly full of a cold file and a hot one, cleanly unmounted. Both geometries
+/// have 4096 pages: 3500 of them live.
+fn gc_snapshot(dev: Dev) -> nandkit_flash::FlashDevice {
+    let mut fs = format(dev);
     let c = fs.chunk_bytes() as usize;
     let cold = fs.create(ROOT_INO, b"cold", file()).unwrap().ino;
     fs.write(cold, 0, &pattern(1, 2900 * c)).unwrap();
@@ -848,30 +896,79 @@ fn fs_placeholder() -> Fs {
     format(Dev::Small)
 }
 
-#[test]
-fn crash_during_cleaning() {
-    let mut snap = gc_snapshot();
-    let stride = if long() { 1 } else { 5 };
+/// Cuts at every op of the cleaning workload, from the nearly full snapshot (a checkpoint
+/// mount: the first write also erases the checkpoint). Shard `k` of `shards` takes the ops
+/// `n` with `n % shards == k`: each cut costs about 0.2 s on the tiny geometry (every file
+/// is read back five times, the nearly full device's 7 MB), so the sweep is split for the
+/// test threads to share.
+fn cleaning_sweep(dev: Dev, shard: u64, shards: u64) {
+    let mut snap = gc_snapshot(dev);
+    // What the snapshot holds: read once; each run starts from a cold checkpoint mount.
+    let model = adopt(mount(clone_device(&mut snap)).unwrap()).m;
+    let start = |snap: &mut FlashDevice| {
+        let fs = mount(clone_device(snap)).unwrap();
+        assert_eq!(fs.mount_method(), MountMethod::Checkpoint);
+        Driver {
+            fs,
+            m: model.clone(),
+        }
+    };
     // Uncut, to count and to check the workload really makes the cleaner work.
-    let fs = mount(clone_device(&mut snap)).unwrap();
-    let base = fs.device().state_ops();
-    let mut d = adopt(fs);
+    let mut d = start(&mut snap);
+    let base = d.fs.device().state_ops();
     gc_workload(&mut d, 9).unwrap();
     let total = d.fs.device().state_ops() - base;
     let st = d.fs.stats().clone();
     assert!(
         st.blocks_cleaned >= 5 && st.pages_copied > 100,
-        "the workload hardly cleaned: {st:?}"
+        "the workload hardly cleaned on {}: {st:?}",
+        dev.name()
     );
-    println!("gc workload: {total} state-changing ops, {st:?}");
-    for n in (0..total).step_by(stride) {
-        let ctx = format!("workload gc on tiny seed 9: power cut at op {n} of {total}");
-        let mut fs = mount(clone_device(&mut snap)).unwrap();
-        fs.device_mut().arm_power_cut(PowerCut::AtOp(n));
-        let mut d = adopt(fs);
+    verify(&mut d.fs, &d.m, "gc uncut").unwrap();
+    println!(
+        "gc workload on {}: {total} state-changing ops, {st:?}",
+        dev.name()
+    );
+    for n in (0..total).filter(|n| n % shards == shard) {
+        let ctx = format!(
+            "workload gc on {} seed 9: power cut at op {n} of {total}",
+            dev.name()
+        );
+        let mut d = start(&mut snap);
+        d.fs.device_mut().arm_power_cut(PowerCut::AtOp(n));
         let r = gc_workload(&mut d, 9);
         recover_and_check(d, r, &ctx);
     }
+}
+
+#[test]
+fn crash_during_cleaning_tiny_0() {
+    cleaning_sweep(Dev::Tiny, 0, 4);
+}
+
+#[test]
+fn crash_during_cleaning_tiny_1() {
+    cleaning_sweep(Dev::Tiny, 1, 4);
+}
+
+#[test]
+fn crash_during_cleaning_tiny_2() {
+    cleaning_sweep(Dev::Tiny, 2, 4);
+}
+
+#[test]
+fn crash_during_cleaning_tiny_3() {
+    cleaning_sweep(Dev::Tiny, 3, 4);
+}
+
+#[test]
+fn crash_during_cleaning_small_0() {
+    cleaning_sweep(Dev::Small, 0, 2);
+}
+
+#[test]
+fn crash_during_cleaning_small_1() {
+    cleaning_sweep(Dev::Small, 1, 2);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -894,8 +991,17 @@ fn copy_image(from: &std::path::Path, to: &std::path::Path) {
 }
 
 #[test]
-fn crash_during_mount_repair() {
-    let dev = Dev::Small;
+fn crash_during_mount_repair_tiny() {
+    mount_repair_sweep(Dev::Tiny);
+}
+
+#[test]
+fn crash_during_mount_repair_small() {
+    mount_repair_sweep(Dev::Small);
+}
+
+/// Cuts a workload at every op, then cuts the next mount at each of its repair writes.
+fn mount_repair_sweep(dev: Dev) {
     let tmp = tempfile::tempdir().unwrap();
     let base = tmp.path().join("base.img");
     let work = tmp.path().join("work.img");
@@ -906,8 +1012,7 @@ fn crash_during_mount_repair() {
     let mut mount_cuts = 0;
     for (name, w, seed) in workloads {
         let total = count_ops(dev, w, seed, name);
-        let stride = if long() { 1 } else { 2 };
-        for n in (0..total).step_by(stride) {
+        for n in 0..total {
             let ctx = format!(
                 "workload {name} on {} (image) seed {seed}: power cut at op {n} of {total}",
                 dev.name()
@@ -924,7 +1029,8 @@ fn crash_during_mount_repair() {
             assert!(r.is_err(), "{ctx}: finished uncut");
             let Driver { fs, m } = d;
             drop(fs.into_device()); // the image keeps what the cut left
-                                    // Cut the mount at each of its writes in turn, each time from the same image.
+
+            // Cut the mount at each of its writes in turn, each time from the same image.
             for k in 0.. {
                 assert!(k < 200, "{ctx}: mount keeps writing");
                 copy_image(&base, &work);
@@ -950,6 +1056,940 @@ fn crash_during_mount_repair() {
             }
         }
     }
-    println!("{mount_cuts} cuts during mount-time writes");
-    assert!(mount_cuts >= 5, "mount hardly ever wrote: {mount_cuts}");
+    println!("{}: {mount_cuts} cuts during mount-time writes", dev.name());
+    assert!(
+        mount_cuts >= 5,
+        "mount hardly ever wrote on {}: {mount_cuts}",
+        dev.name()
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// mkfs. `FileSystem::format` and `FileSystem::mount` consume their device and drop it when
+// they fail (a power cut makes them fail), so the device goes in behind a handle the test
+// keeps.
+
+/// A device a file system uses while the test keeps hold of it.
+#[derive(Clone)]
+struct Shared(Arc<Mutex<FlashDevice>>);
+
+impl Shared {
+    fn new(flash: FlashDevice) -> Shared {
+        Shared(Arc::new(Mutex::new(flash)))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, FlashDevice> {
+        self.0.lock().unwrap()
+    }
+
+    /// The device back, once the file system that used it is gone.
+    fn into_inner(self) -> FlashDevice {
+        Arc::try_unwrap(self.0)
+            .ok()
+            .expect("the file system still holds the device")
+            .into_inner()
+            .unwrap()
+    }
+}
+
+type FlashResult<T> = std::result::Result<T, FlashError>;
+
+impl Flash for Shared {
+    fn geometry(&self) -> Geometry {
+        self.lock().geometry()
+    }
+    fn read_page(
+        &mut self,
+        a: PageAddr,
+        data: &mut [u8],
+        oob: &mut [u8],
+    ) -> FlashResult<EccReport> {
+        self.lock().read_page(a, data, oob)
+    }
+    fn read_oob(&mut self, a: PageAddr, oob: &mut [u8]) -> FlashResult<EccReport> {
+        self.lock().read_oob(a, oob)
+    }
+    fn program_page(&mut self, a: PageAddr, data: &[u8], oob: &[u8]) -> FlashResult<()> {
+        self.lock().program_page(a, data, oob)
+    }
+    fn erase_block(&mut self, a: BlockAddr) -> FlashResult<()> {
+        self.lock().erase_block(a)
+    }
+    fn is_bad(&mut self, a: BlockAddr) -> FlashResult<bool> {
+        self.lock().is_bad(a)
+    }
+    fn mark_bad(&mut self, a: BlockAddr) -> FlashResult<()> {
+        self.lock().mark_bad(a)
+    }
+    fn erase_count(&mut self, a: BlockAddr) -> FlashResult<u32> {
+        self.lock().erase_count(a)
+    }
+    fn submit(&mut self, batch: Vec<Command>) -> Vec<Completion> {
+        self.lock().submit(batch)
+    }
+    fn now_ns(&self) -> u64 {
+        self.lock().now_ns()
+    }
+    fn sync(&mut self) -> FlashResult<()> {
+        self.lock().sync()
+    }
+}
+
+/// An empty file system: the root and nothing else, consistent.
+fn check_empty(fs: &mut Fs, ctx: &str) {
+    assert_fsck(fs, ctx);
+    let tree = dentries(fs).unwrap_or_else(|e| panic!("{ctx}: readdir: {e}"));
+    assert_eq!(tree, Dentries::new(), "{ctx}: the tree");
+    let root = fs
+        .getattr(ROOT_INO)
+        .unwrap_or_else(|e| panic!("{ctx}: the root directory: {e}"));
+    assert_eq!(
+        (root.kind, root.nlink),
+        (Kind::Dir, 2),
+        "{ctx}: the root directory"
+    );
+    assert_eq!(fs.statfs().objects, 0, "{ctx}: objects besides the root");
+}
+
+/// mkfs cut at each of its ops (every good block erased, the two copies of the file
+/// system record, the root's header), on a fresh device: the next mount refuses cleanly
+/// (no record: EINVAL, and mkfs works again) or finds an empty file system that works.
+#[test]
+fn crash_during_format() {
+    for dev in Dev::ALL {
+        let g = dev.config().geometry;
+        assert_eq!(g.chips, 1, "page addresses below assume one chip");
+        // Uncut: the ops, and the first record copy's page as it should be.
+        let fs = FileSystem::format(FlashDevice::ram(dev.config()).unwrap(), yaffs(dev), clock())
+            .unwrap();
+        let total = fs.device().state_ops();
+        let anchors = fs.anchor_blocks();
+        let mut reference = fs.into_device();
+        let good = (0..g.blocks_per_chip)
+            .filter(|&b| !reference.is_bad(BlockAddr::new(0, b)).unwrap())
+            .count() as u64;
+        assert_eq!(total, good + 3, "mkfs on {}: ops", dev.name());
+        let record_page = PageAddr::new(0, anchors[0], 0);
+        let record = reference.raw_page(record_page).unwrap();
+        let (mut refused, mut empty) = (0, 0);
+        for n in 0..total {
+            let ctx = format!("mkfs on {}: power cut at op {n} of {total}", dev.name());
+            let shared = Shared::new(FlashDevice::ram(dev.config()).unwrap());
+            shared.lock().arm_power_cut(PowerCut::AtOp(n));
+            match FileSystem::format(shared.clone(), yaffs(dev), clock()) {
+                Ok(_) => panic!("{ctx}: mkfs finished although power was cut"),
+                Err(e) => assert!(shared.lock().power_lost(), "{ctx}: mkfs failed: {e}"),
+            }
+            let mut flash = shared.into_inner();
+            flash.power_cycle().unwrap();
+            // The first record copy is the first program after the erases; torn, it only
+            // counts if every byte made it.
+            let recorded =
+                n > good || (n == good && flash.raw_page(record_page).unwrap() == record);
+            if recorded {
+                empty += 1;
+                let mut fs = mount(flash).unwrap_or_else(|e| panic!("{ctx}: mount: {e}"));
+                assert_eq!(fs.mount_method(), MountMethod::Scan, "{ctx}");
+                check_empty(&mut fs, &ctx);
+                keep_working(fs, Dentries::new(), &ctx);
+            } else {
+                refused += 1;
+                let shared = Shared::new(flash);
+                match FileSystem::mount(shared.clone(), opts()) {
+                    Ok(_) => panic!("{ctx}: mounted although no file system record was written"),
+                    Err(e) => assert!(
+                        matches!(e, FsError::NotFormatted(_)) && e.errno() == 22,
+                        "{ctx}: mount refused with {e:?}, not a clean NotFormatted"
+                    ),
+                }
+                // mkfs again, uncut, over whatever the cut left.
+                let mut fs = FileSystem::format(shared.into_inner(), yaffs(dev), clock())
+                    .unwrap_or_else(|e| panic!("{ctx}: mkfs again: {e}"));
+                check_empty(&mut fs, &ctx);
+                keep_working(fs, Dentries::new(), &ctx);
+            }
+        }
+        println!(
+            "mkfs on {}: {total} ops; after the cut {refused} mounts refused, {empty} found an \
+             empty file system",
+            dev.name()
+        );
+        assert!(
+            refused > 0 && empty >= 2,
+            "{refused} refused, {empty} empty"
+        );
+    }
+}
+
+/// mkfs over a file system that was there (cleanly unmounted), cut at each of its ops: the
+/// next mount finds the old file system exactly as it was (the cut came before the erases
+/// reached its record copies), refuses cleanly, or finds an empty one.
+#[test]
+fn crash_during_reformat() {
+    for dev in Dev::ALL {
+        let (mut old, m) = unmounted_snapshot(dev, small_files, 8);
+        let total = {
+            let flash = clone_device(&mut old);
+            let before = flash.state_ops();
+            let fs = FileSystem::format(flash, yaffs(dev), clock()).unwrap();
+            fs.device().state_ops() - before
+        };
+        let (mut kept, mut refused, mut empty) = (0, 0, 0);
+        for n in 0..total {
+            let ctx = format!(
+                "mkfs over small-files on {}: power cut at op {n} of {total}",
+                dev.name()
+            );
+            let shared = Shared::new(clone_device(&mut old));
+            shared.lock().arm_power_cut(PowerCut::AtOp(n));
+            if FileSystem::format(shared.clone(), yaffs(dev), clock()).is_ok() {
+                panic!("{ctx}: mkfs finished although power was cut");
+            }
+            let mut flash = shared.into_inner();
+            flash.power_cycle().unwrap();
+            let shared = Shared::new(flash);
+            let mounted = FileSystem::mount(shared.clone(), opts()).map(drop);
+            let mut flash = shared.into_inner();
+            match mounted {
+                Err(e) => {
+                    assert!(
+                        matches!(e, FsError::NotFormatted(_)) && e.errno() == 22,
+                        "{ctx}: mount refused with {e:?}, not a clean NotFormatted"
+                    );
+                    refused += 1;
+                    let fs = FileSystem::format(flash, yaffs(dev), clock())
+                        .unwrap_or_else(|e| panic!("{ctx}: mkfs again: {e}"));
+                    keep_working(fs, Dentries::new(), &ctx);
+                }
+                Ok(()) => {
+                    // The mount's repairs are on flash; this mount sees what it left.
+                    flash.power_cycle().unwrap();
+                    let mut fs = mount(flash).unwrap_or_else(|e| panic!("{ctx}: mount: {e}"));
+                    if fs.statfs().objects == 0 {
+                        empty += 1;
+                        check_empty(&mut fs, &ctx);
+                        keep_working(fs, Dentries::new(), &ctx);
+                    } else {
+                        kept += 1;
+                        let (tree, contents) = verify_full(&mut fs, &m, &ctx).unwrap();
+                        keep_working_from(fs, tree, contents, &ctx);
+                    }
+                }
+            }
+        }
+        println!(
+            "mkfs over a file system on {}: {total} ops; after the cut the old one was found \
+             {kept} times, none {refused} times, an empty one {empty} times",
+            dev.name()
+        );
+        assert!(
+            refused > 0 && empty >= 2,
+            "{kept} kept, {refused} refused, {empty} empty"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Unmount: its sync, the checkpoint and the anchor pointer. `unmount` consumes the file
+// system, and a failed one drops the device: these run on file images, and reopening the
+// image is the power cycle.
+
+/// Where a run on an image starts.
+#[derive(Clone)]
+enum Start {
+    /// mkfs on a blank image.
+    Format,
+    /// A cleanly unmounted image (mounted from its checkpoint), and what it holds.
+    Image(PathBuf, Box<Durable>),
+}
+
+/// A blank image to start from and the image runs work on.
+struct Images {
+    dev: Dev,
+    dir: tempfile::TempDir,
+    blank: PathBuf,
+    work: PathBuf,
+}
+
+impl Images {
+    fn new(dev: Dev) -> Images {
+        let dir = tempfile::tempdir().unwrap();
+        let blank = dir.path().join("blank.img");
+        let flash = FlashDevice::create_image(&blank, dev.config(), true, DeviceOptions::default())
+            .unwrap();
+        drop(flash);
+        let work = dir.path().join("work.img");
+        Images {
+            dev,
+            dir,
+            blank,
+            work,
+        }
+    }
+
+    /// A file system on a fresh copy of the starting image.
+    fn start(&self, start: &Start) -> Driver {
+        match start {
+            Start::Format => {
+                copy_image(&self.blank, &self.work);
+                let flash = open_image(&self.work);
+                Driver::new(FileSystem::format(flash, yaffs(self.dev), clock()).unwrap())
+            }
+            Start::Image(base, m) => {
+                copy_image(base, &self.work);
+                let fs = mount(open_image(&self.work)).unwrap();
+                assert_eq!(fs.mount_method(), MountMethod::Checkpoint);
+                Driver {
+                    fs,
+                    m: (**m).clone(),
+                }
+            }
+        }
+    }
+}
+
+/// Which pages of a block an image holds programmed (not all 0xFF).
+fn programmed_pages(image: &Path, dev: Dev, block: u32) -> Vec<u32> {
+    let g = dev.config().geometry;
+    let raw = g.raw_page_bytes();
+    let bytes = std::fs::read(image).unwrap();
+    (0..g.pages_per_block)
+        .filter(|&p| {
+            let at = (block * g.pages_per_block + p) as usize * raw;
+            bytes[at..at + raw].iter().any(|&b| b != 0xFF)
+        })
+        .collect()
+}
+
+/// Changes left unsynced on purpose, for the unmount's own sync to write: overwrites and
+/// appends in the write cache, a file grown by truncate, a new file's first bytes.
+fn unsynced_tail(d: &mut Driver, seed: u64) -> Result<()> {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x7A11);
+    let c = d.fs.chunk_bytes() as u64;
+    let mut files: Vec<Ino> = d
+        .names
+        .values()
+        .copied()
+        .filter(|i| d.kinds[i] == Kind::File)
+        .collect();
+    files.sort_unstable();
+    files.dedup();
+    for (k, &f) in files.iter().take(6).enumerate() {
+        let size = d.files[&f].current.len() as u64;
+        let k = k as u64;
+        match k % 3 {
+            0 => {
+                let off = rng.gen_range(0..size + 1);
+                let len = rng.gen_range(1..2 * c) as usize;
+                d.write(f, off, &pattern(seed * 100 + k, len))?;
+            }
+            1 => d.truncate(f, size + c + 3)?,
+            _ => d.write(f, size, &pattern(seed * 100 + k, 100))?,
+        }
+    }
+    let g = d.file(ROOT_INO, b"unsynced-new")?;
+    d.write(g, 0, &pattern(seed, 3 * c as usize + 5))
+}
+
+fn random_unsynced(d: &mut Driver, seed: u64) -> Result<()> {
+    random_workload(d, seed)?;
+    unsynced_tail(d, seed)
+}
+
+fn namespace_unsynced(d: &mut Driver, seed: u64) -> Result<()> {
+    namespace_mix(d, seed)?;
+    unsynced_tail(d, seed)
+}
+
+/// Runs `w` from `start`, then cuts the unmount at each of its ops (and once after its
+/// last). The next mount shows what was durable before the unmount plus whatever its sync
+/// wrote, fsck clean; it uses the checkpoint exactly when the unmount finished (a torn
+/// pointer may or may not count). Returns the unmount's op count.
+fn unmount_sweep(images: &Images, label: &str, start: &Start, w: Workload, seed: u64) -> u64 {
+    let dev = images.dev;
+    let mut d = images.start(start);
+    w(&mut d, seed).unwrap_or_else(|e| panic!("{label} on {}: uncut run: {e}", dev.name()));
+    let before = d.fs.device().state_ops();
+    let (flash, written) = d.fs.unmount_reporting().unwrap();
+    assert!(written, "{label} on {}: no checkpoint written", dev.name());
+    let total = flash.state_ops() - before;
+    drop(flash);
+    println!("unmount after {label} on {}: {total} ops", dev.name());
+    for n in 0..=total {
+        let ctx = format!(
+            "unmount after {label} on {} seed {seed}: power cut at op {n} of {total}",
+            dev.name()
+        );
+        let mut d = images.start(start);
+        w(&mut d, seed).unwrap_or_else(|e| panic!("{ctx}: workload: {e}"));
+        let Driver { mut fs, mut m } = d;
+        fs.device_mut().arm_power_cut(PowerCut::AtOp(n));
+        match fs.unmount() {
+            Ok(flash) => {
+                assert_eq!(n, total, "{ctx}: unmount finished although power was cut");
+                drop(flash);
+                for h in m.files.values_mut() {
+                    h.synced();
+                }
+            }
+            Err(e) => assert!(n < total, "{ctx}: unmount failed uncut: {e}"),
+        }
+        let mut fs =
+            mount(open_image(&images.work)).unwrap_or_else(|e| panic!("{ctx}: mount: {e}"));
+        let method = fs.mount_method();
+        if n == total {
+            assert_eq!(
+                method,
+                MountMethod::Checkpoint,
+                "{ctx}: a complete checkpoint"
+            );
+        } else if n + 1 < total {
+            assert_eq!(
+                method,
+                MountMethod::Scan,
+                "{ctx}: no pointer to a checkpoint"
+            );
+        }
+        let (tree, contents) =
+            verify_full(&mut fs, &m, &ctx).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+        keep_working_from(fs, tree, contents, &ctx);
+    }
+    total
+}
+
+#[test]
+fn crash_during_unmount() {
+    for dev in Dev::ALL {
+        let images = Images::new(dev);
+        let workloads: [(&str, Workload, u64); 2] = [
+            ("random + unsynced", random_unsynced, 21),
+            ("namespace-mix + unsynced", namespace_unsynced, 4),
+        ];
+        let extra = if long() { 20 } else { 1 };
+        for (label, w, seed) in workloads {
+            for seed in seed..seed + extra {
+                let ops = unmount_sweep(&images, label, &Start::Format, w, seed);
+                assert!(ops > 5, "{label} on {}: {ops} ops", dev.name());
+            }
+        }
+    }
+}
+
+/// An image cleanly unmounted after `w` (on a fresh file system), and what it holds.
+fn unmounted_image(images: &Images, name: &str, w: Workload, seed: u64) -> (PathBuf, Durable) {
+    let path = images.dir.path().join(name);
+    copy_image(&images.blank, &path);
+    let flash = open_image(&path);
+    let mut d = Driver::new(FileSystem::format(flash, yaffs(images.dev), clock()).unwrap());
+    w(&mut d, seed).unwrap();
+    let Driver { fs, mut m } = d;
+    for h in m.files.values_mut() {
+        h.synced();
+    }
+    drop(fs.unmount().unwrap());
+    (path, m)
+}
+
+fn nothing(_: &mut Driver, _: u64) -> Result<()> {
+    Ok(())
+}
+
+/// Unmount right after a checkpoint mount (its first ops erase the old checkpoint), with
+/// nothing changed or with unsynced changes only.
+#[test]
+fn crash_during_unmount_after_checkpoint_mount() {
+    for dev in Dev::ALL {
+        let images = Images::new(dev);
+        let (base, m) = unmounted_image(&images, "mix.img", namespace_mix, 3);
+        let start = Start::Image(base, Box::new(m));
+        let workloads: [(&str, Workload); 2] = [
+            ("a checkpoint mount, nothing changed", nothing),
+            ("a checkpoint mount, unsynced changes", unsynced_tail),
+        ];
+        for (label, w) in workloads {
+            let ops = unmount_sweep(&images, label, &start, w, 5);
+            assert!(ops > 2, "{label} on {}: {ops} ops", dev.name());
+        }
+    }
+}
+
+/// An image whose current anchor block is full of checkpoint pointers, so that its next
+/// clean unmount erases the other anchor block and starts it over (record, then pointer).
+fn anchor_full_image(images: &Images) -> (PathBuf, Durable) {
+    let dev = images.dev;
+    let ppb = dev.config().geometry.pages_per_block;
+    let path = images.dir.path().join("anchor-full.img");
+    copy_image(&images.blank, &path);
+    let mut d = Driver::new(FileSystem::format(open_image(&path), yaffs(dev), clock()).unwrap());
+    let f = d.file(ROOT_INO, b"cycle").unwrap();
+    let anchors = d.fs.anchor_blocks();
+    // Page 0 holds the record; each clean unmount appends a pointer after it: ppb - 1 of
+    // them fill the block (the last one below).
+    for k in 0..ppb - 2 {
+        d.write(f, 0, &pattern(u64::from(k), 300 + k as usize))
+            .unwrap();
+        d.fsync(f).unwrap();
+        let Driver { fs, m } = d;
+        let flash = fs.unmount().unwrap();
+        drop(flash);
+        d = Driver {
+            fs: mount(open_image(&path)).unwrap(),
+            m,
+        };
+    }
+    let m = d.m.clone();
+    drop(d.fs.unmount().unwrap()); // a clean unmount with nothing to write: one more pointer
+    let full = anchors.map(|b| programmed_pages(&path, dev, b).len() as u32);
+    assert!(
+        full.contains(&ppb) && full.contains(&1),
+        "{}: anchor blocks {anchors:?} hold {full:?} programmed pages",
+        dev.name()
+    );
+    (path, m)
+}
+
+/// The unmount that starts the other anchor block over, cut at each op: an erase, the
+/// record, the pointer.
+#[test]
+fn crash_during_unmount_anchor_renewal() {
+    for dev in Dev::ALL {
+        let images = Images::new(dev);
+        let (base, m) = anchor_full_image(&images);
+        let start = Start::Image(base.clone(), Box::new(m));
+        let label = "random + unsynced, anchor block full";
+        // Uncut: the other anchor block ends up with its record and the new pointer.
+        let mut d = images.start(&start);
+        random_unsynced(&mut d, 22).unwrap();
+        let anchors = d.fs.anchor_blocks();
+        let before = anchors.map(|b| programmed_pages(&images.work, dev, b).len());
+        drop(d.fs.unmount().unwrap());
+        let after = anchors.map(|b| programmed_pages(&images.work, dev, b));
+        let other = before.iter().position(|&n| n == 1).unwrap();
+        assert_eq!(
+            after[other],
+            vec![0, 1],
+            "{}: the renewed anchor block",
+            dev.name()
+        );
+        let ops = unmount_sweep(&images, label, &start, random_unsynced, 22);
+        assert!(ops > 5, "{label} on {}: {ops} ops", dev.name());
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// After a checkpoint mount: the first write erases the checkpoint, so a cut anywhere after
+// it must leave a mount that scans, never one that trusts the stale checkpoint.
+
+/// A cleanly unmounted device after `w`, and what it holds (all of it durable now).
+fn unmounted_snapshot(dev: Dev, w: Workload, seed: u64) -> (FlashDevice, Durable) {
+    unmounted_snapshot_of(format(dev), w, seed)
+}
+
+fn unmounted_snapshot_of(fs: Fs, w: Workload, seed: u64) -> (FlashDevice, Durable) {
+    let (d, r) = run_cut(fs, w, seed, None);
+    r.unwrap_or_else(|e| panic!("setup: {e}"));
+    let Driver { fs, mut m } = d;
+    for h in m.files.values_mut() {
+        h.synced();
+    }
+    (fs.unmount().unwrap(), m)
+}
+
+/// Mounts the snapshot from its checkpoint, runs `w` cut at each of its ops, and checks the
+/// recovery: a scan, exactly the durable state. Returns the op count and what the uncut run
+/// did.
+fn after_checkpoint_sweep(
+    dev: Dev,
+    label: &str,
+    snap: &mut FlashDevice,
+    model: &Durable,
+    w: Workload,
+    seed: u64,
+) -> (u64, FsStats) {
+    let start = |snap: &mut FlashDevice| {
+        let fs = mount(clone_device(snap)).unwrap();
+        assert_eq!(fs.mount_method(), MountMethod::Checkpoint, "{label}");
+        Driver {
+            fs,
+            m: model.clone(),
+        }
+    };
+    let mut d = start(snap);
+    let base = d.fs.device().state_ops();
+    w(&mut d, seed).unwrap_or_else(|e| panic!("{label} on {}: uncut run: {e}", dev.name()));
+    let total = d.fs.device().state_ops() - base;
+    let stats = d.fs.stats().clone();
+    // Uncut, everything was fsync'd at the end: exact contents (holes read as zeros).
+    let ctx = format!("{label} on {} uncut", dev.name());
+    let (_, contents) = verify_full(&mut d.fs, &d.m, &ctx).unwrap();
+    for (ino, got) in &contents {
+        assert_bytes(got, &d.m.files[ino].current, &format!("{ctx}: file {ino}"));
+    }
+    println!("{label} on {}: {total} ops", dev.name());
+    for n in 0..total {
+        let ctx = format!(
+            "{label} on {} seed {seed}: power cut at op {n} of {total}",
+            dev.name()
+        );
+        let mut d = start(snap);
+        d.fs.device_mut().arm_power_cut(PowerCut::AtOp(n));
+        let r = w(&mut d, seed);
+        recover_and_check_method(d, r, &ctx, Some(MountMethod::Scan));
+    }
+    (total, stats)
+}
+
+/// After namespace-mix and a checkpoint mount: first writes to files that were there
+/// (nothing created: the first page written is a data chunk), then the random mix.
+fn rewrite_then_random(d: &mut Driver, seed: u64) -> Result<()> {
+    let c = d.fs.chunk_bytes() as u64;
+    let mut files: Vec<Ino> = d
+        .names
+        .values()
+        .copied()
+        .filter(|i| d.kinds[i] == Kind::File)
+        .collect();
+    files.sort_unstable();
+    files.dedup();
+    let (f, g) = (files[0], files[files.len() - 1]);
+    d.write(f, 5, &pattern(seed, 2 * c as usize))?;
+    d.fsync(f)?;
+    let size = d.files[&g].current.len() as u64;
+    d.truncate(g, size / 2)?;
+    d.write(g, size, &pattern(seed + 1, 100))?;
+    d.fsync(g)?;
+    random_workload(d, seed)
+}
+
+#[test]
+fn crash_after_checkpoint_mount() {
+    for dev in Dev::ALL {
+        let (mut snap, m) = unmounted_snapshot(dev, namespace_mix, 3);
+        let seeds = if long() { 31..41 } else { 31..32 };
+        for seed in seeds {
+            let (ops, _) = after_checkpoint_sweep(
+                dev,
+                "rewrites, then random, after a checkpoint mount",
+                &mut snap,
+                &m,
+                rewrite_then_random,
+                seed,
+            );
+            assert!(ops > 40, "{ops}");
+        }
+    }
+}
+
+/// Before the checkpoint: a 40-chunk file cut to a chunk and a half, another cut too.
+fn shrink_before_unmount(d: &mut Driver, seed: u64) -> Result<()> {
+    let c = d.fs.chunk_bytes() as usize;
+    let f = d.file(ROOT_INO, b"shrunk")?;
+    d.write(f, 0, &pattern(seed, 40 * c))?;
+    d.fsync(f)?;
+    let g = d.file(ROOT_INO, b"other")?;
+    d.write(g, 0, &pattern(seed + 1, 6 * c + 9))?;
+    d.fsync(g)?;
+    d.truncate(f, (c + c / 2) as u64)?;
+    d.truncate(g, 2 * c as u64)?;
+    d.sync()
+}
+
+/// After the checkpoint mount: both files grow over their cut without writing it (holes),
+/// with writes past and into the holes, fsync'd; then one is cut and grown again.
+fn regrow(d: &mut Driver, seed: u64) -> Result<()> {
+    let c = d.fs.chunk_bytes() as u64;
+    let f = d.names[&(ROOT_INO, b"shrunk".to_vec())];
+    let g = d.names[&(ROOT_INO, b"other".to_vec())];
+    d.truncate(f, 30 * c + 100)?;
+    d.write(f, 35 * c + 11, &pattern(seed, 2 * c as usize))?;
+    d.write(f, 10 * c + 7, &pattern(seed + 1, 100))?;
+    d.fsync(f)?;
+    d.truncate(g, 6 * c)?;
+    d.write(g, 5 * c + 3, &pattern(seed + 2, 50))?;
+    d.fsync(g)?;
+    d.truncate(f, 5 * c + 1)?;
+    d.truncate(f, 45 * c)?;
+    d.write(f, 44 * c, &pattern(seed + 3, c as usize))?;
+    d.fsync(f)
+}
+
+#[test]
+fn crash_regrow_after_checkpoint_mount() {
+    for dev in Dev::ALL {
+        let (mut snap, m) = unmounted_snapshot(dev, shrink_before_unmount, 5);
+        let (ops, _) = after_checkpoint_sweep(dev, "regrow", &mut snap, &m, regrow, 6);
+        assert!(ops > 5, "{ops}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// A big file truncated to almost nothing and grown back over a hole, partly rewritten, on
+// a nearly full device whose cleaner works meanwhile.
+
+/// `dev`'s geometry on a device of a few blocks, so that "nearly full" is little data.
+fn small_device(dev: Dev) -> Fs {
+    let bytes = match dev {
+        Dev::Tiny => 2 << 20,    // 16 blocks of 64 pages
+        Dev::Small => 512 << 10, // 32 blocks of 32 pages
+    };
+    let config = dev.config().with_total_bytes(bytes).unwrap();
+    let blocks = config.geometry.total_blocks() as u32;
+    let fs_config = FsConfig::profile("yaffs", blocks).unwrap();
+    FileSystem::format(FlashDevice::ram(config).unwrap(), fs_config, clock()).unwrap()
+}
+
+/// Chunks of the 200-chunk file.
+const BIG_CHUNKS: u64 = 200;
+
+/// Fills the device so that the big file will leave a tenth of it free: a cold file and a
+/// hot one, overwritten a little (stale pages for the cleaner).
+fn fill_for_big(d: &mut Driver, seed: u64) -> Result<()> {
+    let c = d.fs.chunk_bytes() as u64;
+    let total = d.fs.statfs().total_chunks;
+    let hot_chunks = total / 8;
+    let cold_chunks = total - BIG_CHUNKS - hot_chunks - total / 10;
+    let cold = d.file(ROOT_INO, b"cold")?;
+    d.write(cold, 0, &pattern(seed, (cold_chunks * c) as usize))?;
+    let hot = d.file(ROOT_INO, b"hot")?;
+    d.write(hot, 0, &pattern(seed + 1, (hot_chunks * c) as usize))?;
+    churn(d, seed + 2, 60)?;
+    d.sync()
+}
+
+/// `n` one-chunk overwrites of the hot file at random places, then its fsync.
+fn churn(d: &mut Driver, seed: u64, n: u64) -> Result<()> {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let c = d.fs.chunk_bytes() as u64;
+    let hot = d.names[&(ROOT_INO, b"hot".to_vec())];
+    let chunks = d.files[&hot].current.len() as u64 / c;
+    for i in 0..n {
+        let off = rng.gen_range(0..chunks) * c;
+        d.write(hot, off, &pattern(seed * 1000 + i, c as usize))?;
+    }
+    d.fsync(hot)
+}
+
+/// 200 chunks written and fsync'd; cut to a third of a chunk; grown back to 200 chunks by
+/// truncate and partly rewritten (the rest a hole), fsync'd; cut to nothing and grown to
+/// 120 chunks with a write in the middle, fsync'd. Hot overwrites in between keep the
+/// cleaner busy.
+fn big_truncate_regrow(d: &mut Driver, seed: u64) -> Result<()> {
+    let c = d.fs.chunk_bytes() as u64;
+    let big = d.file(ROOT_INO, b"big")?;
+    for i in 0..BIG_CHUNKS / 8 {
+        d.write(big, i * 8 * c, &pattern(seed * 100 + i, 8 * c as usize))?;
+    }
+    d.fsync(big)?;
+    churn(d, seed + 1, 30)?;
+    d.truncate(big, c / 3)?;
+    churn(d, seed + 2, 30)?;
+    d.truncate(big, BIG_CHUNKS * c)?;
+    d.write(big, 40 * c + 5, &pattern(seed + 3, 8 * c as usize))?;
+    d.write(big, 150 * c, &pattern(seed + 4, c as usize))?;
+    d.write(big, 199 * c + 100, &pattern(seed + 5, c as usize - 100))?;
+    churn(d, seed + 6, 20)?;
+    d.fsync(big)?;
+    d.truncate(big, 0)?;
+    d.truncate(big, 120 * c + 5)?;
+    d.write(big, 100 * c, &pattern(seed + 7, 2 * c as usize))?;
+    d.fsync(big)?;
+    churn(d, seed + 8, 30)
+}
+
+#[test]
+fn crash_truncate_regrow_nearly_full() {
+    for dev in Dev::ALL {
+        let (mut snap, m) = unmounted_snapshot_of(small_device(dev), fill_for_big, 40);
+        let (ops, st) = after_checkpoint_sweep(
+            dev,
+            "big file truncated and regrown, nearly full (a device of a few blocks)",
+            &mut snap,
+            &m,
+            big_truncate_regrow,
+            41,
+        );
+        println!("  the uncut run: {st:?}");
+        assert!(ops > BIG_CHUNKS, "{ops}");
+        assert!(
+            st.blocks_cleaned >= 3 && st.pages_copied > 0,
+            "{}: the cleaner hardly worked: {st:?}",
+            dev.name()
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Names are loaded lazily: after a crash and a scan, a directory's names come from its
+// children's headers the first time it is looked into.
+
+/// Many files in a few directories; renames between them (over names too, and exchanges),
+/// links, unlinks, fsyncs and syncs.
+fn many_names(d: &mut Driver, seed: u64) -> Result<()> {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let c = d.fs.chunk_bytes() as u64;
+    let alpha = d.mkdir(ROOT_INO, b"alpha")?;
+    let beta = d.mkdir(ROOT_INO, b"beta")?;
+    let gamma = d.mkdir(alpha, b"gamma")?;
+    let dirs = [alpha, beta, gamma, ROOT_INO];
+    for i in 0..150u64 {
+        let p = dirs[rng.gen_range(0..3)];
+        let name = format!("file-{i:03}-{}", "n".repeat(rng.gen_range(0..60)));
+        let f = d.file(p, name.as_bytes())?;
+        if i % 3 != 0 {
+            let len = rng.gen_range(1..3 * c) as usize;
+            d.write(f, 0, &pattern(seed * 1000 + i, len))?;
+        }
+        if i % 4 == 0 {
+            d.fsync(f)?;
+        }
+        let files: Vec<((Ino, Vec<u8>), Ino)> = d
+            .names
+            .iter()
+            .filter(|(_, i)| d.kinds[*i] == Kind::File)
+            .map(|(k, &i)| (k.clone(), i))
+            .collect();
+        let ((p, n), ino) = files[rng.gen_range(0..files.len())].clone();
+        let q = dirs[rng.gen_range(0..4)];
+        match i % 10 {
+            3 => d.rename(
+                p,
+                &n,
+                q,
+                format!("moved-{i}").as_bytes(),
+                RenameMode::NoReplace,
+            )?,
+            6 => {
+                let ((q, m), _) = files[rng.gen_range(0..files.len())].clone();
+                if (q, &m) != (p, &n) {
+                    d.rename(p, &n, q, &m, RenameMode::Replace)?;
+                }
+            }
+            5 => {
+                let ((q, m), other) = files[rng.gen_range(0..files.len())].clone();
+                if other != ino {
+                    d.rename(p, &n, q, &m, RenameMode::Exchange)?;
+                }
+            }
+            8 => d.unlink(p, &n)?,
+            9 => d.link(ino, q, format!("link-{i}").as_bytes())?,
+            _ => {}
+        }
+        if i % 37 == 36 {
+            d.sync()?;
+        }
+    }
+    d.sync()
+}
+
+/// Names whose entry the operation in flight may or may not have changed.
+fn uncertain_names(m: &Durable) -> BTreeSet<(Ino, Vec<u8>)> {
+    match &m.in_flight {
+        Some(InFlight::Tree(t)) => m
+            .names
+            .iter()
+            .filter(|(k, v)| t.get(*k) != Some(*v))
+            .map(|(k, _)| k.clone())
+            .chain(t.keys().filter(|k| !m.names.contains_key(*k)).cloned())
+            .collect(),
+        Some(InFlight::Create(p, n, _)) => BTreeSet::from([(*p, n.clone())]),
+        None => BTreeSet::new(),
+    }
+}
+
+/// Right after a mount: one directory listed, then every durable name looked up (each
+/// finds its object and contents) and every name gone looked up (not found), in
+/// directories nothing has looked into before. Returns how many headers were read for it
+/// (none when every header was read by the scan already: a cut early enough leaves every
+/// block open, and open blocks are read in full).
+fn check_names_cold(fs: &mut Fs, m: &Durable, ctx: &str) -> u64 {
+    let uncertain = uncertain_names(m);
+    let loaded = fs.stats().details_loaded;
+    let show = |n: &[u8]| String::from_utf8_lossy(n).into_owned();
+    // "beta" (the root if the cut came before it was made).
+    let beta = m
+        .names
+        .get(&(ROOT_INO, b"beta".to_vec()))
+        .copied()
+        .unwrap_or(ROOT_INO);
+    let mut listed: Vec<(Vec<u8>, Ino)> = fs
+        .readdir(beta)
+        .unwrap_or_else(|e| panic!("{ctx}: readdir: {e}"))
+        .into_iter()
+        .map(|e| (e.name, e.ino))
+        .filter(|(n, _)| !uncertain.contains(&(beta, n.clone())))
+        .collect();
+    listed.sort();
+    let want: Vec<(Vec<u8>, Ino)> = m
+        .names
+        .iter()
+        .filter(|((p, n), _)| *p == beta && !uncertain.contains(&(beta, n.clone())))
+        .map(|((_, n), &i)| (n.clone(), i))
+        .collect();
+    assert_eq!(listed, want, "{ctx}: the names of directory {beta}");
+    for ((p, n), &ino) in m.names.iter().rev() {
+        if uncertain.contains(&(*p, n.clone())) {
+            continue;
+        }
+        let a = fs
+            .lookup(*p, n)
+            .unwrap_or_else(|e| panic!("{ctx}: lookup of {p}/{}: {e}", show(n)));
+        assert_eq!(a.ino, ino, "{ctx}: lookup of {p}/{}", show(n));
+        if a.kind == Kind::File {
+            let content = read_all(fs, ino).unwrap();
+            if let Err(why) = m.files[&ino].check(&content) {
+                panic!("{ctx}: {p}/{} (object {ino}): {why}", show(n));
+            }
+        }
+    }
+    for (p, n) in &m.gone {
+        if uncertain.contains(&(*p, n.clone())) {
+            continue;
+        }
+        match fs.lookup(*p, n) {
+            Err(FsError::NotFound) => {}
+            other => panic!(
+                "{ctx}: {p}/{} is gone, but its lookup gives {:?}",
+                show(n),
+                other.map(|a| a.ino)
+            ),
+        }
+    }
+    fs.stats().details_loaded - loaded
+}
+
+#[test]
+fn crash_lazy_names() {
+    let seeds = if long() { 200 } else { 15 };
+    for dev in Dev::ALL {
+        let mut lazy = 0;
+        for seed in 0..seeds {
+            let total = count_ops(dev, many_names, seed, "many-names");
+            let cut = PowerCut::Random {
+                seed: seed ^ 0xBADD,
+                within: total,
+            };
+            let ctx = format!(
+                "workload many-names on {} seed {seed}: {cut:?} of {total} ops",
+                dev.name()
+            );
+            let (d, r) = run_cut(format(dev), many_names, seed, Some(cut));
+            assert!(r.is_err(), "{ctx}: finished uncut");
+            let Driver { fs, m } = d;
+            let mut flash = fs.into_device();
+            assert!(flash.power_lost(), "{ctx}: failed without a cut: {r:?}");
+            flash.power_cycle().unwrap();
+            let mut fs = mount(flash).unwrap_or_else(|e| panic!("{ctx}: mount: {e}"));
+            assert_eq!(fs.mount_method(), MountMethod::Scan, "{ctx}");
+            if check_names_cold(&mut fs, &m, &ctx) > 0 {
+                lazy += 1;
+            }
+            let (tree, contents) = verify_full(&mut fs, &m, &ctx).unwrap();
+            keep_working_from(fs, tree, contents, &ctx);
+        }
+        assert!(
+            lazy >= seeds * 2 / 3,
+            "{}: names were loaded lazily after only {lazy} of {seeds} cuts",
+            dev.name()
+        );
+    }
 }
