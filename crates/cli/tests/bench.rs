@@ -236,3 +236,43 @@ fn heap_json_contract() {
     // 300 files cost more heap than one.
     assert!(f(&r, "heap_bytes_35000_files_2kib") > f(&r, "heap_bytes_one_100mib_file"));
 }
+
+#[test]
+fn mount_json_contract() {
+    let r = bench_json(&[
+        "mount",
+        "--geometry",
+        "tiny",
+        "--files",
+        "200",
+        "--dirs",
+        "2",
+    ]);
+    assert_eq!(r["bench"], "mount");
+    assert_eq!(u(&r, "files"), 200);
+    check_phase(&r["populate"]);
+    // Each small file: its header at create, its data, its header at close.
+    let per_file = f(&r, "programs_per_file");
+    assert!((3.0..3.2).contains(&per_file), "{per_file}");
+    let used = u(&r, "used_blocks");
+    assert!(used > 0);
+    for (mount, method) in [("checkpoint_mount", "Checkpoint"), ("scan_mount", "Scan")] {
+        let m = &r[mount];
+        assert_eq!(m["method"], method, "{m}");
+        assert_eq!(u(m, "reads"), u(m, "page_reads") + u(m, "oob_reads"), "{m}");
+        assert!(u(m, "heap_bytes") > 0 && f(m, "sim_ms") > 0.0, "{m}");
+    }
+    // A checkpoint mount reads far fewer pages than a scan, which reads about one page
+    // per block (a summary or an erased first page) and every page of the blocks left
+    // open (the default device is 32 MiB: 256 blocks of tiny's shape).
+    let cp = u(&r["checkpoint_mount"], "reads");
+    let scan = u(&r["scan_mount"], "reads");
+    let blocks = u(&r, "blocks");
+    assert_eq!(blocks, 256);
+    assert!(cp < 40, "checkpoint {cp} reads");
+    assert!(
+        scan <= blocks + 16 + u(&r, "open_block_pages"),
+        "scan {scan} reads for {blocks} blocks ({used} used)"
+    );
+    assert!(f(&r, "heap_bytes_all_loaded") > f(&r["scan_mount"], "heap_bytes"));
+}
