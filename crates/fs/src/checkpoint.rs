@@ -21,11 +21,11 @@ use crate::format::checkpoint::{
 use crate::format::special::Special;
 use crate::format::summary::Summary;
 use crate::format::tags::{SpecialKind, SpecialTags, Tags};
-use crate::fs::{Dir, FileSystem, OpenBlock, Tomb};
+use crate::fs::{FileSystem, OpenBlock, Tomb};
 use crate::mapping::page_mapped::PageMap;
 use crate::mapping::FileMap;
 use crate::object::{Object, LOST_PAGE, NO_CHUNK, NO_PAGE};
-use crate::types::{Ino, Kind};
+use crate::types::Ino;
 
 fn state_code(s: BlockState) -> u8 {
     match s {
@@ -346,27 +346,7 @@ impl<F: Flash> FileSystem<F> {
             );
         }
         // Directories, their children and subdirectory counts.
-        let dirs: Vec<Ino> = self
-            .objects
-            .iter()
-            .filter(|(_, o)| o.kind == Kind::Dir)
-            .map(|(&i, _)| i)
-            .collect();
-        for d in dirs {
-            let kids = children.remove(&d).unwrap_or_default();
-            let subdirs = kids
-                .iter()
-                .filter(|k| self.objects.get(k).is_some_and(|o| o.kind == Kind::Dir))
-                .count() as u32;
-            self.objects.get_mut(&d).expect("listed").subdirs = subdirs;
-            self.dirs.insert(
-                d,
-                Dir {
-                    unnamed: kids,
-                    index: None,
-                },
-            );
-        }
+        let children = self.install_dirs(children);
         if !children.is_empty() {
             return Ok(false); // names under something that is not a directory
         }

@@ -252,7 +252,7 @@ impl<F: Flash> FileSystem<F> {
             .map(|(&i, _)| i)
             .collect();
         for ino in unnamed {
-            self.forget_object(ino);
+            self.delete_object(ino);
         }
         self.repairs.clear();
     }
@@ -325,6 +325,37 @@ impl<F: Flash> FileSystem<F> {
     /// The two anchor blocks (file system record copies).
     pub fn anchor_blocks(&self) -> [u32; 2] {
         self.anchors.blocks
+    }
+
+    /// Directories with the children given (per directory), and their subdirectory
+    /// counts, names not loaded yet. Returns the lists given for objects that are not
+    /// directories.
+    pub(crate) fn install_dirs(
+        &mut self,
+        mut children: HashMap<Ino, Vec<Ino>>,
+    ) -> HashMap<Ino, Vec<Ino>> {
+        let dirs: Vec<Ino> = self
+            .objects
+            .iter()
+            .filter(|(_, o)| o.kind == Kind::Dir)
+            .map(|(&i, _)| i)
+            .collect();
+        for d in dirs {
+            let kids = children.remove(&d).unwrap_or_default();
+            let subdirs = kids
+                .iter()
+                .filter(|k| self.objects.get(k).is_some_and(|o| o.kind == Kind::Dir))
+                .count() as u32;
+            self.objects.get_mut(&d).expect("listed").subdirs = subdirs;
+            self.dirs.insert(
+                d,
+                Dir {
+                    unnamed: kids,
+                    index: None,
+                },
+            );
+        }
+        children
     }
 
     pub(crate) fn check_alive(&self) -> Result<()> {
@@ -553,34 +584,6 @@ impl<F: Flash> FileSystem<F> {
                 r.encoded_len() <= self.layout.chunk_bytes as usize
             }
             Err(_) => false,
-        }
-    }
-
-    /// Drops an object from RAM (its header must already say it is gone, or the mount is
-    /// read-only), with its data pages.
-    pub(crate) fn forget_object(&mut self, ino: Ino) {
-        let Some(o) = self.objects.remove(&ino) else {
-            return;
-        };
-        for (_, pno) in o.chunks.entries() {
-            if pno != crate::object::LOST_PAGE {
-                self.blocks.invalidate(pno);
-            }
-        }
-        self.caches.remove(&ino);
-        self.dirs.remove(&ino);
-        if let Some(h) = o.header_page() {
-            if o.headers_on_flash > 1 && !self.read_only {
-                self.tombstones.insert(
-                    ino,
-                    Tomb {
-                        page: h,
-                        headers_on_flash: o.headers_on_flash,
-                    },
-                );
-            } else {
-                self.blocks.invalidate(h);
-            }
         }
     }
 }

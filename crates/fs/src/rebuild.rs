@@ -24,7 +24,7 @@ use crate::error::Result;
 use crate::format::record::{Floor, Name, Record};
 use crate::format::summary::Summary;
 use crate::format::tags::HeaderFacts;
-use crate::fs::{Dir, FileSystem, Tomb};
+use crate::fs::{FileSystem, Tomb};
 use crate::object::{Details, Object, NO_PAGE};
 use crate::scan::{Found, Seen};
 use crate::types::{Ino, Kind, ROOT_INO};
@@ -325,27 +325,7 @@ impl<F: Flash> FileSystem<F> {
             }
         }
         // Directory entries and subdirectory counts.
-        let dirs: Vec<Ino> = self
-            .objects
-            .iter()
-            .filter(|(_, o)| o.kind == Kind::Dir)
-            .map(|(&i, _)| i)
-            .collect();
-        for d in dirs {
-            let kids = lists.remove(&d).unwrap_or_default();
-            let subdirs = kids
-                .iter()
-                .filter(|k| self.objects[k].kind == Kind::Dir)
-                .count() as u32;
-            self.objects.get_mut(&d).expect("listed").subdirs = subdirs;
-            self.dirs.insert(
-                d,
-                Dir {
-                    unnamed: kids,
-                    index: None,
-                },
-            );
-        }
+        self.install_dirs(lists);
     }
 
     /// Chunk maps: the newest copy of each chunk that the object's header does not rule
