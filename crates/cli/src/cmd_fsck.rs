@@ -155,7 +155,7 @@ struct Seen {
     nlink: u32,
     size: u64,
     rdev: u64,
-    mtime_ns: i64,
+    mtime: nandkit_fs::Time,
     target: Vec<u8>,
     xattrs: Vec<Vec<u8>>,
 }
@@ -177,9 +177,9 @@ impl Seen {
         field("size", self.size.to_string(), cp.size.to_string());
         field("rdev", self.rdev.to_string(), cp.rdev.to_string());
         field(
-            "mtime_ns",
-            self.mtime_ns.to_string(),
-            cp.mtime_ns.to_string(),
+            "mtime",
+            format!("{:?}", self.mtime),
+            format!("{:?}", cp.mtime),
         );
         let text = |v: &[u8]| String::from_utf8_lossy(v).into_owned();
         field("symlink target", text(&self.target), text(&cp.target));
@@ -224,7 +224,7 @@ fn tree(fs: &mut FileSystem<FlashDevice>) -> Result<BTreeMap<String, Seen>, Stri
             nlink: a.nlink,
             size: a.size,
             rdev: a.rdev,
-            mtime_ns: a.mtime_ns,
+            mtime: a.mtime,
             target,
             xattrs,
         };

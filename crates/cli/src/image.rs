@@ -537,6 +537,7 @@ pub fn mount_read_only(
         read_only: true,
         force_scan,
         clock: Arc::new(SystemClock),
+        atime: nandkit_fs::AtimePolicy::Never,
     };
     FileSystem::mount(dev, options).map_err(|e| mount_error(image, e))
 }

@@ -135,9 +135,18 @@ impl<F: Flash> FileSystem<F> {
             }
             if let Some(s) = self.read_anchor_page(b, 0)? {
                 if s.index == 0 {
-                    if let Some(r) = FsRecord::decode(&s.payload) {
-                        found = Some((b, s, r));
-                        break;
+                    match FsRecord::decode_any_version(&s.payload) {
+                        Some((crate::format::FORMAT_VERSION, r)) => {
+                            found = Some((b, s, r));
+                            break;
+                        }
+                        Some((old, _)) => {
+                            return Err(FsError::OldFormat {
+                                found: old,
+                                supported: crate::format::FORMAT_VERSION,
+                            })
+                        }
+                        None => {}
                     }
                 }
             }

@@ -25,7 +25,7 @@ use crate::fs::{FileSystem, OpenBlock, Tomb};
 use crate::mapping::page_mapped::PageMap;
 use crate::mapping::FileMap;
 use crate::object::{Object, LOST_PAGE, NO_CHUNK, NO_PAGE};
-use crate::types::Ino;
+use crate::types::{Ino, Kind};
 
 fn state_code(s: BlockState) -> u8 {
     match s {
@@ -48,6 +48,8 @@ impl<F: Flash> FileSystem<F> {
                 kind: o.kind,
                 parents: match &o.details {
                     Some(d) => d.names.iter().map(|n| n.parent).collect(),
+                    // An attribute set's one name is in its owner, not a directory.
+                    None if o.kind == Kind::Xattrs => vec![o.parent],
                     None => {
                         let mut p = parents.get(&ino).cloned().unwrap_or_default();
                         if let Some(i) = p.iter().position(|&x| x == o.parent) {
@@ -70,6 +72,7 @@ impl<F: Flash> FileSystem<F> {
                         len,
                     })
                     .collect(),
+                reserve: self.reserves.get(&ino).copied(),
             })
             .collect();
         objects.sort_by_key(|o| o.ino);
@@ -312,16 +315,51 @@ impl<F: Flash> FileSystem<F> {
             if !runs.is_empty() {
                 obj.chunks = FileMap::Page(PageMap::from_runs(&runs));
             }
-            for &p in &o.parents {
-                children.entry(p).or_default().push(o.ino);
+            match o.kind {
+                Kind::Xattrs => match o.parents.as_slice() {
+                    [owner] => {
+                        if self.xattr_sets.insert(*owner, o.ino).is_some() {
+                            return Ok(false);
+                        }
+                    }
+                    _ => return Ok(false),
+                },
+                _ => {
+                    for &p in &o.parents {
+                        children.entry(p).or_default().push(o.ino);
+                    }
+                }
             }
-            if o.parents.is_empty() && o.ino != crate::types::ROOT_INO {
-                // Unlinked while open at unmount: deleted by the mount's repairs.
-                self.repairs.push(o.ino);
+            if o.kind == Kind::HardLink {
+                let target = Ino::try_from(o.size).unwrap_or(0);
+                *self.links.entry(target).or_insert(0) += 1;
+            }
+            if let Some(r) = o.reserve {
+                self.reserves.insert(o.ino, r);
             }
             if self.objects.insert(o.ino, obj).is_some() {
                 return Ok(false);
             }
+        }
+        for o in &image.objects {
+            if o.parents.is_empty()
+                && o.ino != crate::types::ROOT_INO
+                && !self.links.contains_key(&o.ino)
+            {
+                // Unlinked while open at unmount: deleted by the mount's repairs.
+                self.repairs.push(o.ino);
+            }
+        }
+        // Every hard link names a file there is, every attribute set belongs to an
+        // object there is: else the checkpoint contradicts itself.
+        let known = |i: &Ino, fs: &Self| fs.objects.get(i).is_some_and(|t| t.kind.is_visible());
+        if !self
+            .links
+            .keys()
+            .all(|t| known(t, self) && self.objects[t].kind != Kind::Dir)
+            || !self.xattr_sets.keys().all(|t| known(t, self))
+        {
+            return Ok(false);
         }
         let mut headers: HashMap<Ino, u32> =
             image.tombstones.iter().map(|&(ino, _)| (ino, 0)).collect();

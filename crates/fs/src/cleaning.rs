@@ -109,8 +109,9 @@ impl<F: Flash> FileSystem<F> {
                 (h.obj, 0)
             }
             Tags::Special(_) => {
-                // Nothing valid is special; a checkpoint or summary is never copied.
-                self.blocks.invalidate(pno);
+                // A checkpoint or summary is never valid: a valid page that reads as one
+                // was overwritten by damage (a page copied over it). Its owner loses it.
+                self.forget_page(pno);
                 return Ok(());
             }
         };
@@ -179,7 +180,7 @@ impl<F: Flash> FileSystem<F> {
                 o.set_dirty(true);
                 lost_headers.push(ino);
             }
-            if o.kind == crate::types::Kind::File {
+            if crate::rebuild::has_data(o.kind) {
                 for (chunk, c) in o.chunks.entries() {
                     if c == pno {
                         o.chunks.set(chunk, LOST_PAGE);

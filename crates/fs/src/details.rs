@@ -64,6 +64,10 @@ impl<F: Flash> FileSystem<F> {
             d.names = lost_name;
         }
         let o = self.obj_mut(ino)?;
+        if kind == Kind::Symlink && o.chunks.end() == 0 {
+            // The target was in the lost header: what is left says how long it is.
+            o.size = d.target.len() as u64;
+        }
         o.parent = d.names.first().map_or(0, |n| n.parent);
         o.details = Some(Box::new(d));
         o.set_dirty(true);

@@ -16,8 +16,14 @@ pub enum FsError {
     NotEmpty,
     #[error("no space left on device")]
     NoSpace,
-    #[error("name too long (at most 255 bytes, and the object's header must fit one page)")]
+    #[error("name too long (names at most 255 bytes, symlink targets at most 4,095)")]
     NameTooLong,
+    #[error("file too large")]
+    TooBig,
+    #[error("attribute value too large (at most 65,536 bytes)")]
+    ValueTooBig,
+    #[error("not a regular file")]
+    NoDevice,
     #[error("invalid argument: {0}")]
     Invalid(&'static str),
     #[error("I/O error: {0}")]
@@ -54,6 +60,9 @@ impl FsError {
             FsError::NotEmpty => 39,         // ENOTEMPTY
             FsError::NoSpace => 28,          // ENOSPC
             FsError::NameTooLong => 36,      // ENAMETOOLONG
+            FsError::TooBig => 27,           // EFBIG
+            FsError::ValueTooBig => 7,       // E2BIG
+            FsError::NoDevice => 19,         // ENODEV
             FsError::Invalid(_) => 22,       // EINVAL
             FsError::Io(_) => 5,             // EIO
             FsError::ReadOnly => 30,         // EROFS

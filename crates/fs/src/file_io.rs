@@ -20,7 +20,7 @@ use crate::format::crc;
 use crate::format::tags::{DataTags, Serial, Tags};
 use crate::fs::FileSystem;
 use crate::object::{WriteCache, LOST_PAGE, NO_PAGE};
-use crate::types::{Ino, Kind};
+use crate::types::{Ino, Kind, Time};
 
 impl<F: Flash> FileSystem<F> {
     fn file(&self, ino: Ino) -> Result<()> {
@@ -56,11 +56,12 @@ impl<F: Flash> FileSystem<F> {
             self.read_chunk_into(ino, chunk, within, out)?;
             done += n;
         }
+        self.accessed(ino)?;
         Ok(len)
     }
 
     /// Copies bytes `within..within + out.len()` of a chunk (cache, flash or hole).
-    fn read_chunk_into(
+    pub(crate) fn read_chunk_into(
         &mut self,
         ino: Ino,
         chunk: u32,
@@ -99,9 +100,9 @@ impl<F: Flash> FileSystem<F> {
         let c = u64::from(self.layout.chunk_bytes);
         let end = offset
             .checked_add(data.len() as u64)
-            .ok_or(FsError::Invalid("offset overflow"))?;
+            .ok_or(FsError::TooBig)?;
         if end.div_ceil(c) > self.max_chunks() {
-            return Err(FsError::Invalid("file too large"));
+            return Err(FsError::TooBig);
         }
         if data.is_empty() {
             return Ok(0);
@@ -128,12 +129,12 @@ impl<F: Flash> FileSystem<F> {
                 }
             }
         }
-        let now = self.now();
+        let now = Time::from_ns(self.now());
         let o = self.obj_mut(ino)?;
         o.size = o.size.max(offset + done as u64);
         let d = o.d_mut();
-        d.mtime_ns = now;
-        d.ctime_ns = now;
+        d.mtime = now;
+        d.ctime = now;
         o.set_dirty(true);
         self.stats.user_bytes_written += done as u64;
         Ok(done)
@@ -144,7 +145,14 @@ impl<F: Flash> FileSystem<F> {
     fn write_chunk(&mut self, ino: Ino, chunk: u32, within: usize, bytes: &[u8]) -> Result<()> {
         let c = self.layout.chunk_bytes as usize;
         let cached = self.caches.get(&ino).is_some_and(|w| w.chunk == chunk);
+        // A hole fallocate reserved has its page set aside: writing it may use that room.
+        let hole = self.obj(ino)?.chunks.get(chunk) == NO_PAGE;
+        let reserved = hole && self.in_reserve(ino, chunk);
         if !cached {
+            if hole && !reserved {
+                // A new page: it must not take room reserved for other files' holes.
+                self.check_room_for_new_pages(1)?;
+            }
             self.flush_cache(ino)?;
             let size = self.obj(ino)?.size;
             let chunk_start = u64::from(chunk) * c as u64;
@@ -179,7 +187,7 @@ impl<F: Flash> FileSystem<F> {
         let old_size = o.size;
         o.size = old_size.max(end);
         let w = self.caches.remove(&ino).expect("cache loaded");
-        let flushed = self.write_data_chunk(ino, w.chunk, &w.data, cached);
+        let flushed = self.write_data_chunk(ino, w.chunk, &w.data, cached || reserved);
         if let Err(e) = flushed {
             self.obj_mut(ino)?.size = old_size;
             if cached {
@@ -244,6 +252,9 @@ impl<F: Flash> FileSystem<F> {
             obj: ino,
             chunk,
         };
+        // Bytes bound for a reserved hole have their page set aside, like accepted ones.
+        let accepted = accepted
+            || (self.in_reserve(ino, chunk) && self.obj(ino)?.chunks.get(chunk) == NO_PAGE);
         let written = if accepted {
             self.program_accepted(hint, tags, bytes)
         } else {
@@ -295,7 +306,7 @@ impl<F: Flash> FileSystem<F> {
     pub(crate) fn truncate(&mut self, ino: Ino, new_size: u64) -> Result<()> {
         let c = u64::from(self.layout.chunk_bytes);
         if new_size.div_ceil(c) > self.max_chunks() {
-            return Err(FsError::Invalid("file too large"));
+            return Err(FsError::TooBig);
         }
         self.load(ino)?;
         let old = self.obj(ino)?.size;
@@ -304,8 +315,8 @@ impl<F: Flash> FileSystem<F> {
             self.extend(ino, new_size)?;
             let o = self.obj_mut(ino)?;
             let d = o.d_mut();
-            d.mtime_ns = now;
-            d.ctime_ns = now;
+            d.mtime = Time::from_ns(now);
+            d.ctime = d.mtime;
             o.set_dirty(true);
             return Ok(());
         }
@@ -332,11 +343,16 @@ impl<F: Flash> FileSystem<F> {
         self.flush_cache(ino)?;
         let old_size = self.obj(ino)?.size;
         let mut d = self.obj(ino)?.d().clone();
-        d.mtime_ns = now;
-        d.ctime_ns = now;
+        d.mtime = Time::from_ns(now);
+        d.ctime = d.mtime;
         self.obj_mut(ino)?.size = new_size;
+        let reserve = self.reserves.get(&ino).copied();
+        self.clip_reserve(ino, new_size);
         if let Err(e) = self.persist(ino, d, Vec::new()) {
             self.obj_mut(ino)?.size = old_size;
+            if let Some(r) = reserve {
+                self.reserves.insert(ino, r);
+            }
             return Err(e);
         }
         let o = self.obj_mut(ino)?;
@@ -344,6 +360,12 @@ impl<F: Flash> FileSystem<F> {
             self.blocks.invalidate(pno);
         }
         Ok(())
+    }
+
+    /// Writes one chunk of a new object's payload (see `payload`): new data, which must
+    /// find room like any.
+    pub(crate) fn write_payload_chunk(&mut self, ino: Ino, chunk: u32, bytes: &[u8]) -> Result<()> {
+        self.write_data_chunk(ino, chunk, bytes, false)
     }
 
     /// Writes a chunk of zeros (a hole filled, see `floors`).

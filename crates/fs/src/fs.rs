@@ -17,7 +17,7 @@ use crate::clean::{self, Cleaner};
 use crate::clock::{Clock, SystemClock};
 use crate::config::FsConfig;
 use crate::error::{FsError, Result};
-use crate::format::record::{Name, Record, Time};
+use crate::format::record::{Name, Record, Reserve, Time};
 use crate::format::summary::SummaryEntry;
 use crate::layout::Layout;
 use crate::meta::MetadataStore;
@@ -31,6 +31,8 @@ pub struct MountOptions {
     /// Ignore a checkpoint and scan the whole device.
     pub force_scan: bool,
     pub clock: Arc<dyn Clock>,
+    /// When reads update access times.
+    pub atime: AtimePolicy,
 }
 
 impl Default for MountOptions {
@@ -39,8 +41,24 @@ impl Default for MountOptions {
             read_only: false,
             force_scan: false,
             clock: Arc::new(SystemClock),
+            atime: AtimePolicy::default(),
         }
     }
+}
+
+/// When a read (of a file, or a directory listing) updates the access time. The new time
+/// goes to flash with the object's next header write (at the next fsync, close, commit or
+/// unmount), so it costs at most one header page per object per such write.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub enum AtimePolicy {
+    /// Linux's default: only when the access time is not newer than the modification or
+    /// change time, or is a day old: about one header write per file read per day.
+    #[default]
+    Relatime,
+    /// Every read (`strictatime`): a header write per file read.
+    Strict,
+    /// Never (`noatime`).
+    Never,
 }
 
 /// How the last mount found its state.
@@ -111,6 +129,13 @@ pub struct FileSystem<F: Flash> {
     /// The write cache: the one partial chunk of each file being written.
     pub(crate) caches: HashMap<Ino, WriteCache>,
     pub(crate) tombstones: HashMap<Ino, Tomb>,
+    /// Files with hard links: how many `Kind::HardLink` objects name each (see `links`).
+    pub(crate) links: HashMap<Ino, u32>,
+    /// Objects with extended attributes: the `Kind::Xattrs` object holding them.
+    pub(crate) xattr_sets: HashMap<Ino, Ino>,
+    /// Files with chunks reserved by fallocate (see `reserve`).
+    pub(crate) reserves: HashMap<Ino, Reserve>,
+    pub(crate) atime: AtimePolicy,
     pub(crate) anchors: Anchors,
     /// Open block of each write stream.
     pub(crate) streams: Vec<Option<OpenBlock>>,
@@ -157,6 +182,10 @@ impl<F: Flash> FileSystem<F> {
             dirs: HashMap::new(),
             caches: HashMap::new(),
             tombstones: HashMap::new(),
+            links: HashMap::new(),
+            xattr_sets: HashMap::new(),
+            reserves: HashMap::new(),
+            atime: AtimePolicy::default(),
             anchors: Anchors::default(),
             next_serial: 1,
             next_ino: ROOT_INO + 1,
@@ -234,6 +263,7 @@ impl<F: Flash> FileSystem<F> {
     pub fn mount(dev: F, options: MountOptions) -> Result<Self> {
         let mut fs = Self::recover(dev, &options)?;
         fs.read_only = options.read_only;
+        fs.atime = options.atime;
         if fs.read_only {
             fs.forget_unnamed();
         } else {
@@ -243,16 +273,27 @@ impl<F: Flash> FileSystem<F> {
     }
 
     /// Read-only mounts cannot write tombstones: objects recovery left without a name are
-    /// just left out of RAM.
+    /// just left out of RAM (until none is left: a hard link dropped may orphan its file).
     fn forget_unnamed(&mut self) {
-        let unnamed: Vec<Ino> = self
-            .objects
-            .iter()
-            .filter(|(&i, o)| i != ROOT_INO && o.parent == 0 && o.open == 0)
-            .map(|(&i, _)| i)
-            .collect();
-        for ino in unnamed {
-            self.delete_object(ino);
+        loop {
+            let unnamed: Vec<Ino> = self
+                .objects
+                .iter()
+                .filter(|(&i, o)| {
+                    i != ROOT_INO
+                        && o.parent == 0
+                        && o.open == 0
+                        && o.kind != Kind::Xattrs
+                        && !self.links.contains_key(&i)
+                })
+                .map(|(&i, _)| i)
+                .collect();
+            if unnamed.is_empty() {
+                break;
+            }
+            for ino in unnamed {
+                self.delete_object(ino);
+            }
         }
         self.repairs.clear();
     }
@@ -387,16 +428,19 @@ impl<F: Flash> FileSystem<F> {
 
     pub fn getattr(&mut self, ino: Ino) -> Result<Attr> {
         self.check_alive()?;
+        self.visible(ino)?;
         self.load(ino)?;
         let o = self.obj(ino)?;
         let d = o.d();
+        let named = ino == ROOT_INO || !d.names.is_empty();
         let nlink = match o.kind {
-            Kind::Dir => 2 + o.subdirs,
-            _ => d.names.len() as u32,
+            // A removed directory (still open somewhere) has no links at all.
+            Kind::Dir if named => 2 + o.subdirs,
+            Kind::Dir => 0,
+            _ => d.names.len() as u32 + self.links.get(&ino).copied().unwrap_or(0),
         };
         let size = match o.kind {
-            Kind::File => o.size,
-            Kind::Symlink => d.target.len() as u64,
+            Kind::File | Kind::Symlink => o.size,
             _ => 0,
         };
         Ok(Attr {
@@ -409,15 +453,26 @@ impl<F: Flash> FileSystem<F> {
             size,
             blocks: o.chunks.mapped(),
             rdev: d.rdev,
-            atime_ns: d.atime_ns,
-            mtime_ns: d.mtime_ns,
-            ctime_ns: d.ctime_ns,
+            atime: d.atime,
+            mtime: d.mtime,
+            ctime: d.ctime,
         })
+    }
+
+    /// An object the API may show: hard link and attribute records are not.
+    pub(crate) fn visible(&self, ino: Ino) -> Result<&Object> {
+        let o = self.obj(ino)?;
+        if o.kind.is_visible() {
+            Ok(o)
+        } else {
+            Err(FsError::NotFound)
+        }
     }
 
     /// chmod, chown, utimens and truncate. Persisted before it returns.
     pub fn setattr(&mut self, ino: Ino, set: SetAttr) -> Result<Attr> {
         self.check_writable()?;
+        self.visible(ino)?;
         self.load(ino)?;
         let kind = self.obj(ino)?.kind;
         if let Some(size) = set.size {
@@ -429,7 +484,7 @@ impl<F: Flash> FileSystem<F> {
             }
             self.truncate(ino, size)?;
         }
-        let now = self.now();
+        let now = Time::from_ns(self.now());
         let mut d = self.obj(ino)?.d().clone();
         let mut changed = false;
         if let Some(perm) = set.perm {
@@ -444,16 +499,16 @@ impl<F: Flash> FileSystem<F> {
             d.gid = gid;
             changed = true;
         }
-        if let Some(t) = set.atime_ns {
-            d.atime_ns = t;
+        if let Some(t) = set.atime {
+            d.atime = t;
             changed = true;
         }
-        if let Some(t) = set.mtime_ns {
-            d.mtime_ns = t;
+        if let Some(t) = set.mtime {
+            d.mtime = t;
             changed = true;
         }
         if changed {
-            d.ctime_ns = now;
+            d.ctime = now;
             self.flush_cache(ino)?;
             self.persist(ino, d, Vec::new())?;
         }
@@ -468,15 +523,27 @@ impl<F: Flash> FileSystem<F> {
         let kept =
             u64::from(self.config.reserve_blocks) + u64::from(self.checkpoint_reserve_blocks()) + 2; // the anchor blocks
         let total = good.saturating_sub(kept) * per_block;
-        let used = self.blocks.valid_total();
+        // Holes fallocate reserved count as used: they are promised to their files.
+        let used = self.blocks.valid_total() + self.reserved_chunks();
         StatFs {
             chunk_bytes: self.layout.chunk_bytes,
             total_chunks: total,
             used_chunks: used.min(total),
             free_chunks: total.saturating_sub(used),
-            objects: self.objects.len().saturating_sub(1) as u64,
+            objects: self
+                .objects
+                .values()
+                .filter(|o| o.kind.is_visible())
+                .count()
+                .saturating_sub(1) as u64,
             name_max: NAME_MAX as u32,
         }
+    }
+
+    /// Is anything written or changed that is not on flash yet (a buffered chunk, a
+    /// header to rewrite)?
+    pub fn has_unsynced(&self) -> bool {
+        !self.caches.is_empty() || self.objects.values().any(|o| o.is_dirty())
     }
 
     /// Flushes every file's buffered chunk and every changed header.
@@ -517,6 +584,9 @@ impl<F: Flash> FileSystem<F> {
         updates: Vec<(Ino, Vec<Name>)>,
     ) -> Result<Record> {
         let o = self.obj(ino)?;
+        // A symlink target or attribute set too big for the header is in the object's
+        // data chunks; the header then only says how long it is.
+        let in_chunks = o.chunks.end() > 0;
         Ok(Record {
             kind: o.kind,
             version: 0,
@@ -525,14 +595,23 @@ impl<F: Flash> FileSystem<F> {
             gid: d.gid,
             rdev: d.rdev,
             size: o.size,
-            atime: Time::from_ns(d.atime_ns),
-            mtime: Time::from_ns(d.mtime_ns),
-            ctime: Time::from_ns(d.ctime_ns),
+            atime: d.atime,
+            mtime: d.mtime,
+            ctime: d.ctime,
             names: d.names.clone(),
-            target: d.target.clone(),
-            xattrs: d.xattrs.clone(),
+            target: if in_chunks {
+                Vec::new()
+            } else {
+                d.target.clone()
+            },
+            xattrs: if in_chunks {
+                Vec::new()
+            } else {
+                d.xattrs.clone()
+            },
             name_updates: updates,
             floors: d.floors.clone(),
+            reserve: self.reserves.get(&ino).copied(),
         })
     }
 

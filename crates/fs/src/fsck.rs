@@ -9,6 +9,8 @@
 //!   owner expects, and every block summary says of its valid pages what their owners do;
 //! - the tree is connected: every object but the root has names, under directories
 //!   reachable from the root, and the directory indexes say the same;
+//! - hard links name files that exist, and each file's link count is what they say;
+//!   attribute sets belong to objects that exist; payloads in data chunks read back;
 //! - sizes match: no chunk lies past its file's end;
 //! - both copies of the file system record are readable.
 
@@ -76,7 +78,7 @@ impl<F: Flash> FileSystem<F> {
         let mut inos: Vec<Ino> = self.objects.keys().copied().collect();
         inos.sort_unstable();
         for &ino in &inos {
-            if let Err(e) = self.load(ino) {
+            if let Err(e) = self.load_payload(ino) {
                 p(
                     &mut r,
                     format!("object {ino}: details cannot be loaded: {e}"),
@@ -348,6 +350,7 @@ impl<F: Flash> FileSystem<F> {
                 }
             }
         }
+        let mut links: HashMap<Ino, u32> = HashMap::new();
         for &ino in inos {
             let Some(o) = self.objects.get(&ino) else {
                 continue;
@@ -356,7 +359,41 @@ impl<F: Flash> FileSystem<F> {
             let Some(d) = o.details.as_deref() else {
                 continue; // reported as unloadable above
             };
-            if ino != ROOT_INO && d.names.is_empty() && o.open == 0 {
+            match o.kind {
+                Kind::Xattrs => {
+                    let owner = d.names.first().map_or(0, |n| n.parent);
+                    if d.names.len() != 1 || self.xattr_sets.get(&owner) != Some(&ino) {
+                        p(format!(
+                            "attribute set {ino} is not the set of its owner {owner}"
+                        ));
+                    }
+                    if self
+                        .objects
+                        .get(&owner)
+                        .is_none_or(|x| !x.kind.is_visible())
+                    {
+                        p(format!("attribute set {ino}: owner {owner} does not exist"));
+                    }
+                    continue;
+                }
+                Kind::HardLink => {
+                    let target = Ino::try_from(o.size).unwrap_or(0);
+                    match self.objects.get(&target) {
+                        Some(t) if t.kind.is_visible() && t.kind != Kind::Dir => {
+                            *links.entry(target).or_insert(0) += 1;
+                        }
+                        _ => p(format!("hard link {ino} names no file ({target})")),
+                    }
+                }
+                Kind::Symlink if d.target.len() as u64 != o.size => {
+                    p(format!(
+                        "symlink {ino}: target length differs from its size"
+                    ));
+                }
+                _ => {}
+            }
+            let held = self.links.get(&ino).is_some_and(|&n| n > 0);
+            if ino != ROOT_INO && d.names.is_empty() && o.open == 0 && !held {
                 p(format!("object {ino} has no name and is not open"));
             }
             if ino != ROOT_INO && !d.names.is_empty() && !reachable.contains(&ino) {
@@ -397,6 +434,26 @@ impl<F: Flash> FileSystem<F> {
                         o.subdirs
                     ));
                 }
+            }
+        }
+        if links != self.links {
+            p(format!(
+                "hard link counts differ: the links say {links:?}, RAM {:?}",
+                self.links
+            ));
+        }
+        for (owner, set) in &self.xattr_sets {
+            if self.objects.get(set).is_none_or(|o| o.kind != Kind::Xattrs) {
+                p(format!(
+                    "object {owner}: its attribute set {set} is missing"
+                ));
+            }
+        }
+        for ino in self.reserves.keys() {
+            if self.objects.get(ino).is_none_or(|o| o.kind != Kind::File) {
+                p(format!(
+                    "a reservation is held for {ino}, which is not a file"
+                ));
             }
         }
     }

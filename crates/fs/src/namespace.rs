@@ -17,11 +17,11 @@ use nandkit_flash::Flash;
 use crate::error::{FsError, Result};
 use crate::format::record::{Name, Record};
 use crate::fs::{Dir, FileSystem, Tomb};
-use crate::object::{Details, Object, LOST_PAGE};
-use crate::types::{Attr, DirEntry, Ino, Kind, RenameMode, NAME_MAX, ROOT_INO};
+use crate::object::{Details, LOST_PAGE};
+use crate::types::{Attr, DirEntry, Ino, Kind, RenameMode, Time, NAME_MAX, ROOT_INO};
 
-/// Most names (hard links) one object may have.
-const LINK_MAX: usize = 65_000;
+/// Longest symlink target: PATH_MAX (4,096) less its terminating NUL, as on Linux.
+pub const SYMLINK_MAX: usize = 4095;
 
 pub(crate) fn check_name(name: &[u8]) -> Result<()> {
     if name.is_empty() || name == b"." || name == b".." {
@@ -48,7 +48,8 @@ pub struct NewObject<'a> {
 }
 
 impl<F: Flash> FileSystem<F> {
-    /// The object a name in a directory refers to.
+    /// The object holding a name in a directory: the object itself, or a hard link object
+    /// naming it (see `links`).
     fn child(&mut self, dir: Ino, name: &[u8]) -> Result<Ino> {
         self.dir_loaded(dir)?
             .get(name)
@@ -60,30 +61,51 @@ impl<F: Flash> FileSystem<F> {
         Ok(self.dir_loaded(dir)?.contains_key(name))
     }
 
+    /// A directory new names may go in: one that exists and has not been removed (it may
+    /// still be open somewhere).
+    pub(crate) fn live_dir(&mut self, dir: Ino) -> Result<()> {
+        let o = self.visible(dir)?;
+        if o.kind != Kind::Dir {
+            return Err(FsError::NotDir);
+        }
+        if dir != ROOT_INO {
+            self.load(dir)?;
+            if self.obj(dir)?.d().names.is_empty() {
+                return Err(FsError::NotFound);
+            }
+        }
+        Ok(())
+    }
+
     /// The object called `name` in directory `parent`.
     pub fn lookup(&mut self, parent: Ino, name: &[u8]) -> Result<Attr> {
         self.check_alive()?;
         if name.len() > NAME_MAX {
             return Err(FsError::NameTooLong);
         }
-        let ino = self.child(parent, name)?;
-        self.getattr(ino)
+        let holder = self.child(parent, name)?;
+        self.getattr(self.target_of(holder))
     }
 
     /// Entries of a directory, sorted by name (without "." and "..").
     pub fn readdir(&mut self, dir: Ino) -> Result<Vec<DirEntry>> {
         self.check_alive()?;
+        self.visible(dir)?;
         let entries: Vec<(Box<[u8]>, Ino)> = self
             .dir_loaded(dir)?
             .iter()
             .map(|(n, &i)| (n.clone(), i))
             .collect();
+        self.accessed(dir)?;
         Ok(entries
             .into_iter()
-            .map(|(name, ino)| DirEntry {
-                name: name.to_vec(),
-                ino,
-                kind: self.objects[&ino].kind,
+            .filter_map(|(name, holder)| {
+                let ino = self.target_of(holder);
+                Some(DirEntry {
+                    name: name.to_vec(),
+                    ino,
+                    kind: self.objects.get(&ino)?.kind,
+                })
             })
             .collect())
     }
@@ -98,14 +120,22 @@ impl<F: Flash> FileSystem<F> {
     pub fn create(&mut self, parent: Ino, name: &[u8], new: NewObject) -> Result<Attr> {
         self.check_writable()?;
         check_name(name)?;
+        if !new.kind.is_visible() {
+            return Err(FsError::Invalid("not a kind of object one can create"));
+        }
+        self.live_dir(parent)?;
         if self.has_child(parent, name)? {
             return Err(FsError::Exists);
         }
-        if new.kind == Kind::Symlink && new.target.is_empty() {
-            return Err(FsError::Invalid("empty symlink target"));
-        }
-        if new.target.len() > u16::MAX as usize {
-            return Err(FsError::NameTooLong);
+        let mut size = 0;
+        if new.kind == Kind::Symlink {
+            if new.target.is_empty() {
+                return Err(FsError::NotFound); // as symlink(2) says of ""
+            }
+            if new.target.len() > SYMLINK_MAX {
+                return Err(FsError::NameTooLong);
+            }
+            size = new.target.len() as u64;
         }
         let now = self.now();
         let mut d = Details::from_record(Record::bare(new.kind, new.perm & 0o7777, now));
@@ -119,23 +149,7 @@ impl<F: Flash> FileSystem<F> {
         if new.kind == Kind::Symlink {
             d.target = new.target.to_vec();
         }
-        self.make_room_for_new_object()?;
-        let ino = self.next_ino;
-        if ino > self.layout.tags.max_obj() {
-            return Err(FsError::NoSpace);
-        }
-        let mut o = Object::new(new.kind, self.config.mapping);
-        o.details = Some(Box::new(d.clone()));
-        self.objects.insert(ino, o);
-        if !self.fits(ino, &d, &[]) {
-            self.objects.remove(&ino);
-            return Err(FsError::NameTooLong);
-        }
-        if let Err(e) = self.persist(ino, d, Vec::new()) {
-            self.objects.remove(&ino);
-            return Err(e);
-        }
-        self.next_ino += 1;
+        let ino = self.create_object(new.kind, d, size, Vec::new())?;
         if new.kind == Kind::Dir {
             self.dirs.insert(
                 ino,
@@ -152,7 +166,8 @@ impl<F: Flash> FileSystem<F> {
 
     pub fn readlink(&mut self, ino: Ino) -> Result<Vec<u8>> {
         self.check_alive()?;
-        self.load(ino)?;
+        self.visible(ino)?;
+        self.load_payload(ino)?;
         let o = self.obj(ino)?;
         if o.kind != Kind::Symlink {
             return Err(FsError::Invalid("not a symlink"));
@@ -160,49 +175,15 @@ impl<F: Flash> FileSystem<F> {
         Ok(o.d().target.clone())
     }
 
-    /// A new name for an existing non-directory (a hard link).
-    pub fn link(&mut self, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
-        self.check_writable()?;
-        check_name(name)?;
-        self.load(ino)?;
-        let o = self.obj(ino)?;
-        if o.kind == Kind::Dir {
-            return Err(FsError::NotPermitted);
-        }
-        if o.d().names.is_empty() {
-            return Err(FsError::NotFound); // unlinked but still open
-        }
-        if self.has_child(parent, name)? {
-            return Err(FsError::Exists);
-        }
-        let mut d = self.obj(ino)?.d().clone();
-        if d.names.len() >= LINK_MAX {
-            return Err(FsError::TooManyLinks);
-        }
-        d.names.push(Name {
-            parent,
-            name: name.into(),
-        });
-        if !self.fits(ino, &d, &[]) {
-            return Err(FsError::TooManyLinks);
-        }
-        let now = self.now();
-        d.ctime_ns = now;
-        self.flush_cache(ino)?;
-        self.persist(ino, d, Vec::new())?;
-        self.index_name(ino, parent, name);
-        self.touch_dir(parent, now)?;
-        self.getattr(ino)
-    }
-
     /// Removes a non-directory's name.
     pub fn unlink(&mut self, parent: Ino, name: &[u8]) -> Result<()> {
         self.check_writable()?;
         let ino = self.child(parent, name)?;
-        if self.obj(ino)?.kind == Kind::Dir {
-            return Err(FsError::IsDir);
+        match self.obj(ino)?.kind {
+            Kind::Dir => Err(FsError::IsDir),
+            Kind::HardLink => self.unlink_hard_link(ino, parent, name),
+            _ => self.drop_name(ino, parent, name),
         }
-        self.drop_name(ino, parent, name)
     }
 
     /// Removes an empty directory.
@@ -225,15 +206,15 @@ impl<F: Flash> FileSystem<F> {
     }
 
     /// Writes the object's header without `(parent, name)`; deletes it if that was its
-    /// last name and nothing holds it open.
+    /// last name, no hard link names it and nothing holds it open.
     fn drop_name(&mut self, ino: Ino, parent: Ino, name: &[u8]) -> Result<()> {
         self.load(ino)?;
         let now = self.now();
         let mut d = self.obj(ino)?.d().clone();
         d.names
             .retain(|n| !(n.parent == parent && &*n.name == name));
-        d.ctime_ns = now;
-        if !d.names.is_empty() {
+        d.ctime = Time::from_ns(now);
+        if !d.names.is_empty() || self.link_count(ino) > 0 {
             // The header records the size: the data it covers goes first. An object losing
             // its last name is going away, so its data needs no flash (and a full device
             // must still be able to delete it).
@@ -242,11 +223,7 @@ impl<F: Flash> FileSystem<F> {
         self.persist(ino, d, Vec::new())?;
         self.unindex_name(ino, parent, name);
         self.touch_dir(parent, now)?;
-        let o = self.obj(ino)?;
-        if o.d().names.is_empty() && o.open == 0 {
-            self.delete_object(ino);
-        }
-        Ok(())
+        self.bury_if_orphan(ino)
     }
 
     /// Frees an object whose (name-less) header is already on flash: that header stays as
@@ -256,6 +233,17 @@ impl<F: Flash> FileSystem<F> {
             return;
         };
         debug_assert!(o.details.as_ref().is_none_or(|d| d.names.is_empty()));
+        if o.kind == Kind::HardLink {
+            let target = Ino::try_from(o.size).unwrap_or(0);
+            if let Some(n) = self.links.get_mut(&target) {
+                *n -= 1;
+                if *n == 0 {
+                    self.links.remove(&target);
+                }
+            }
+        }
+        self.reserves.remove(&ino);
+        self.drop_xattr_set_of(ino);
         for (_, pno) in o.chunks.entries() {
             if pno != LOST_PAGE {
                 self.blocks.invalidate(pno);
@@ -281,7 +269,8 @@ impl<F: Flash> FileSystem<F> {
     /// A handle was opened on `ino`.
     pub fn open(&mut self, ino: Ino) -> Result<()> {
         self.check_alive()?;
-        self.obj_mut(ino)?.open += 1;
+        let o = self.obj_mut(ino)?;
+        o.open = o.open.saturating_add(1);
         Ok(())
     }
 
@@ -291,20 +280,56 @@ impl<F: Flash> FileSystem<F> {
         self.check_alive()?;
         let o = self.obj_mut(ino)?;
         o.open = o.open.saturating_sub(1);
-        let open = o.open;
-        let orphan = ino != ROOT_INO
-            && o.parent == 0
-            && o.details.as_ref().is_some_and(|d| d.names.is_empty());
-        if orphan {
-            if open == 0 {
-                self.delete_object(ino);
-            }
-            return Ok(());
+        if self.is_orphan(ino) {
+            return self.let_go(ino);
         }
         if !self.read_only {
             self.fsync(ino)?;
         }
         Ok(())
+    }
+
+    /// The kernel learned of `ino` (a lookup or a create it answered): like an open handle,
+    /// this keeps it in RAM if its last name goes, until the kernel forgets it.
+    pub fn remember(&mut self, ino: Ino) -> Result<()> {
+        self.open(ino)
+    }
+
+    /// The kernel forgot `n` lookups of `ino`.
+    pub fn forget(&mut self, ino: Ino, n: u64) -> Result<()> {
+        self.check_alive()?;
+        let Some(o) = self.objects.get_mut(&ino) else {
+            return Ok(());
+        };
+        o.open = o.open.saturating_sub(u32::try_from(n).unwrap_or(u32::MAX));
+        if self.is_orphan(ino) {
+            return self.let_go(ino);
+        }
+        Ok(())
+    }
+
+    /// Has `ino` lost every name (and hard link), so it only lives while held?
+    fn is_orphan(&self, ino: Ino) -> bool {
+        self.objects.get(&ino).is_some_and(|o| {
+            ino != ROOT_INO
+                && o.parent == 0
+                && o.details.as_ref().is_some_and(|d| d.names.is_empty())
+                && o.kind.is_visible()
+                && self.link_count(ino) == 0
+        })
+    }
+
+    /// An orphan is let go of: deleted once nothing holds it (its name-less header is on
+    /// flash already, or is written now on a writable mount).
+    fn let_go(&mut self, ino: Ino) -> Result<()> {
+        if self.objects.get(&ino).is_none_or(|o| o.open > 0) {
+            return Ok(());
+        }
+        if self.read_only {
+            self.delete_object(ino);
+            return Ok(());
+        }
+        self.bury_if_orphan(ino)
     }
 
     /// rename / renameat2. See the module comment for why each case is atomic.
@@ -319,15 +344,15 @@ impl<F: Flash> FileSystem<F> {
         self.check_writable()?;
         check_name(new_name)?;
         let src = self.child(parent, name)?;
-        self.dir_loaded(new_parent)?;
+        self.live_dir(new_parent)?;
         let dst = self.dir_loaded(new_parent)?.get(new_name).copied();
-        let src_kind = self.obj(src)?.kind;
+        let src_kind = self.obj(self.target_of(src))?.kind;
         match (mode, dst) {
             (RenameMode::NoReplace, Some(_)) => return Err(FsError::Exists),
             (RenameMode::Exchange, None) => return Err(FsError::NotFound),
             _ => {}
         }
-        if dst == Some(src) {
+        if dst.map(|d| self.target_of(d)) == Some(self.target_of(src)) {
             return Ok(()); // two names of one object: POSIX says do nothing
         }
         // A directory may not move into itself or below itself.
@@ -345,7 +370,7 @@ impl<F: Flash> FileSystem<F> {
             return self.exchange(src, parent, name, d, new_parent, new_name);
         }
         if let Some(d) = dst {
-            let dst_kind = self.obj(d)?.kind;
+            let dst_kind = self.obj(self.target_of(d))?.kind;
             match (src_kind == Kind::Dir, dst_kind == Kind::Dir) {
                 (true, false) => return Err(FsError::NotDir),
                 (false, true) => return Err(FsError::IsDir),
@@ -364,7 +389,7 @@ impl<F: Flash> FileSystem<F> {
                 break;
             }
         }
-        sd.ctime_ns = now;
+        sd.ctime = Time::from_ns(now);
         // The replaced object loses the name in the same page.
         let dst_names = match dst {
             Some(d) => {
@@ -381,8 +406,10 @@ impl<F: Flash> FileSystem<F> {
         self.flush_cache(src)?;
         // The replaced object's header is rewritten after the rename is durable; whatever
         // that needs must succeed (or fail) before it.
-        let dst_keeps_names = dst_names.as_ref().is_some_and(|(_, n)| !n.is_empty());
-        if let (Some(d), true) = (dst, dst_keeps_names) {
+        let dst_lives_on = dst_names
+            .as_ref()
+            .is_some_and(|(d, n)| !n.is_empty() || self.link_count(*d) > 0);
+        if let (Some(d), true) = (dst, dst_lives_on) {
             self.flush_cache(d)?;
         }
         self.persist(src, sd, updates)?;
@@ -394,16 +421,20 @@ impl<F: Flash> FileSystem<F> {
         self.index_name(src, new_parent, new_name);
         self.touch_dir(parent, now)?;
         self.touch_dir(new_parent, now)?;
+        self.link_renamed(src, now)?;
         if let Some((d, names)) = dst_names {
             // Tidy the loser's header now (a scan would read the update otherwise).
             let mut dd = self.obj(d)?.d().clone();
             dd.names = names;
-            dd.ctime_ns = now;
+            dd.ctime = Time::from_ns(now);
             self.persist(d, dd, Vec::new())?;
-            let o = self.obj(d)?;
-            if o.d().names.is_empty() && o.open == 0 {
+            let target = self.target_of(d);
+            if target != d {
+                // A hard link object that lost its one name is gone; its file may be too.
                 self.delete_object(d);
+                self.changed(target, now)?;
             }
+            self.bury_if_orphan(target)?;
         }
         Ok(())
     }
@@ -431,10 +462,10 @@ impl<F: Flash> FileSystem<F> {
         };
         let mut ad = self.obj(a)?.d().clone();
         swap(&mut ad.names, (a_parent, a_name), (b_parent, b_name));
-        ad.ctime_ns = now;
+        ad.ctime = Time::from_ns(now);
         let mut bd = self.obj(b)?.d().clone();
         swap(&mut bd.names, (b_parent, b_name), (a_parent, a_name));
-        bd.ctime_ns = now;
+        bd.ctime = Time::from_ns(now);
         let updates = vec![(b, bd.names.clone())];
         if !self.fits(a, &ad, &updates) {
             return Err(FsError::NameTooLong);
@@ -450,6 +481,17 @@ impl<F: Flash> FileSystem<F> {
         self.persist(b, bd, Vec::new())?;
         self.touch_dir(a_parent, now)?;
         self.touch_dir(b_parent, now)?;
+        self.link_renamed(a, now)?;
+        self.link_renamed(b, now)
+    }
+
+    /// A hard link object's name changed: its file's ctime changes too (the file is what
+    /// the caller sees renamed).
+    fn link_renamed(&mut self, holder: Ino, now: i64) -> Result<()> {
+        let target = self.target_of(holder);
+        if target != holder && self.objects.contains_key(&target) {
+            self.changed(target, now)?;
+        }
         Ok(())
     }
 
@@ -520,15 +562,15 @@ impl<F: Flash> FileSystem<F> {
     }
 
     /// A directory's contents changed: its times change (written lazily, like YAFFS).
-    fn touch_dir(&mut self, dir: Ino, now: i64) -> Result<()> {
+    pub(crate) fn touch_dir(&mut self, dir: Ino, now: i64) -> Result<()> {
         if !self.objects.contains_key(&dir) {
             return Ok(());
         }
         self.load(dir)?;
         let o = self.obj_mut(dir)?;
         let d = o.d_mut();
-        d.mtime_ns = now;
-        d.ctime_ns = now;
+        d.mtime = Time::from_ns(now);
+        d.ctime = d.mtime;
         o.set_dirty(true);
         Ok(())
     }

@@ -9,7 +9,7 @@
 
 use crate::format::record::{Floor, Name, Record};
 use crate::mapping::FileMap;
-use crate::types::{Ino, Kind, TimeNs};
+use crate::types::{Ino, Kind, Time};
 
 /// Marks a chunk with no page (a hole), or an object without a header page.
 pub const NO_PAGE: u32 = u32::MAX;
@@ -27,11 +27,13 @@ pub struct Details {
     pub uid: u32,
     pub gid: u32,
     pub rdev: u64,
-    pub atime_ns: TimeNs,
-    pub mtime_ns: TimeNs,
-    pub ctime_ns: TimeNs,
+    pub atime: Time,
+    pub mtime: Time,
+    pub ctime: Time,
     pub names: Vec<Name>,
+    /// Symlinks: the target (loaded from the data chunks when it did not fit the header).
     pub target: Vec<u8>,
+    /// `Kind::Xattrs` objects: the attributes (loaded from the data chunks likewise).
     pub xattrs: Vec<(Vec<u8>, Vec<u8>)>,
     pub floors: Vec<Floor>,
 }
@@ -44,9 +46,9 @@ impl Details {
             uid: r.uid,
             gid: r.gid,
             rdev: r.rdev,
-            atime_ns: r.atime.to_ns(),
-            mtime_ns: r.mtime.to_ns(),
-            ctime_ns: r.ctime.to_ns(),
+            atime: r.atime,
+            mtime: r.mtime,
+            ctime: r.ctime,
             names: r.names,
             target: r.target,
             xattrs: r.xattrs,
@@ -74,7 +76,8 @@ pub struct Object {
     pub headers_on_flash: u32,
     /// Directories: how many subdirectories (for nlink).
     pub subdirs: u32,
-    /// Open handles; an unlinked object lives on until the last one closes.
+    /// Open handles and kernel references (FUSE lookups not yet forgotten): an object
+    /// that loses its last name lives on in RAM until they are all gone.
     pub open: u32,
     pub kind: Kind,
     pub flags: u8,

@@ -29,6 +29,12 @@ use crate::object::{Details, Object, NO_PAGE};
 use crate::scan::{Found, Seen};
 use crate::types::{Ino, Kind, ROOT_INO};
 
+/// Kinds whose objects have data chunks: files, and symlinks and attribute sets whose
+/// payload did not fit their header (see `payload`).
+pub(crate) fn has_data(kind: Kind) -> bool {
+    matches!(kind, Kind::File | Kind::Symlink | Kind::Xattrs)
+}
+
 /// One header page the scan found.
 #[derive(Clone)]
 struct Hdr {
@@ -133,11 +139,27 @@ impl<F: Flash> FileSystem<F> {
             }
         }
 
-        // Objects: alive if their newest header has names (or is the root's).
+        // Files some hard link names (their own header may have no name left).
+        let linked: HashSet<Ino> = newest
+            .values()
+            .filter(|h| h.facts.kind == Some(Kind::HardLink))
+            .filter_map(|h| Ino::try_from(h.facts.size).ok())
+            .collect();
+        for &ino in &linked {
+            let Some(h) = newest.get(&ino) else { continue };
+            if h.facts.kind.is_none() && h.record.is_none() {
+                let rec = self.read_record(h.pno, ino).ok().map(Box::new);
+                newest.get_mut(&ino).expect("listed").record = rec;
+            }
+        }
+
+        // Objects: alive if their newest header has names (or is the root's), or a hard
+        // link may name them (`link_tree` settles which are).
         for (ino, h) in &newest {
             let ino = *ino;
-            let alive =
-                h.facts.kind.is_some() || renamed.get(&ino).is_some_and(|r| !r.1.is_empty());
+            let alive = h.facts.kind.is_some()
+                || renamed.get(&ino).is_some_and(|r| !r.1.is_empty())
+                || linked.contains(&ino);
             let headers_on_flash = counts.get(&ino).copied().unwrap_or(0);
             if !alive {
                 if headers_on_flash > 1 && ino != ROOT_INO {
@@ -168,6 +190,9 @@ impl<F: Flash> FileSystem<F> {
             }
             self.blocks.set_valid(h.pno);
             self.objects.insert(ino, o);
+            if let Some(r) = h.record.as_ref().and_then(|r| r.reserve) {
+                self.reserves.insert(ino, r);
+            }
         }
         // Names given by updates.
         for ino in targets {
@@ -185,6 +210,8 @@ impl<F: Flash> FileSystem<F> {
         }
         self.ensure_root();
         self.link_tree();
+        let versions: HashMap<Ino, u64> = newest.iter().map(|(&i, h)| (i, h.version)).collect();
+        self.attach_xattr_sets(&versions);
         let floors: HashMap<Ino, (u64, Vec<Floor>)> = newest
             .iter()
             .filter(|(i, _)| self.objects.contains_key(i))
@@ -258,11 +285,12 @@ impl<F: Flash> FileSystem<F> {
     /// under directories reachable from the root (so cycles and orphaned subtrees fall
     /// away); an object left with no name is deleted by the repairs.
     fn link_tree(&mut self) {
+        // Attribute sets belong to objects, not directories (see `attach_xattr_sets`).
         let mut inos: Vec<Ino> = self
             .objects
-            .keys()
-            .copied()
-            .filter(|&i| i != ROOT_INO)
+            .iter()
+            .filter(|(&i, o)| i != ROOT_INO && o.kind != Kind::Xattrs)
+            .map(|(&i, _)| i)
             .collect();
         inos.sort_unstable();
         let mut children: HashMap<Ino, Vec<Ino>> = HashMap::new();
@@ -297,10 +325,33 @@ impl<F: Flash> FileSystem<F> {
                 }
             }
         }
+        // Hard links count for the files they name, if those are files (or other
+        // non-directories) that exist; a link to anything else is dropped. Every link
+        // object in RAM counts, kept or not: one left without a name is deleted by the
+        // repairs, which counts it off (and may leave its file an orphan).
+        let mut links: HashMap<Ino, u32> = HashMap::new();
+        for &ino in &inos {
+            let o = &self.objects[&ino];
+            if o.kind != Kind::HardLink {
+                continue;
+            }
+            let target = Ino::try_from(o.size).unwrap_or(0);
+            if self
+                .objects
+                .get(&target)
+                .is_some_and(|t| t.kind.is_visible() && t.kind != Kind::Dir)
+            {
+                *links.entry(target).or_insert(0) += 1;
+            } else {
+                kept.remove(&ino);
+            }
+        }
+        self.links = links;
         for ino in inos {
             let parents = kept.remove(&ino).unwrap_or_default();
             let claimed = self.parents_claimed(ino);
-            if parents.is_empty() || parents.len() != claimed.len() {
+            let held = self.link_count(ino) > 0;
+            if (parents.is_empty() && !held) || parents.len() != claimed.len() {
                 // Some names were dropped: write the object's header again (or its
                 // tombstone, if none is left).
                 if self.load(ino).is_ok() {
@@ -337,7 +388,7 @@ impl<F: Flash> FileSystem<F> {
             let Some(o) = self.objects.get_mut(&ch.obj) else {
                 continue;
             };
-            if o.kind != Kind::File || u64::from(ch.n_bytes) > c {
+            if !has_data(o.kind) || u64::from(ch.n_bytes) > c {
                 continue;
             }
             o.saw_chunk(ch.chunk);
@@ -384,22 +435,27 @@ impl<F: Flash> FileSystem<F> {
     pub(crate) fn apply_repairs(&mut self) -> Result<()> {
         self.repair_anchors()?;
         self.seal_found_blocks()?;
-        let mut todo = std::mem::take(&mut self.repairs);
-        todo.sort_unstable();
-        todo.dedup();
-        for ino in todo {
-            if !self.objects.contains_key(&ino) {
-                continue;
-            }
-            if self.load(ino).is_err() {
-                continue;
-            }
-            let orphan = ino != ROOT_INO && self.obj(ino)?.d().names.is_empty();
-            if orphan {
-                self.delete_subtree(ino)?;
-            } else {
-                let d = self.obj(ino)?.d().clone();
-                self.persist(ino, d, Vec::new())?;
+        // Deleting a hard link may leave its file an orphan, which joins the list.
+        while !self.repairs.is_empty() {
+            let mut todo = std::mem::take(&mut self.repairs);
+            todo.sort_unstable();
+            todo.dedup();
+            for ino in todo {
+                if !self.objects.contains_key(&ino) {
+                    continue;
+                }
+                if self.load(ino).is_err() {
+                    continue;
+                }
+                let orphan = ino != ROOT_INO
+                    && self.obj(ino)?.d().names.is_empty()
+                    && self.link_count(ino) == 0;
+                if orphan {
+                    self.delete_subtree(ino)?;
+                } else {
+                    let d = self.obj(ino)?.d().clone();
+                    self.persist(ino, d, Vec::new())?;
+                }
             }
         }
         Ok(())
@@ -431,11 +487,68 @@ impl<F: Flash> FileSystem<F> {
                 d.names.clear();
                 self.persist(x, d, Vec::new())?;
             }
-            if self.obj(x)?.open == 0 {
+            // A file a hard link still names lives on without a name of its own.
+            if self.obj(x)?.open == 0 && self.link_count(x) == 0 {
+                let target = self.target_of(x);
                 self.delete_object(x);
+                if target != x && self.objects.contains_key(&target) {
+                    // The file a dropped hard link named may be left without names.
+                    self.repairs.push(target);
+                }
             }
         }
         Ok(())
+    }
+
+    /// Gives each object its attribute set: the `Kind::Xattrs` object naming it. A set
+    /// whose owner is gone is dead (dropped with no write, see `xattr`); of two sets of one
+    /// owner (a crash between a replacement's two writes) the newer wins and the other is
+    /// buried by the repairs.
+    fn attach_xattr_sets(&mut self, versions: &HashMap<Ino, u64>) {
+        let mut sets: Vec<(Ino, Ino)> = self
+            .objects
+            .iter()
+            .filter(|(_, o)| o.kind == Kind::Xattrs)
+            .map(|(&i, o)| (i, o.parent))
+            .collect();
+        sets.sort_unstable();
+        self.xattr_sets.clear();
+        for (set, owner) in sets {
+            let owner_ok = self
+                .objects
+                .get(&owner)
+                .is_some_and(|o| o.kind.is_visible());
+            if !owner_ok {
+                let o = self.objects.remove(&set).expect("listed");
+                for (_, pno) in o.chunks.entries() {
+                    if pno != crate::object::LOST_PAGE {
+                        self.blocks.invalidate(pno);
+                    }
+                }
+                if let Some(h) = o.header_page() {
+                    self.blocks.invalidate(h);
+                }
+                continue;
+            }
+            let version = |i: &Ino| versions.get(i).copied().unwrap_or(0);
+            let loser = match self.xattr_sets.get(&owner).copied() {
+                None => None,
+                Some(other) if version(&other) < version(&set) => Some(other),
+                Some(_) => Some(set),
+            };
+            if loser != Some(set) {
+                self.xattr_sets.insert(owner, set);
+            }
+            if let Some(l) = loser {
+                if self.load(l).is_ok() {
+                    let o = self.objects.get_mut(&l).expect("listed");
+                    o.d_mut().names.clear();
+                    o.parent = 0;
+                    o.set_dirty(true);
+                }
+                self.repairs.push(l);
+            }
+        }
     }
 
     /// Blocks the scan found written but without a summary get one now, at their first

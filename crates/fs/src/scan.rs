@@ -103,6 +103,9 @@ impl<F: Flash> FileSystem<F> {
         self.dirs.clear();
         self.caches.clear();
         self.tombstones.clear();
+        self.links.clear();
+        self.xattr_sets.clear();
+        self.reserves.clear();
         self.next_serial = 1;
         self.next_ino = crate::types::ROOT_INO + 1;
         self.alloc_cursor = 0;

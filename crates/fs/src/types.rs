@@ -20,6 +20,11 @@ pub enum Kind {
     BlockDev,
     Fifo,
     Socket,
+    /// On flash only: one more name of a file (a hard link), as YAFFS keeps them. Never
+    /// returned by `getattr`, `lookup` or `readdir`, which give the file itself.
+    HardLink,
+    /// On flash only: the extended attributes of one object. Never returned by the API.
+    Xattrs,
 }
 
 impl Kind {
@@ -32,7 +37,14 @@ impl Kind {
             Kind::BlockDev => 5,
             Kind::Fifo => 6,
             Kind::Socket => 7,
+            Kind::HardLink => 8,
+            Kind::Xattrs => 9,
         }
+    }
+
+    /// Is this a kind the API shows (not a hard link or attribute record)?
+    pub fn is_visible(self) -> bool {
+        !matches!(self, Kind::HardLink | Kind::Xattrs)
     }
 
     pub(crate) fn from_code(code: u8) -> Option<Kind> {
@@ -44,13 +56,45 @@ impl Kind {
             5 => Kind::BlockDev,
             6 => Kind::Fifo,
             7 => Kind::Socket,
+            8 => Kind::HardLink,
+            9 => Kind::Xattrs,
             _ => return None,
         })
     }
 }
 
-/// Nanoseconds since the Unix epoch.
+/// Nanoseconds since the Unix epoch: what a [`crate::Clock`] reads.
 pub type TimeNs = i64;
+
+/// A timestamp: seconds since the Unix epoch and nanoseconds, over the whole range Linux
+/// allows (64-bit seconds), so a date in 2300 is kept as given.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Time {
+    pub sec: i64,
+    /// Always below 1,000,000,000.
+    pub nsec: u32,
+}
+
+impl Time {
+    pub const fn new(sec: i64, nsec: u32) -> Time {
+        Time { sec, nsec }
+    }
+
+    pub fn from_ns(ns: TimeNs) -> Time {
+        Time {
+            sec: ns.div_euclid(1_000_000_000),
+            nsec: ns.rem_euclid(1_000_000_000) as u32,
+        }
+    }
+
+    /// Nanoseconds since the epoch, saturating where an i64 cannot hold them (before 1678
+    /// or after 2262).
+    pub fn to_ns(self) -> TimeNs {
+        self.sec
+            .saturating_mul(1_000_000_000)
+            .saturating_add(i64::from(self.nsec))
+    }
+}
 
 /// What `stat` returns.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -67,9 +111,9 @@ pub struct Attr {
     /// Flash pages holding this object's data.
     pub blocks: u64,
     pub rdev: u64,
-    pub atime_ns: TimeNs,
-    pub mtime_ns: TimeNs,
-    pub ctime_ns: TimeNs,
+    pub atime: Time,
+    pub mtime: Time,
+    pub ctime: Time,
 }
 
 /// Attribute changes for `setattr`; `None` leaves a field alone.
@@ -80,8 +124,8 @@ pub struct SetAttr {
     pub gid: Option<u32>,
     /// Truncate (shrink or grow) to this size. Files only.
     pub size: Option<u64>,
-    pub atime_ns: Option<TimeNs>,
-    pub mtime_ns: Option<TimeNs>,
+    pub atime: Option<Time>,
+    pub mtime: Option<Time>,
 }
 
 /// `rename` variants (Linux renameat2 flags).

@@ -119,13 +119,78 @@ fn a_version_1_image_is_refused_by_name() {
                 e,
                 FsError::OldFormat {
                     found: 1,
-                    supported: 2
+                    supported: 3
                 }
             ) && msg.contains("version 1")
-                && msg.contains("version 2"),
+                && msg.contains("version 3"),
             "{}: {msg}",
             dev.name()
         );
         assert_eq!(e.errno(), 22);
+    }
+}
+
+/// A version 2 image (whose file system record says so) is refused by name too: format 3
+/// keeps hard links, attribute sets and long symlink targets in objects of their own,
+/// which a version 2 reader would not know.
+#[test]
+fn a_version_2_image_is_refused_by_name() {
+    use nandkit_flash::{BlockAddr, Flash};
+    use nandkit_fs::format::special::Special;
+    use nandkit_fs::format::tags::{SpecialKind, SpecialTags, Tags};
+    use nandkit_fs::layout::Layout;
+    for dev in Dev::ALL {
+        let fs = format(dev);
+        let anchors = fs.anchor_blocks();
+        let mut src = fs.unmount().unwrap();
+        let config = src.config().clone();
+        let g = config.geometry;
+        let layout = Layout::new(g).unwrap();
+        let mut dst = FlashDevice::ram(config).unwrap();
+        let page = g.page_size_bytes as usize;
+        for block in 0..g.blocks_per_chip {
+            let baddr = BlockAddr::new(0, block);
+            if src.is_bad(baddr).unwrap() {
+                if !dst.is_bad(baddr).unwrap() {
+                    dst.mark_bad(baddr).unwrap();
+                }
+                continue;
+            }
+            for p in 0..g.pages_per_block {
+                let addr = PageAddr::new(0, block, p);
+                let raw = src.raw_page(addr).unwrap();
+                if raw.iter().all(|&b| b == 0xFF) {
+                    break;
+                }
+                let (mut data, mut oob) = (raw[..page].to_vec(), raw[page..].to_vec());
+                if p == 0 && anchors.contains(&block) {
+                    // The same record, saying version 2.
+                    let mut s = Special::decode(&data).expect("an anchor page");
+                    assert_eq!(s.payload[0], 3, "{}: records say version 3", dev.name());
+                    s.payload[0] = 2;
+                    let tags = Tags::Special(SpecialTags {
+                        kind: SpecialKind::Anchor,
+                    });
+                    (data, oob) = layout.encode_page(&tags, &s.encode());
+                }
+                dst.program_page(addr, &data, &oob)
+                    .unwrap_or_else(|e| panic!("{}: block {block} page {p}: {e}", dev.name()));
+            }
+        }
+        let e = match mount(dst) {
+            Ok(_) => panic!("{}: a version 2 image mounted", dev.name()),
+            Err(e) => e,
+        };
+        assert!(
+            matches!(
+                e,
+                FsError::OldFormat {
+                    found: 2,
+                    supported: 3
+                }
+            ),
+            "{}: {e}",
+            dev.name()
+        );
     }
 }

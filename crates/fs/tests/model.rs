@@ -1,7 +1,9 @@
 //! Property test: random operation sequences run against the file system and against a
 //! simple in-memory model of a POSIX file system; every result and error must agree, and
 //! so must the whole tree (contents, sizes, link counts, listings, attributes) at each
-//! remount and at the end, with fsck clean. Runs on both geometries (tags in the OOB and
+//! remount and at the end, with fsck clean. Mode, owner and group must match exactly, and
+//! times must move as POSIX says: a write changes mtime and ctime, a chmod only ctime,
+//! utimens sets them, nothing else touches them, and a clean remount keeps them. Runs on both geometries (tags in the OOB and
 //! in band), with remounts (clean, and power cuts between operations) and with operations
 //! that fill the device so ENOSPC and cleaning happen.
 //!
@@ -23,11 +25,7 @@ const NAMES: [&[u8]; 6] = [b"a", b"b", b"c", b"dd", b"e", b"f"];
 const XATTR_KEYS: [&[u8]; 3] = [b"user.a", b"user.bb", b"security.c"];
 const ENOSPC: i32 = 28;
 
-fn varint_len(v: usize) -> usize {
-    (usize::BITS as usize - v.leading_zeros() as usize)
-        .div_ceil(7)
-        .max(1)
-}
+const E2BIG: i32 = 7;
 
 /// What the runs exercised, so a test can check that its interesting paths ran.
 #[derive(Default)]
@@ -143,6 +141,12 @@ enum Op {
         obj: u8,
         key: u8,
     },
+    /// chmod (0), chown (1), utimens of both times (2) or of mtime only (3).
+    SetAttr {
+        obj: u8,
+        what: u8,
+        val: u8,
+    },
     /// Appends `percent` of the device's capacity to a file.
     Fill {
         obj: u8,
@@ -179,6 +183,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
             .prop_map(|(obj, key, len, mode)| Op::SetXattr { obj, key, len, mode }),
         1 => (b(), 0..3u8, b()).prop_map(|(obj, key, extra)| Op::BigXattr { obj, key, extra }),
         2 => (b(), 0..3u8).prop_map(|(obj, key)| Op::RemoveXattr { obj, key }),
+        3 => (b(), 0..4u8, b()).prop_map(|(obj, what, val)| Op::SetAttr { obj, what, val }),
         2 => (b(), 5..45u8).prop_map(|(obj, percent)| Op::Fill { obj, percent }),
         1 => Just(Op::Gc),
         2 => any::<bool>().prop_map(|crash| Op::Remount { crash }),
@@ -195,33 +200,43 @@ struct MObj {
     data: FileHistory,
     target: Vec<u8>,
     rdev: u64,
-    /// Names in the order the file system keeps them (matters only for header sizes).
+    /// Names (each extra one is a hard link).
     names: Vec<(Ino, Vec<u8>)>,
     xattrs: Vec<(Vec<u8>, Vec<u8>)>,
+    perm: u32,
+    uid: u32,
+    gid: u32,
+    times: Times,
+}
+
+/// What the model knows of an object's times: the last ones seen, and what the
+/// operations since must have done to them.
+#[derive(Clone, Debug, Default)]
+struct Times {
+    /// atime, mtime, ctime as last seen (none yet for a new object).
+    seen: Option<[Time; 3]>,
+    /// mtime and ctime must have moved forward since.
+    mtime_moves: bool,
+    ctime_moves: bool,
+    /// utimens set these exactly.
+    set_atime: Option<Time>,
+    set_mtime: Option<Time>,
 }
 
 impl MObj {
-    /// Bytes of this object's header record (format/record.rs): it must fit one chunk.
-    /// Fixed part 80, then names, target, xattrs, name updates (none) and floors (left
-    /// out of the limit), each list led by a varint count or length.
-    fn header_len(&self) -> usize {
-        80 + varint_len(self.names.len())
-            + self.names.iter().map(|(_, n)| 5 + n.len()).sum::<usize>()
-            + varint_len(self.target.len())
-            + self.target.len()
-            + varint_len(self.xattrs.len())
-            + self
-                .xattrs
-                .iter()
-                .map(|(k, v)| 1 + varint_len(v.len()) + k.len() + v.len())
-                .sum::<usize>()
-            + 1
-            + 1
-    }
-
-    /// What a name update carrying these names adds to a header.
-    fn names_update_len(names: &[(Ino, Vec<u8>)]) -> usize {
-        4 + varint_len(names.len()) + names.iter().map(|(_, n)| 5 + n.len()).sum::<usize>()
+    fn new(kind: Kind, names: Vec<(Ino, Vec<u8>)>) -> MObj {
+        MObj {
+            kind,
+            data: FileHistory::default(),
+            target: Vec::new(),
+            rdev: 0,
+            names,
+            xattrs: Vec::new(),
+            perm: 0,
+            uid: 0,
+            gid: 0,
+            times: Times::default(),
+        }
     }
 }
 
@@ -234,17 +249,9 @@ struct Model {
 impl Model {
     fn new() -> Model {
         let mut m = Model::default();
-        m.objs.insert(
-            ROOT_INO,
-            MObj {
-                kind: Kind::Dir,
-                data: FileHistory::default(),
-                target: Vec::new(),
-                rdev: 0,
-                names: Vec::new(),
-                xattrs: Vec::new(),
-            },
-        );
+        let mut root = MObj::new(Kind::Dir, Vec::new());
+        root.perm = 0o755;
+        m.objs.insert(ROOT_INO, root);
         m.dirs.insert(ROOT_INO, BTreeMap::new());
         m
     }
@@ -343,12 +350,30 @@ impl Model {
         }
     }
 
-    /// Pages the live data and headers need at least.
+    /// Pages the live data and headers need at least: a header per object, one per hard
+    /// link, and an attribute set's header and (when big) its data.
     fn pages(&self, chunk: usize) -> u64 {
         self.objs
             .values()
-            .map(|o| 1 + o.data.current.len().div_ceil(chunk) as u64)
+            .map(|o| {
+                let xattr_bytes: usize = o.xattrs.iter().map(|(k, v)| k.len() + v.len() + 4).sum();
+                let xattr_pages = match xattr_bytes {
+                    0 => 0,
+                    n => 1 + (n + 100).div_ceil(chunk) as u64,
+                };
+                1 + o.names.len().saturating_sub(1) as u64
+                    + xattr_pages
+                    + o.data.current.len().div_ceil(chunk) as u64
+            })
             .sum()
+    }
+
+    /// Marks times an operation must have moved.
+    fn touch(&mut self, ino: Ino, mtime: bool) {
+        if let Some(o) = self.objs.get_mut(&ino) {
+            o.times.ctime_moves = true;
+            o.times.mtime_moves |= mtime;
+        }
     }
 }
 
@@ -364,6 +389,10 @@ struct Run {
     /// Where we are, for failure messages.
     step: usize,
     cov: &'static Coverage,
+    /// The operation just checked hit ENOSPC: it may have changed times part way.
+    lenient: bool,
+    /// The check follows a remount (`Some(crash)`).
+    remounted: Option<bool>,
 }
 
 type Res<T> = std::result::Result<T, i32>;
@@ -423,11 +452,27 @@ impl Run {
 
     fn apply(&mut self, op: &Op) {
         let c = self.chunk;
+        let enospc_before = self.cov.enospc.load(Relaxed);
+        self.apply_op(op, c);
+        self.lenient = self.cov.enospc.load(Relaxed) != enospc_before;
+        if !matches!(op, Op::Remount { .. }) {
+            self.check_structure(op);
+        }
+    }
+
+    fn apply_op(&mut self, op: &Op, c: usize) {
         match *op {
             Op::Create { dir, name, kind } => {
                 let p = self.m.pick_dir(dir);
                 let name = NAMES[name as usize];
-                let target = format!("target-{}", self.step).into_bytes();
+                // Some targets too long for a header page: they go to data chunks.
+                let mut target = format!("target-{}", self.step).into_bytes();
+                if self.step.is_multiple_of(3) {
+                    target = pattern(self.step as u64, 1 + (self.step * 37) % SYMLINK_MAX)
+                        .into_iter()
+                        .map(|b| b'a' + b % 26)
+                        .collect();
+                }
                 let (kind, rdev) = match kind {
                     0 | 1 => (Kind::File, 0),
                     2 => (Kind::Dir, 0),
@@ -457,21 +502,14 @@ impl Run {
                         self.ctx(op)
                     );
                     assert_eq!(a.kind, kind);
-                    self.m.objs.insert(
-                        a.ino,
-                        MObj {
-                            kind,
-                            data: FileHistory::default(),
-                            target: if kind == Kind::Symlink {
-                                target
-                            } else {
-                                Vec::new()
-                            },
-                            rdev,
-                            names: vec![(p, name.to_vec())],
-                            xattrs: Vec::new(),
-                        },
-                    );
+                    let mut o = MObj::new(kind, vec![(p, name.to_vec())]);
+                    if kind == Kind::Symlink {
+                        o.target = target;
+                    }
+                    o.rdev = rdev;
+                    (o.perm, o.uid, o.gid) = (0o640, 7, 8);
+                    self.m.objs.insert(a.ino, o);
+                    self.m.touch(p, true);
                     if kind == Kind::Dir {
                         self.m.dirs.insert(a.ino, BTreeMap::new());
                     }
@@ -514,6 +552,9 @@ impl Run {
                 let got = en(self.fs().setattr(ino, set));
                 if self.agree(op, got.as_ref().map(|_| ()).map_err(|e| *e), want) {
                     assert_eq!(got.unwrap().size, size, "{}", self.ctx(op));
+                    if size != self.m.size(ino) {
+                        self.m.touch(ino, true);
+                    }
                     self.m.objs.get_mut(&ino).unwrap().data.truncate(size);
                 }
             }
@@ -555,6 +596,8 @@ impl Run {
                 self.strict(op, &got, want);
                 if got.is_ok() {
                     self.m.remove_name(target.unwrap(), p, name);
+                    self.m.touch(target.unwrap(), false);
+                    self.m.touch(p, true);
                 }
             }
             Op::Rmdir { dir, name } => {
@@ -571,6 +614,7 @@ impl Run {
                 self.strict(op, &got, want);
                 if got.is_ok() {
                     self.m.remove_name(target.unwrap(), p, name);
+                    self.m.touch(p, true);
                 }
             }
             Op::Rename {
@@ -604,15 +648,7 @@ impl Run {
                     }
                     match self.m.lookup(np, name2)? {
                         Some(_) => Err(17),
-                        None => {
-                            let mut o = self.m.objs[&i].clone();
-                            o.names.push((np, name2.to_vec()));
-                            if o.header_len() > self.chunk {
-                                Err(31)
-                            } else {
-                                Ok(())
-                            }
-                        }
+                        None => Ok(()),
                     }
                 });
                 if self.agree(op, got, want) {
@@ -624,6 +660,8 @@ impl Run {
                         .names
                         .push((np, name2.to_vec()));
                     self.m.add_name(i, np, name2);
+                    self.m.touch(i, false);
+                    self.m.touch(np, true);
                 }
             }
             Op::Fsync { obj } => {
@@ -651,8 +689,14 @@ impl Run {
                 self.setxattr(op, obj, key, value, mode);
             }
             Op::BigXattr { obj, key, extra } => {
-                // Around the size where the header stops fitting one page.
-                let len = (self.chunk - 150 + extra as usize).min(u16::MAX as usize);
+                // Around the size where the set stops fitting its header page, several
+                // pages, the largest value Linux allows, and one byte more.
+                let len = match extra % 8 {
+                    0..=3 => self.chunk - 150 + extra as usize,
+                    4 | 5 => self.chunk * 3 + extra as usize,
+                    6 => XATTR_SIZE_MAX,
+                    _ => XATTR_SIZE_MAX + 1,
+                };
                 let value = pattern(self.step as u64, len);
                 self.setxattr(op, obj, key, value, 0);
             }
@@ -669,15 +713,16 @@ impl Run {
                         .unwrap()
                         .xattrs
                         .retain(|(k, _)| k != key);
+                    self.m.touch(ino, false);
                 }
             }
+            Op::SetAttr { obj, what, val } => self.setattr(op, obj, what, val),
             Op::Gc => {
                 let got = en(self.fs().gc(4));
                 self.agree(op, got, Ok(()));
             }
             Op::Remount { crash } => self.remount(op, crash),
         }
-        self.check_structure(op);
     }
 
     /// Operations that must not fail for lack of space (deletes).
@@ -721,6 +766,7 @@ impl Run {
                 .unwrap()
                 .data
                 .write(off, &data[..n]);
+            self.m.touch(ino, true);
         }
     }
 
@@ -736,14 +782,41 @@ impl Run {
             None => after.xattrs.push((key.to_vec(), value.clone())),
         }
         let want = match (mode, pos) {
+            _ if value.len() > XATTR_SIZE_MAX => Err(E2BIG),
             (XattrMode::Create, Some(_)) => Err(17),
             (XattrMode::Replace, None) => Err(61),
-            _ if after.header_len() > self.chunk => Err(ENOSPC),
             _ => Ok(()),
         };
         let got = en(self.fs().setxattr(ino, key, &value, mode));
         if self.agree(op, got, want) {
             self.m.objs.insert(ino, after);
+            self.m.touch(ino, false);
+        }
+    }
+
+    fn setattr(&mut self, op: &Op, obj: u8, what: u8, val: u8) {
+        let ino = self.m.pick_obj(obj);
+        let v = u32::from(val);
+        let mut set = SetAttr::default();
+        match what {
+            0 => set.perm = Some(0o600 | (v << 3 & 0o7077)),
+            1 => (set.uid, set.gid) = (Some(v), Some(v + 1000)),
+            2 => {
+                // Before 1970 and after 2262: the whole range Linux allows.
+                set.atime = Some(Time::new(i64::from(val) * 1000 - 100_000, v * 3));
+                set.mtime = Some(Time::new(10_413_792_000 + i64::from(val), 7));
+            }
+            _ => set.mtime = Some(Time::new(1_700_000_000 + i64::from(val), v)),
+        }
+        let got = en(self.fs().setattr(ino, set.clone()));
+        if self.agree(op, got, Ok(())) {
+            let o = self.m.objs.get_mut(&ino).unwrap();
+            o.perm = set.perm.unwrap_or(o.perm);
+            o.uid = set.uid.unwrap_or(o.uid);
+            o.gid = set.gid.unwrap_or(o.gid);
+            o.times.set_atime = set.atime;
+            o.times.set_mtime = set.mtime;
+            self.m.touch(ino, false);
         }
     }
 
@@ -763,16 +836,6 @@ impl Run {
             Swap(Ino, Ino),
         }
         let m = &self.m;
-        let chunk = self.chunk;
-        // The renamed object's header (names changed) must fit a page; an exchange also
-        // carries the other object's new names in it (format.rs, namespace.rs `fits`).
-        let renamed = |ino: Ino, to: (Ino, &[u8])| {
-            let mut o = m.objs[&ino].clone();
-            if let Some(x) = o.names.iter_mut().find(|(a, b)| *a == p && b == name) {
-                *x = (to.0, to.1.to_vec());
-            }
-            o
-        };
         let plan = (|| -> Res<Act> {
             let src = m.lookup(p, name)?.ok_or(2)?;
             let dst = m.lookup(np, name2)?;
@@ -791,14 +854,6 @@ impl Run {
                 if m.is_dir(d) && m.is_ancestor(d, p) {
                     return Err(22);
                 }
-                let a = renamed(src, (np, name2));
-                let mut b_names = m.objs[&d].names.clone();
-                if let Some(x) = b_names.iter_mut().find(|(x, y)| *x == np && y == name2) {
-                    *x = (p, name.to_vec());
-                }
-                if a.header_len() + MObj::names_update_len(&b_names) > chunk {
-                    return Err(36);
-                }
                 return Ok(Act::Swap(src, d));
             }
             if let Some(d) = dst {
@@ -808,15 +863,6 @@ impl Run {
                     (true, true) if !m.dirs[&d].is_empty() => return Err(39),
                     _ => {}
                 }
-            }
-            // Over an existing name, the header also carries the replaced object's names.
-            let carried = dst.map_or(0, |d| {
-                let mut left = m.objs[&d].names.clone();
-                left.retain(|(x, y)| !(*x == np && y == name2));
-                MObj::names_update_len(&left)
-            });
-            if renamed(src, (np, name2)).header_len() + carried > chunk {
-                return Err(36);
             }
             Ok(Act::Move(src, dst))
         })();
@@ -837,14 +883,23 @@ impl Run {
         match plan.unwrap() {
             Act::Nothing => {}
             Act::Move(src, dst) => {
+                self.m.touch(src, false);
+                self.m.touch(p, true);
+                self.m.touch(np, true);
                 if let Some(d) = dst {
                     self.m.remove_name(d, np, name2);
+                    self.m.touch(d, false);
                 }
                 self.m.dirs.get_mut(&p).unwrap().remove(name);
                 rename_in(self.m.objs.get_mut(&src).unwrap(), (p, name), (np, name2));
                 self.m.add_name(src, np, name2);
             }
             Act::Swap(a, b) => {
+                for x in [a, b] {
+                    self.m.touch(x, false);
+                }
+                self.m.touch(p, true);
+                self.m.touch(np, true);
                 rename_in(self.m.objs.get_mut(&a).unwrap(), (p, name), (np, name2));
                 rename_in(self.m.objs.get_mut(&b).unwrap(), (np, name2), (p, name));
                 self.m.add_name(a, np, name2);
@@ -898,7 +953,9 @@ impl Run {
             h.adopt(got);
         }
         self.fs = Some(fs);
+        self.remounted = Some(crash);
         self.check_all(op);
+        self.remounted = None;
     }
 
     /// Names, kinds, sizes and link counts of everything, against the model.
@@ -918,16 +975,70 @@ impl Run {
                 .collect();
             assert_eq!(got, want, "{ctx}: listing of directory {d}");
         }
-        for &ino in self.m.objs.keys() {
+        let inos: Vec<Ino> = self.m.objs.keys().copied().collect();
+        for ino in inos {
             let a = fs
                 .getattr(ino)
                 .unwrap_or_else(|e| panic!("{ctx}: getattr {ino}: {e}"));
             let o = &self.m.objs[&ino];
             assert_eq!(
-                (a.kind, a.size, a.nlink, a.rdev),
-                (o.kind, self.m.size(ino), self.m.nlink(ino), o.rdev),
+                (a.kind, a.size, a.nlink, a.rdev, a.perm, a.uid, a.gid),
+                (
+                    o.kind,
+                    self.m.size(ino),
+                    self.m.nlink(ino),
+                    o.rdev,
+                    o.perm,
+                    o.uid,
+                    o.gid
+                ),
                 "{ctx}: attributes of {ino}"
             );
+            let now = [a.atime, a.mtime, a.ctime];
+            let is_dir = o.kind == Kind::Dir;
+            let t = &mut self.m.objs.get_mut(&ino).unwrap().times;
+            if let Some([sa, sm, sc]) = t.seen {
+                let why = format!("{ctx}: times of {ino}: {t:?}, now {now:?}");
+                match self.remounted {
+                    // A crash may lose times changed since the last header write.
+                    Some(true) => {}
+                    // A clean unmount wrote them all (reads since may move atime).
+                    Some(false) => assert!(
+                        (a.atime == sa || a.atime > sc) && a.mtime == sm && a.ctime == sc,
+                        "{why}"
+                    ),
+                    None => {
+                        // The listing above reads directories: relatime may move their atime.
+                        // A read moves atime to the clock, which is past every ctime.
+                        match t.set_atime {
+                            Some(x) if !is_dir => assert_eq!(a.atime, x, "{why}: atime"),
+                            Some(_) => {}
+                            None => assert!(
+                                a.atime == sa || a.atime > sc,
+                                "{why}: atime moved, not to the clock"
+                            ),
+                        }
+                        if let Some(x) = t.set_mtime {
+                            assert_eq!(a.mtime, x, "{why}: mtime");
+                        } else if t.mtime_moves {
+                            assert_eq!(a.mtime, a.ctime, "{why}: mtime did not move with ctime");
+                        } else if !self.lenient {
+                            assert_eq!(a.mtime, sm, "{why}: mtime changed");
+                        }
+                        if t.ctime_moves {
+                            assert!(a.ctime > sc, "{why}: ctime did not move");
+                        } else if self.lenient {
+                            assert!(a.ctime >= sc, "{why}: ctime went back");
+                        } else {
+                            assert_eq!(a.ctime, sc, "{why}: ctime changed");
+                        }
+                    }
+                }
+            }
+            *t = Times {
+                seen: Some(now),
+                ..Times::default()
+            };
         }
         let objects = fs.statfs().objects;
         assert_eq!(
@@ -978,6 +1089,8 @@ fn run_case(dev: Dev, ops: &[Op], cov: &'static Coverage) {
         total_chunks,
         step: 0,
         cov,
+        lenient: false,
+        remounted: None,
     };
     for (i, op) in ops.iter().enumerate() {
         run.step = i;

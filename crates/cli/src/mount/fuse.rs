@@ -15,7 +15,8 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
@@ -25,7 +26,10 @@ use fuser::{
     ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use nandkit_flash::FlashDevice;
-use nandkit_fs::{Attr, FileSystem, FsError, Ino, Kind, NewObject, RenameMode, SetAttr, XattrMode};
+use nandkit_fs::{
+    AtimePolicy, Attr, FileSystem, FsError, Ino, Kind, NewObject, RenameMode, SetAttr, Time,
+    XattrMode,
+};
 
 /// The mounted file system, shared with the code that unmounts it when the session ends.
 pub type SharedFs = Arc<Mutex<Option<FileSystem<FlashDevice>>>>;
@@ -45,7 +49,16 @@ pub struct FuseOptions {
     pub writeback: bool,
     pub attr_ttl: Duration,
     pub entry_ttl: Duration,
+    /// Seconds between commits of written-but-unsynced data (`-o commit=`).
+    pub commit: Duration,
+    /// When reads update access times (`-o relatime`, `strictatime`, `noatime`).
+    pub atime: AtimePolicy,
 }
+
+/// Where the handler sends inodes whose pages the kernel must drop (see `forget_cached`):
+/// a thread outside the request path sends the notifications, since one sent from a
+/// request handler can deadlock against a kernel that waits on that very request.
+pub type Invalidations = Arc<OnceLock<Mutex<Sender<u64>>>>;
 
 /// A directory listing taken at opendir (and again at rewinddir). Offsets are positions in
 /// it, so while entries are added and removed a reader still sees each entry that was there
@@ -64,6 +77,7 @@ pub struct NandFuse {
     chunk_bytes: u32,
     dirs: Mutex<HashMap<u64, DirSnapshot>>,
     next_fh: AtomicU64,
+    invalidations: Invalidations,
 }
 
 fn errno(e: &FsError) -> Errno {
@@ -78,25 +92,41 @@ fn name_bytes(name: &OsStr) -> &[u8] {
     name.as_bytes()
 }
 
-fn time(ns: i64) -> SystemTime {
-    if ns >= 0 {
-        UNIX_EPOCH + Duration::from_nanos(ns as u64)
+/// A nandkit time as the kernel wants it (the whole 64-bit-seconds range).
+fn system_time(t: Time) -> SystemTime {
+    let nsec = Duration::from_nanos(u64::from(t.nsec));
+    let shifted = if t.sec >= 0 {
+        UNIX_EPOCH.checked_add(Duration::from_secs(t.sec as u64))
     } else {
-        UNIX_EPOCH - Duration::from_nanos(ns.unsigned_abs())
-    }
+        UNIX_EPOCH.checked_sub(Duration::from_secs(t.sec.unsigned_abs()))
+    };
+    shifted
+        .and_then(|s| s.checked_add(nsec))
+        .unwrap_or(UNIX_EPOCH)
 }
 
-fn time_ns(t: SystemTime) -> i64 {
+/// A time the kernel sent, as seconds and nanoseconds (negative: before 1970).
+pub fn nandkit_time(t: SystemTime) -> Time {
     match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
-        Err(e) => -i64::try_from(e.duration().as_nanos()).unwrap_or(i64::MAX),
+        Ok(d) => Time::new(
+            i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+            d.subsec_nanos(),
+        ),
+        Err(e) => {
+            let d = e.duration();
+            let sec = -i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
+            match d.subsec_nanos() {
+                0 => Time::new(sec, 0),
+                n => Time::new(sec - 1, 1_000_000_000 - n),
+            }
+        }
     }
 }
 
-fn time_or_now(t: TimeOrNow) -> i64 {
+fn time_or_now(t: TimeOrNow) -> Time {
     match t {
-        TimeOrNow::SpecificTime(t) => time_ns(t),
-        TimeOrNow::Now => time_ns(SystemTime::now()),
+        TimeOrNow::SpecificTime(t) => nandkit_time(t),
+        TimeOrNow::Now => nandkit_time(SystemTime::now()),
     }
 }
 
@@ -109,6 +139,8 @@ fn file_type(kind: Kind) -> FileType {
         Kind::BlockDev => FileType::BlockDevice,
         Kind::Fifo => FileType::NamedPipe,
         Kind::Socket => FileType::Socket,
+        // Never shown by the file system's API (it answers with the file itself).
+        Kind::HardLink | Kind::Xattrs => FileType::RegularFile,
     }
 }
 
@@ -137,13 +169,31 @@ fn object(kind: Kind, mode: u32, rdev: u64, target: &[u8]) -> NewObject<'_> {
 }
 
 impl NandFuse {
-    pub fn new(fs: SharedFs, chunk_bytes: u32, opts: FuseOptions) -> Self {
+    pub fn new(
+        fs: SharedFs,
+        chunk_bytes: u32,
+        opts: FuseOptions,
+        invalidations: Invalidations,
+    ) -> Self {
         Self {
             fs,
             opts,
             chunk_bytes,
             dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
+            invalidations,
+        }
+    }
+
+    /// A write was refused (in part): the kernel may hold the refused bytes in its page
+    /// cache (a write-back of an mmap'd or write-back-cached page keeps the page), where
+    /// readers would see data that was never stored. Has the kernel drop its cached pages
+    /// of `ino`, so what readers see is what is stored.
+    fn forget_cached(&self, ino: INodeNo) {
+        if let Some(tx) = self.invalidations.get() {
+            if let Ok(tx) = tx.lock() {
+                let _ = tx.send(ino.0);
+            }
         }
     }
 
@@ -168,14 +218,14 @@ impl NandFuse {
     }
 
     fn attr(&self, a: &Attr) -> FileAttr {
-        let ctime = time(a.ctime_ns);
+        let ctime = system_time(a.ctime);
         FileAttr {
             ino: INodeNo(u64::from(a.ino)),
             size: a.size,
             // st_blocks counts 512-byte units of space held.
             blocks: (a.blocks * u64::from(self.chunk_bytes)).div_ceil(512),
-            atime: time(a.atime_ns),
-            mtime: time(a.mtime_ns),
+            atime: system_time(a.atime),
+            mtime: system_time(a.mtime),
             ctime,
             crtime: ctime,
             kind: file_type(a.kind),
@@ -234,6 +284,8 @@ impl NandFuse {
                 }
             }
             let a = fs.create(parent, name_bytes(name), new)?;
+            // The kernel now knows the object: it stays in RAM until forgotten.
+            fs.remember(a.ino)?;
             if open {
                 // Under the same lock, so nobody can unlink it before it is open.
                 fs.open(a.ino)?;
@@ -274,8 +326,23 @@ impl Filesystem for NandFuse {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        let r = ino32(parent).and_then(|p| self.with_fs(|fs| fs.lookup(p, name_bytes(name))));
+        let r = ino32(parent).and_then(|p| {
+            self.with_fs(|fs| {
+                let a = fs.lookup(p, name_bytes(name))?;
+                // Each entry the kernel gets is one lookup it will forget: until then the
+                // object answers getattr even if its last name goes (fstat on an open
+                // descriptor of a removed file, directory or FIFO).
+                fs.remember(a.ino)?;
+                Ok(a)
+            })
+        });
         self.reply_entry(reply, r);
+    }
+
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        if let Ok(i) = ino32(ino) {
+            let _ = self.with_fs(|fs| fs.forget(i, nlookup));
+        }
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
@@ -308,8 +375,8 @@ impl Filesystem for NandFuse {
             uid,
             gid,
             size,
-            atime_ns: atime.map(time_or_now),
-            mtime_ns: mtime.map(time_or_now),
+            atime: atime.map(time_or_now),
+            mtime: mtime.map(time_or_now),
         };
         let r = ino32(ino).and_then(|i| {
             self.with_fs(|fs| {
@@ -436,7 +503,11 @@ impl Filesystem for NandFuse {
     ) {
         let r = ino32(ino).and_then(|i| {
             let np = ino32(newparent)?;
-            self.with_fs(|fs| fs.link(i, np, name_bytes(newname)))
+            self.with_fs(|fs| {
+                let a = fs.link(i, np, name_bytes(newname))?;
+                fs.remember(a.ino)?;
+                Ok(a)
+            })
         });
         self.reply_entry(reply, r);
     }
@@ -481,22 +552,31 @@ impl Filesystem for NandFuse {
         reply: ReplyWrite,
     ) {
         match ino32(ino).and_then(|i| self.with_fs(|fs| fs.write(i, offset, data))) {
-            Ok(n) => reply.written(n as u32),
-            Err(e) => reply.error(e),
+            Ok(n) => {
+                reply.written(n as u32);
+                if n < data.len() {
+                    self.forget_cached(ino);
+                }
+            }
+            Err(e) => {
+                reply.error(e);
+                self.forget_cached(ino);
+            }
         }
     }
 
     fn flush(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         _fh: FileHandle,
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        // close() of one descriptor: the data is written out at release (last close) or
-        // fsync, as YAFFS does; nothing to do for each duplicate descriptor.
-        reply.ok();
+        // close() of a descriptor: the file's buffered chunk and header go to flash (YAFFS
+        // flushes its cache on close too), so a closed file survives the daemon's death,
+        // and close reports a failure to store it.
+        Self::reply_empty(reply, self.fsync_ino(ino));
     }
 
     fn release(
@@ -737,39 +817,15 @@ impl Filesystem for NandFuse {
         mode: i32,
         reply: ReplyEmpty,
     ) {
-        // Plain preallocation only. A log-structured file system writes every chunk out of
-        // place anyway, so "allocate" means: there is room for the range now, and (without
-        // KEEP_SIZE) the file covers it. Punching holes, zeroing, collapsing and inserting
-        // ranges are not supported.
+        // Plain preallocation only: the file system reserves room for the range (see its
+        // `fallocate`). Punching holes, zeroing, collapsing and inserting ranges are not
+        // supported.
         if mode & !libc::FALLOC_FL_KEEP_SIZE != 0 {
             return reply.error(Errno::EOPNOTSUPP);
         }
-        let Some(end) = offset.checked_add(length) else {
-            return reply.error(Errno::EFBIG);
-        };
-        let r = ino32(ino).and_then(|i| {
-            self.with_fs(|fs| {
-                let a = fs.getattr(i)?;
-                if a.kind != Kind::File {
-                    return Err(FsError::Invalid("fallocate of a non-file"));
-                }
-                let c = u64::from(fs.chunk_bytes());
-                let need = end.div_ceil(c).saturating_sub(a.size.div_ceil(c));
-                if need > fs.statfs().free_chunks {
-                    return Err(FsError::NoSpace);
-                }
-                if mode & libc::FALLOC_FL_KEEP_SIZE == 0 && end > a.size {
-                    fs.setattr(
-                        i,
-                        SetAttr {
-                            size: Some(end),
-                            ..SetAttr::default()
-                        },
-                    )?;
-                }
-                Ok(())
-            })
-        });
+        let keep_size = mode & libc::FALLOC_FL_KEEP_SIZE != 0;
+        let r =
+            ino32(ino).and_then(|i| self.with_fs(|fs| fs.fallocate(i, offset, length, keep_size)));
         Self::reply_empty(reply, r);
     }
 

@@ -57,8 +57,15 @@ Mount options (-o, comma-separated or repeated):
   allow_other, allow_root    let other users (or root) in; permissions are checked by the
                              kernel (default_permissions is always on). As a non-root user
                              allow_other needs user_allow_other in /etc/fuse.conf
-  dev, suid, exec, noatime, nodev, nosuid, noexec, atime, sync, async, dirsync
+  dev, suid, exec, nodev, nosuid, noexec, sync, async, dirsync
                              as for any mount (FUSE defaults to nodev,nosuid)
+  relatime, strictatime, noatime
+                             when reads update access times (default relatime, as on
+                             Linux: a file's atime is written with its next header, at
+                             most about one header page per file read per day)
+  commit=S                   seconds between writing out data of files still open (default
+                             5, as ext4). Closed files are written at close, fsync'd ones at
+                             fsync; what the daemon holds longer is lost if it is killed
   writeback                  use the kernel's write-back cache (batches small writes
                              in the page cache; off by default)
   threads=N                  request threads (default 1; more help only when several
@@ -353,12 +360,19 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
             read_only: p.config.read_only,
             force_scan: false,
             clock: Arc::new(SystemClock),
+            atime: p.config.fuse.atime,
         },
     )
     .map_err(|e| image::mount_error(&p.image, e))?;
     let chunk_bytes = fs.chunk_bytes();
     let shared: fuse::SharedFs = Arc::new(Mutex::new(Some(fs)));
-    let handler = fuse::NandFuse::new(Arc::clone(&shared), chunk_bytes, p.config.fuse.clone());
+    let invalidations: fuse::Invalidations = Arc::default();
+    let handler = fuse::NandFuse::new(
+        Arc::clone(&shared),
+        chunk_bytes,
+        p.config.fuse.clone(),
+        Arc::clone(&invalidations),
+    );
     // Signals are taken by one thread (below); every thread fuser starts inherits the mask.
     let signals = block_signals()?;
     let session = fuser::Session::new(handler, &p.mountpoint, &p.config.fuser_config(&p.image))
@@ -374,6 +388,10 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
             };
             anyhow::anyhow!("mounting FUSE on {}: {e}{hint}", p.mountpoint.display())
         })?;
+    start_invalidator(&session, &invalidations)?;
+    if !p.config.read_only {
+        start_committer(Arc::clone(&shared), p.config.fuse.commit)?;
+    }
     // The mount is up: from now on, say what we do with the image.
     let announcement = lock.announce(&p.image, &p.mountpoint);
     let mnt = p.mountpoint.clone();
@@ -388,6 +406,58 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
         announcement,
         _lock: lock,
     })
+}
+
+/// The thread that tells the kernel to drop cached pages of files whose writes were
+/// refused (see `NandFuse::forget_cached`).
+fn start_invalidator(
+    session: &fuser::Session<fuse::NandFuse>,
+    slot: &fuse::Invalidations,
+) -> anyhow::Result<()> {
+    let notifier = session.notifier();
+    let (tx, rx) = std::sync::mpsc::channel::<u64>();
+    let _ = slot.set(Mutex::new(tx));
+    std::thread::Builder::new()
+        .name("invalidate".into())
+        .spawn(move || {
+            for ino in rx {
+                // Offset 0, length -1: every cached page of the file, and its attributes.
+                if let Err(e) = notifier.inval_inode(fuser::INodeNo(ino), 0, -1) {
+                    // ENOENT: the kernel no longer has the inode, so nothing is cached.
+                    if e.raw_os_error() != Some(libc::ENOENT) {
+                        eprintln!("nandkit: could not invalidate cached pages of {ino}: {e}");
+                    }
+                }
+            }
+        })
+        .context("starting the invalidation thread")?;
+    Ok(())
+}
+
+/// The commit thread: every `interval`, whatever was written but is not yet on flash
+/// (the partial chunk of a file still open, changed headers) is written out, so a killed
+/// daemon loses at most that much. It ends when the file system is handed back.
+fn start_committer(shared: fuse::SharedFs, interval: Duration) -> anyhow::Result<()> {
+    std::thread::Builder::new()
+        .name("commit".into())
+        .spawn(move || loop {
+            std::thread::sleep(interval);
+            let Ok(mut guard) = shared.lock() else {
+                return;
+            };
+            let Some(fs) = guard.as_mut() else {
+                return;
+            };
+            if !fs.has_unsynced() {
+                continue;
+            }
+            match fs.sync() {
+                Ok(()) => eprintln!("nandkit: commit: written out"),
+                Err(e) => eprintln!("nandkit: commit failed: {e}"),
+            }
+        })
+        .context("starting the commit thread")?;
+    Ok(())
 }
 
 /// Blocks SIGINT, SIGTERM and SIGHUP in this thread (and so in every thread it starts).

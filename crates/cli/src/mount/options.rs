@@ -6,8 +6,13 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use fuser::{MountOption, SessionACL};
 
+use nandkit_fs::AtimePolicy;
+
 use super::fuse::FuseOptions;
 use crate::image::FUSE_TYPE;
+
+/// Default seconds between commits of written-but-unsynced data, as ext4's `commit=`.
+const DEFAULT_COMMIT_SECS: u64 = 5;
 
 /// Default request threads. The file system runs one call at a time under its lock, so
 /// more threads only overlap the kernel's copying; on a single stream of requests (one
@@ -49,6 +54,8 @@ impl MountConfig {
                 writeback: false,
                 attr_ttl: Duration::ZERO,
                 entry_ttl: Duration::from_secs(1),
+                commit: Duration::from_secs(DEFAULT_COMMIT_SECS),
+                atime: AtimePolicy::Relatime,
             },
         };
         let mut attr_ttl = None;
@@ -78,6 +85,18 @@ impl MountConfig {
                         .with_context(|| format!("-o threads={v}: must be 1..=64"))?;
                 }
                 ("attr_timeout", Some(v)) => attr_ttl = Some(seconds(key, v)?),
+                ("commit", Some(v)) => {
+                    let secs: u64 = v
+                        .parse()
+                        .ok()
+                        .filter(|n| (1..=3600).contains(n))
+                        .with_context(|| format!("-o commit={v}: must be 1..=3600 seconds"))?;
+                    c.fuse.commit = Duration::from_secs(secs);
+                }
+                // Access times are the daemon's to keep (FUSE leaves them to it).
+                ("relatime" | "atime", None) => c.fuse.atime = AtimePolicy::Relatime,
+                ("strictatime", None) => c.fuse.atime = AtimePolicy::Strict,
+                ("noatime", None) => c.fuse.atime = AtimePolicy::Never,
                 ("entry_timeout", Some(v)) => c.fuse.entry_ttl = seconds(key, v)?,
                 (flag, None) => c.flags.push(match flag {
                     "dev" => MountOption::Dev,
@@ -86,8 +105,6 @@ impl MountConfig {
                     "nosuid" => MountOption::NoSuid,
                     "exec" => MountOption::Exec,
                     "noexec" => MountOption::NoExec,
-                    "atime" => MountOption::Atime,
-                    "noatime" => MountOption::NoAtime,
                     "sync" => MountOption::Sync,
                     "async" => MountOption::Async,
                     "dirsync" => MountOption::DirSync,
@@ -145,11 +162,18 @@ mod tests {
 
     #[test]
     fn options_parse() {
-        let c = parse(&["ro,allow_other", "noatime"]).unwrap();
+        let c = parse(&["ro,allow_other", "noatime,nodev"]).unwrap();
         assert!(c.read_only && c.fuse.read_only);
         assert_eq!(c.acl, SessionACL::All);
-        assert_eq!(c.flags, vec![MountOption::NoAtime]);
+        assert_eq!(c.flags, vec![MountOption::NoDev]);
+        assert_eq!(c.fuse.atime, AtimePolicy::Never);
         assert_eq!(c.fuse.attr_ttl, Duration::ZERO);
+        assert_eq!(c.fuse.commit, Duration::from_secs(5));
+        let d = parse(&["commit=30,strictatime"]).unwrap();
+        assert_eq!(d.fuse.commit, Duration::from_secs(30));
+        assert_eq!(d.fuse.atime, AtimePolicy::Strict);
+        assert_eq!(parse(&[]).unwrap().fuse.atime, AtimePolicy::Relatime);
+        assert!(parse(&["commit=0"]).is_err());
         let w = parse(&["writeback,threads=2"]).unwrap();
         assert!(w.fuse.writeback);
         assert_eq!(w.threads, 2);

@@ -44,8 +44,18 @@ impl FsRecord {
     }
 
     pub fn decode(payload: &[u8]) -> Option<FsRecord> {
+        match Self::decode_any_version(payload)? {
+            (FORMAT_VERSION, r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// Decodes a record of this or an earlier format version (whose record had the same
+    /// layout), with the version it says: a mount refuses an older one by name.
+    pub fn decode_any_version(payload: &[u8]) -> Option<(u8, FsRecord)> {
         let mut r = Reader::new(payload);
-        if r.u8()? != FORMAT_VERSION {
+        let version = r.u8()?;
+        if !(2..=FORMAT_VERSION).contains(&version) {
             return None;
         }
         let anchors = [r.u32()?, r.u32()?];
@@ -53,14 +63,17 @@ impl FsRecord {
             (r.u32()?, r.u32()?, r.u32()?, r.u32()?);
         let n = r.count(1)?;
         let config_json = r.take(n)?.to_vec();
-        (r.left() == 0).then_some(FsRecord {
-            anchors,
-            page_size,
-            oob_size,
-            pages_per_block,
-            blocks,
-            config_json,
-        })
+        (r.left() == 0).then_some((
+            version,
+            FsRecord {
+                anchors,
+                page_size,
+                oob_size,
+                pages_per_block,
+                blocks,
+                config_json,
+            },
+        ))
     }
 }
 

@@ -5,11 +5,12 @@
 //! a CRC32C of the body; it is cut into special pages (kind checkpoint) whose frames carry
 //! the checkpoint id and page number.
 
+use super::record::Reserve;
 use super::summary::Summary;
 use super::{crc, Put, Reader};
 use crate::types::{Ino, Kind};
 
-const MAGIC: u32 = 0x324b_434e; // "NCK2"
+const MAGIC: u32 = 0x334b_434e; // "NCK3"
 /// Marks a lost page (unreadable after a media error) in a chunk run.
 pub const RUN_LOST: u32 = u32::MAX;
 
@@ -51,6 +52,8 @@ pub struct CkptObject {
     pub max_chunk_on_flash: Option<u32>,
     pub headers_on_flash: u32,
     pub runs: Vec<ChunkRun>,
+    /// Chunks fallocate reserved.
+    pub reserve: Option<Reserve>,
 }
 
 /// An open block of a write stream and the summary entries of its pages so far.
@@ -134,6 +137,13 @@ impl CheckpointImage {
                 });
                 b.put_varint(u64::from(r.len));
                 next_chunk = r.chunk + r.len;
+            }
+            match o.reserve {
+                None => b.put_varint(0),
+                Some(r) => {
+                    b.put_varint(u64::from(r.start) + 1);
+                    b.put_varint(u64::from(r.end.wrapping_sub(r.start)));
+                }
             }
         }
         let mut out = Vec::with_capacity(b.len() + 16);
@@ -248,6 +258,14 @@ impl CheckpointImage {
                 next_chunk = chunk.checked_add(len)?;
                 runs.push(ChunkRun { chunk, page, len });
             }
+            let reserve = match r.varint32()? {
+                0 => None,
+                s => {
+                    let start = s - 1;
+                    let end = start.checked_add(r.varint32()?)?;
+                    Some(Reserve { start, end })
+                }
+            };
             objects.push(CkptObject {
                 ino,
                 kind,
@@ -257,6 +275,7 @@ impl CheckpointImage {
                 max_chunk_on_flash,
                 headers_on_flash,
                 runs,
+                reserve,
             });
         }
         if r.left() != 0 {
@@ -346,6 +365,7 @@ mod tests {
                     max_chunk_on_flash: None,
                     headers_on_flash: 1,
                     runs: vec![],
+                    reserve: None,
                 },
                 CkptObject {
                     ino: 2,
@@ -367,6 +387,7 @@ mod tests {
                             len: 1,
                         },
                     ],
+                    reserve: Some(Reserve { start: 2, end: 9 }),
                 },
             ],
         };

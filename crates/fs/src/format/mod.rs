@@ -1,4 +1,4 @@
-//! The on-flash format (version 2): the only code that turns file system state into flash
+//! The on-flash format (version 3): the only code that turns file system state into flash
 //! bytes and back. Every decoder checks lengths and CRCs and returns `None` on anything
 //! malformed: bytes read from flash are never trusted. Documented in docs/format.md.
 //!
@@ -26,7 +26,7 @@ pub use summary::{Summary, SummaryEntry};
 pub use tags::{HeaderFacts, PageKind, TagRead, Tags};
 
 /// The on-flash format version this code reads and writes.
-pub const FORMAT_VERSION: u8 = 2;
+pub const FORMAT_VERSION: u8 = 3;
 
 pub fn crc(bytes: &[u8]) -> u32 {
     crc32c::crc32c(bytes)

@@ -7,6 +7,7 @@
 
 use super::tags::HeaderFacts;
 use super::{crc, Put, Reader, FORMAT_VERSION};
+pub use crate::types::Time;
 use crate::types::{Ino, Kind, TimeNs, ROOT_INO};
 
 /// Bytes before the variable part: length, CRC, version, kind, record version, perm, uid,
@@ -18,29 +19,6 @@ const FIXED: usize = 80;
 pub struct Name {
     pub parent: Ino,
     pub name: Box<[u8]>,
-}
-
-/// A timestamp: seconds since the Unix epoch and nanoseconds (the range Linux allows).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Time {
-    pub sec: i64,
-    pub nsec: u32,
-}
-
-impl Time {
-    pub fn from_ns(ns: TimeNs) -> Time {
-        Time {
-            sec: ns.div_euclid(1_000_000_000),
-            nsec: ns.rem_euclid(1_000_000_000) as u32,
-        }
-    }
-
-    /// Nanoseconds since the epoch, saturating where an i64 cannot hold them.
-    pub fn to_ns(self) -> TimeNs {
-        self.sec
-            .saturating_mul(1_000_000_000)
-            .saturating_add(i64::from(self.nsec))
-    }
 }
 
 /// A truncation floor: chunks of the object written before `serial`, at indexes from the
@@ -70,13 +48,26 @@ pub struct Record {
     pub mtime: Time,
     pub ctime: Time,
     pub names: Vec<Name>,
-    /// Symlink target.
+    /// Symlink target, when it fits the header page (else it is in the object's data
+    /// chunks and `size` says how long it is).
     pub target: Vec<u8>,
+    /// `Kind::Xattrs` only: the owner's extended attributes, when they fit the header page
+    /// (else they are in the object's data chunks, `size` bytes, see `xattr`).
     pub xattrs: Vec<(Vec<u8>, Vec<u8>)>,
     /// Names this record also gives to other objects, as of this record's version: a
     /// rename over an existing name, or RENAME_EXCHANGE, changes two objects in one page.
     pub name_updates: Vec<(Ino, Vec<Name>)>,
     pub floors: Vec<Floor>,
+    /// Files: chunks `[start, end)` reserved by fallocate (their holes count as used).
+    pub reserve: Option<Reserve>,
+}
+
+/// Chunks of a file that fallocate reserved: every hole among them has a page set aside,
+/// so a write there never fails for want of space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reserve {
+    pub start: u32,
+    pub end: u32,
 }
 
 impl Record {
@@ -99,6 +90,7 @@ impl Record {
             xattrs: Vec::new(),
             name_updates: Vec::new(),
             floors: Vec::new(),
+            reserve: None,
         }
     }
 
@@ -114,7 +106,8 @@ impl Record {
             size: self.size,
             needs_read: self.names.len() > 1
                 || !self.name_updates.is_empty()
-                || !self.floors.is_empty(),
+                || !self.floors.is_empty()
+                || self.reserve.is_some(),
         }
     }
 
@@ -127,12 +120,7 @@ impl Record {
             + names(&self.names)
             + super::varint_len(self.target.len() as u64)
             + self.target.len()
-            + super::varint_len(self.xattrs.len() as u64)
-            + self
-                .xattrs
-                .iter()
-                .map(|(k, v)| 1 + super::varint_len(v.len() as u64) + k.len() + v.len())
-                .sum::<usize>()
+            + xattrs_len(&self.xattrs)
             + super::varint_len(self.name_updates.len() as u64)
             + self
                 .name_updates
@@ -145,6 +133,13 @@ impl Record {
                 .iter()
                 .map(|f| super::varint_len(f.size) + 8 + super::varint_len(u64::from(f.end_chunk)))
                 .sum::<usize>()
+            + match self.reserve {
+                None => 1,
+                Some(r) => {
+                    1 + super::varint_len(u64::from(r.start))
+                        + super::varint_len(u64::from(r.end.wrapping_sub(r.start)))
+                }
+            }
     }
 
     pub fn encode(&self) -> Vec<u8> {
@@ -165,13 +160,7 @@ impl Record {
         put_names(&mut b, &self.names);
         b.put_varint(self.target.len() as u64);
         b.extend_from_slice(&self.target);
-        b.put_varint(self.xattrs.len() as u64);
-        for (k, v) in &self.xattrs {
-            b.put_u8(k.len() as u8);
-            b.put_varint(v.len() as u64);
-            b.extend_from_slice(k);
-            b.extend_from_slice(v);
-        }
+        put_xattrs(&mut b, &self.xattrs);
         b.put_varint(self.name_updates.len() as u64);
         for (ino, names) in &self.name_updates {
             b.put_u32(*ino);
@@ -182,6 +171,14 @@ impl Record {
             b.put_varint(f.size);
             b.put_u64(f.serial);
             b.put_varint(u64::from(f.end_chunk));
+        }
+        match self.reserve {
+            None => b.put_u8(0),
+            Some(r) => {
+                b.put_u8(1);
+                b.put_varint(u64::from(r.start));
+                b.put_varint(u64::from(r.end.wrapping_sub(r.start)));
+            }
         }
         debug_assert_eq!(b.len(), self.encoded_len());
         let len = u16::try_from(b.len()).expect("a record fits a page");
@@ -217,15 +214,7 @@ impl Record {
         let names = get_names(&mut r)?;
         let n = r.count(1)?;
         let target = r.take(n)?.to_vec();
-        let n = r.count(2)?;
-        let mut xattrs = Vec::with_capacity(n);
-        for _ in 0..n {
-            let klen = r.u8()? as usize;
-            let vlen = r.varint()? as usize;
-            let k = r.take(klen)?.to_vec();
-            let v = r.take(vlen)?.to_vec();
-            xattrs.push((k, v));
-        }
+        let xattrs = get_xattrs(&mut r)?;
         let n = r.count(5)?;
         let mut name_updates = Vec::with_capacity(n);
         for _ in 0..n {
@@ -244,6 +233,15 @@ impl Record {
                 end_chunk,
             });
         }
+        let reserve = match r.u8()? {
+            0 => None,
+            1 => {
+                let start = r.varint32()?;
+                let end = start.checked_add(r.varint32()?)?;
+                Some(Reserve { start, end })
+            }
+            _ => return None,
+        };
         if r.left() != 0 {
             return None;
         }
@@ -263,8 +261,66 @@ impl Record {
             xattrs,
             name_updates,
             floors,
+            reserve,
         })
     }
+}
+
+type Xattrs = [(Vec<u8>, Vec<u8>)];
+
+fn xattrs_len(list: &Xattrs) -> usize {
+    super::varint_len(list.len() as u64)
+        + list
+            .iter()
+            .map(|(k, v)| 1 + super::varint_len(v.len() as u64) + k.len() + v.len())
+            .sum::<usize>()
+}
+
+fn put_xattrs(b: &mut Vec<u8>, list: &Xattrs) {
+    b.put_varint(list.len() as u64);
+    for (k, v) in list {
+        b.put_u8(k.len() as u8);
+        b.put_varint(v.len() as u64);
+        b.extend_from_slice(k);
+        b.extend_from_slice(v);
+    }
+}
+
+fn get_xattrs(r: &mut Reader) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
+    let n = r.count(2)?;
+    let mut xattrs = Vec::with_capacity(n);
+    for _ in 0..n {
+        let klen = r.u8()? as usize;
+        let vlen = r.varint()? as usize;
+        let k = r.take(klen)?.to_vec();
+        let v = r.take(vlen)?.to_vec();
+        if k.is_empty() {
+            return None;
+        }
+        xattrs.push((k, v));
+    }
+    Some(xattrs)
+}
+
+/// An attribute set as the data chunks of a `Kind::Xattrs` object hold it (when it does
+/// not fit the header): the same encoding as in a record, then a CRC32C of it.
+pub fn encode_xattrs(list: &Xattrs) -> Vec<u8> {
+    let mut b = Vec::with_capacity(xattrs_len(list) + 4);
+    put_xattrs(&mut b, list);
+    let c = crc(&b);
+    b.put_u32(c);
+    b
+}
+
+pub fn decode_xattrs(bytes: &[u8]) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
+    let body = bytes.get(..bytes.len().checked_sub(4)?)?;
+    let stored = u32::from_le_bytes(bytes[body.len()..].try_into().ok()?);
+    if crc(body) != stored {
+        return None;
+    }
+    let mut r = Reader::new(body);
+    let list = get_xattrs(&mut r)?;
+    (r.left() == 0).then_some(list)
 }
 
 fn put_names(b: &mut Vec<u8>, names: &[Name]) {
@@ -325,6 +381,7 @@ mod tests {
                 serial: 1 << 33,
                 end_chunk: 70,
             }],
+            reserve: Some(Reserve { start: 3, end: 90 }),
         }
     }
 
@@ -348,6 +405,21 @@ mod tests {
     }
 
     #[test]
+    fn xattr_payload_round_trip() {
+        let list = vec![
+            (b"user.a".to_vec(), vec![7u8; 70_000]),
+            (b"trusted.b".to_vec(), Vec::new()),
+        ];
+        let bytes = encode_xattrs(&list);
+        assert_eq!(decode_xattrs(&bytes), Some(list));
+        let mut bad = bytes.clone();
+        bad[3] ^= 1;
+        assert_eq!(decode_xattrs(&bad), None);
+        assert_eq!(decode_xattrs(&bytes[..bytes.len() - 1]), None);
+        assert_eq!(decode_xattrs(&[]), None);
+    }
+
+    #[test]
     fn facts_say_when_a_read_is_needed() {
         let mut r = sample();
         let f = r.facts(5);
@@ -356,6 +428,8 @@ mod tests {
         assert_eq!(f.parent, 1);
         r.name_updates.clear();
         r.floors.clear();
+        assert!(r.facts(5).needs_read, "a reservation is read at mount");
+        r.reserve = None;
         assert!(!r.facts(5).needs_read);
         r.names.clear();
         assert_eq!(r.facts(5).kind, None, "no names: deleted");

@@ -62,9 +62,13 @@ pub fn no_bit_errors(mut config: DeviceConfig) -> DeviceConfig {
     config
 }
 
-/// A deterministic clock.
+/// A deterministic clock: one per test thread, so it keeps counting across the remounts
+/// of a test (times never go back) and every test sees the same values run after run.
 pub fn clock() -> Arc<dyn Clock> {
-    Arc::new(CountingClock::new(1_000_000_000))
+    thread_local! {
+        static CLOCK: Arc<CountingClock> = Arc::new(CountingClock::new(1_000_000_000));
+    }
+    CLOCK.with(|c| Arc::clone(c) as Arc<dyn Clock>)
 }
 
 pub fn opts() -> MountOptions {
@@ -72,6 +76,7 @@ pub fn opts() -> MountOptions {
         read_only: false,
         force_scan: false,
         clock: clock(),
+        atime: AtimePolicy::Relatime,
     }
 }
 

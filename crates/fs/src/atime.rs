@@ -1,0 +1,136 @@
+//! Access times. A read updates the access time as the mount's [`AtimePolicy`] says
+//! (relatime by default, as on Linux). Only RAM changes at the read: the time reaches flash
+//! with the object's next header write (fsync, close, the mount's commit, unmount), so under
+//! relatime a file read over and over costs at most one header page a day, plus one after
+//! each change to it.
+
+use nandkit_flash::Flash;
+
+use crate::error::Result;
+use crate::fs::{AtimePolicy, FileSystem};
+use crate::types::{Ino, Time};
+
+/// Relatime's "a day old" rule.
+const DAY_SECS: i64 = 24 * 60 * 60;
+
+impl<F: Flash> FileSystem<F> {
+    /// `ino` was read: moves its access time to now if the policy asks for it.
+    pub(crate) fn accessed(&mut self, ino: Ino) -> Result<()> {
+        if self.read_only || self.dead.is_some() || self.atime == AtimePolicy::Never {
+            return Ok(());
+        }
+        self.load(ino)?;
+        let now = Time::from_ns(self.now());
+        let policy = self.atime;
+        let o = self.obj_mut(ino)?;
+        let d = o.d_mut();
+        let due = match policy {
+            AtimePolicy::Strict => true,
+            AtimePolicy::Relatime => {
+                d.atime <= d.mtime
+                    || d.atime <= d.ctime
+                    || now.sec.saturating_sub(d.atime.sec) >= DAY_SECS
+            }
+            AtimePolicy::Never => false,
+        };
+        if due && d.atime != now {
+            d.atime = now;
+            o.set_dirty(true);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use nandkit_flash::{preset, FlashDevice};
+
+    use crate::{AtimePolicy, CountingClock, FileSystem, FsConfig, MountOptions, NewObject};
+    use crate::{Kind, ROOT_INO};
+
+    fn fs_with(policy: AtimePolicy) -> FileSystem<FlashDevice> {
+        let mut c = preset("tiny").unwrap();
+        c.ecc.rber_fresh = 0.0;
+        c.ecc.rber_at_endurance = 0.0;
+        let blocks = c.geometry.total_blocks() as u32;
+        let clock = Arc::new(CountingClock::new(1_000_000_000));
+        let fs = FileSystem::format(
+            FlashDevice::ram(c).unwrap(),
+            FsConfig::profile("yaffs", blocks).unwrap(),
+            clock.clone(),
+        )
+        .unwrap();
+        let dev = fs.unmount().unwrap();
+        FileSystem::mount(
+            dev,
+            MountOptions {
+                clock,
+                atime: policy,
+                ..MountOptions::default()
+            },
+        )
+        .unwrap()
+    }
+
+    fn file(fs: &mut FileSystem<FlashDevice>) -> u32 {
+        let new = NewObject {
+            kind: Kind::File,
+            perm: 0o644,
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            target: b"",
+        };
+        let ino = fs.create(ROOT_INO, b"f", new).unwrap().ino;
+        fs.write(ino, 0, b"hello").unwrap();
+        fs.fsync(ino).unwrap();
+        ino
+    }
+
+    #[test]
+    fn relatime_updates_once_after_each_change() {
+        let mut fs = fs_with(AtimePolicy::Relatime);
+        let ino = file(&mut fs);
+        let t0 = fs.getattr(ino).unwrap().atime;
+        let mut buf = [0u8; 5];
+        fs.read(ino, 0, &mut buf).unwrap();
+        let t1 = fs.getattr(ino).unwrap().atime;
+        assert!(t1 > t0, "first read after a write updates atime");
+        fs.fsync(ino).unwrap();
+        let headers = fs.stats().header_pages_written;
+        fs.read(ino, 0, &mut buf).unwrap();
+        assert_eq!(
+            fs.getattr(ino).unwrap().atime,
+            t1,
+            "atime newer than mtime stays"
+        );
+        fs.fsync(ino).unwrap();
+        assert_eq!(fs.stats().header_pages_written, headers, "no header for it");
+        fs.write(ino, 0, b"x").unwrap();
+        fs.read(ino, 0, &mut buf).unwrap();
+        assert!(
+            fs.getattr(ino).unwrap().atime > t1,
+            "a change makes the next read count"
+        );
+    }
+
+    #[test]
+    fn strict_and_never() {
+        let mut fs = fs_with(AtimePolicy::Strict);
+        let ino = file(&mut fs);
+        let mut buf = [0u8; 5];
+        fs.read(ino, 0, &mut buf).unwrap();
+        let t1 = fs.getattr(ino).unwrap().atime;
+        fs.read(ino, 0, &mut buf).unwrap();
+        assert!(fs.getattr(ino).unwrap().atime > t1);
+
+        let mut fs = fs_with(AtimePolicy::Never);
+        let ino = file(&mut fs);
+        let t0 = fs.getattr(ino).unwrap().atime;
+        fs.read(ino, 0, &mut buf).unwrap();
+        fs.readdir(ROOT_INO).unwrap();
+        assert_eq!(fs.getattr(ino).unwrap().atime, t0);
+    }
+}

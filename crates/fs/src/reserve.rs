@@ -1,0 +1,131 @@
+//! fallocate: space reserved for a file, so that a later write into the range cannot fail
+//! for want of room. A log-structured file system writes every chunk out of place anyway,
+//! so nothing is written ahead: the file's header records the reserved chunk range, and
+//! every hole in it counts as used space (in statfs, and against every other writer) until
+//! it is written. Writes into a reserved hole may use the space set aside for it.
+//!
+//! A file has one reserved range; a second fallocate widens it to cover both. A shrink
+//! gives back what lies past the new end (as on Linux, also what KEEP_SIZE reserved past
+//! the end of the file).
+
+use nandkit_flash::Flash;
+
+use crate::error::{FsError, Result};
+use crate::format::record::Reserve;
+use crate::fs::FileSystem;
+use crate::types::{Ino, Kind};
+
+impl<F: Flash> FileSystem<F> {
+    /// Reserves room for bytes `[offset, offset + len)` of a file; unless `keep_size`, the
+    /// file grows to cover them. Durable once it returns (one header write).
+    pub fn fallocate(&mut self, ino: Ino, offset: u64, len: u64, keep_size: bool) -> Result<()> {
+        self.check_writable()?;
+        match self.visible(ino)?.kind {
+            Kind::File => {}
+            Kind::Dir => return Err(FsError::IsDir),
+            _ => return Err(FsError::NoDevice),
+        }
+        if len == 0 {
+            return Err(FsError::Invalid("fallocate of zero bytes"));
+        }
+        let end = offset.checked_add(len).ok_or(FsError::TooBig)?;
+        if end > self.max_file_size() {
+            return Err(FsError::TooBig);
+        }
+        self.load(ino)?;
+        let c = u64::from(self.layout.chunk_bytes);
+        let want = Reserve {
+            start: (offset / c) as u32,
+            end: end.div_ceil(c) as u32,
+        };
+        let old = self.reserves.get(&ino).copied();
+        let new = match old {
+            Some(r) => Reserve {
+                start: r.start.min(want.start),
+                end: r.end.max(want.end),
+            },
+            None => want,
+        };
+        let o = self.obj(ino)?;
+        let extra = o.chunks.holes_in(new.start, new.end)
+            - old.map_or(0, |r| o.chunks.holes_in(r.start, r.end));
+        let holes = o.chunks.holes_in(new.start, new.end);
+        let size = o.size;
+        let grow = !keep_size && end > size;
+        if extra == 0 && !grow {
+            return Ok(());
+        }
+        self.check_room_for_new_pages(extra + 1)?;
+        let now = self.now();
+        if holes > 0 {
+            self.reserves.insert(ino, new);
+        }
+        let result = if grow {
+            self.truncate(ino, end)
+        } else {
+            Ok(())
+        }
+        .and_then(|()| {
+            self.flush_cache(ino)?;
+            let o = self.obj_mut(ino)?;
+            let d = o.d_mut();
+            d.ctime = crate::types::Time::from_ns(now);
+            if grow {
+                d.mtime = d.ctime;
+            }
+            let d = d.clone();
+            self.persist(ino, d, Vec::new())
+        });
+        if result.is_err() {
+            match old {
+                Some(r) => self.reserves.insert(ino, r),
+                None => self.reserves.remove(&ino),
+            };
+        }
+        result
+    }
+
+    /// Chunks reserved by fallocate and not written yet.
+    pub(crate) fn reserved_chunks(&self) -> u64 {
+        self.reserves
+            .iter()
+            .map(|(ino, r)| {
+                self.objects
+                    .get(ino)
+                    .map_or(0, |o| o.chunks.holes_in(r.start, r.end))
+            })
+            .sum()
+    }
+
+    /// Is `chunk` of `ino` a reserved hole (a write there has its page set aside)?
+    pub(crate) fn in_reserve(&self, ino: Ino, chunk: u32) -> bool {
+        self.reserves
+            .get(&ino)
+            .is_some_and(|r| (r.start..r.end).contains(&chunk))
+    }
+
+    /// Fails with ENOSPC unless `pages` more pages fit beside what is used and reserved.
+    /// (Without reservations the allocator's own checks decide, as before.)
+    pub(crate) fn check_room_for_new_pages(&self, pages: u64) -> Result<()> {
+        if self.reserves.is_empty() {
+            return Ok(());
+        }
+        let s = self.statfs();
+        if s.free_chunks < pages {
+            return Err(FsError::NoSpace);
+        }
+        Ok(())
+    }
+
+    /// A file shrank to `size`: its reservation past the new end is given back.
+    pub(crate) fn clip_reserve(&mut self, ino: Ino, size: u64) {
+        let c = u64::from(self.layout.chunk_bytes);
+        let end = size.div_ceil(c).min(u64::from(u32::MAX)) as u32;
+        if let Some(r) = self.reserves.get_mut(&ino) {
+            r.end = r.end.min(end);
+            if r.start >= r.end {
+                self.reserves.remove(&ino);
+            }
+        }
+    }
+}
