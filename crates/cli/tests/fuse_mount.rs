@@ -1,6 +1,6 @@
 //! `nandkit mount` through the kernel: ordinary tools and programs on a FUSE mount, then
 //! unmount, fsck, remount and check. Needs /dev/fuse and fusermount3 (Debian's fuse3);
-//! without them every test here says SKIPPED and passes.
+//! without them every test here says SKIPPED and passes (under `CI=true` it fails).
 //!
 //! Nothing waits a fixed time for a mount: `nandkit mount` returns once the mount is up,
 //! and the tests still poll /proc/mounts (bounded) before using it.
@@ -13,215 +13,25 @@ use std::fs::{File, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-const BIN: &str = env!("CARGO_BIN_EXE_nandkit");
+mod common;
 
-/// Why FUSE cannot be used here, if it cannot.
-fn fuse_unavailable() -> Option<String> {
-    use std::os::unix::fs::FileTypeExt;
-    match std::fs::metadata("/dev/fuse") {
-        Err(e) => return Some(format!("/dev/fuse: {e}")),
-        Ok(m) if !m.file_type().is_char_device() => {
-            return Some("/dev/fuse is not a character device".into())
-        }
-        Ok(_) => {}
-    }
-    if let Err(e) = OpenOptions::new().read(true).write(true).open("/dev/fuse") {
-        return Some(format!("cannot open /dev/fuse: {e}"));
-    }
-    if Command::new("fusermount3").arg("-V").output().is_err() {
-        return Some("fusermount3 not found (install Debian's fuse3: scripts/setup.sh)".into());
-    }
-    None
-}
-
-macro_rules! require_fuse {
-    ($name:expr) => {
-        if let Some(why) = fuse_unavailable() {
-            // Straight to stderr, past the test harness's capture, so a plain `cargo test`
-            // shows it.
-            let _ = writeln!(std::io::stderr(), "SKIPPED {}: {why}", $name);
-            return;
-        }
-    };
-}
-
-/// A message that shows even when the harness captures test output.
-fn note(msg: &str) {
-    let _ = writeln!(std::io::stderr(), "note: {msg}");
-}
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-fn nandkit(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .env_remove("RUST_BACKTRACE")
-        .output()
-        .expect("run nandkit")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(
-            start.elapsed() < timeout,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Is a nandkit FUSE mount up at `mnt` (per /proc/mounts)?
-fn is_mounted(mnt: &Path) -> bool {
-    let want = mnt.canonicalize().unwrap_or_else(|_| mnt.to_path_buf());
-    std::fs::read_to_string("/proc/self/mounts")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| {
-            let f: Vec<&str> = l.split(' ').collect();
-            f.len() > 2 && Path::new(f[1]) == want && f[2] == "fuse.nandkit"
-        })
-}
-
-/// A device, an image and a mount point in one temporary directory.
-struct Rig {
-    dir: tempfile::TempDir,
-    img: PathBuf,
-    mnt: PathBuf,
-}
-
-impl Rig {
-    fn new(mkfs_args: &[&str]) -> Rig {
-        let dir = tempfile::tempdir().unwrap();
-        let img = dir.path().join("nand.img");
-        let mnt = dir.path().join("mnt");
-        std::fs::create_dir(&mnt).unwrap();
-        let mut args = vec!["mkfs", s(&img)];
-        args.extend_from_slice(mkfs_args);
-        let o = nandkit(&args);
-        assert!(o.status.success(), "mkfs: {}", text(&o.stderr));
-        Rig { dir, img, mnt }
-    }
-
-    fn mount(&self, opts: &[&str]) -> Mounted {
-        let mut args = vec!["mount", s(&self.img), s(&self.mnt)];
-        args.extend_from_slice(opts);
-        let o = nandkit(&args);
-        assert!(
-            o.status.success(),
-            "mount failed:\n{}{}",
-            text(&o.stdout),
-            text(&o.stderr)
-        );
-        wait_until("the mount in /proc/mounts", Duration::from_secs(20), || {
-            is_mounted(&self.mnt)
-        });
-        Mounted {
-            mnt: self.mnt.clone(),
-            done: false,
-        }
-    }
-
-    fn fsck_clean(&self) {
-        let o = nandkit(&["fsck", s(&self.img)]);
-        assert!(
-            o.status.success(),
-            "fsck not clean:\n{}{}",
-            text(&o.stdout),
-            text(&o.stderr)
-        );
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.mnt.join(rel)
-    }
-}
-
-/// A live mount; dropping it (say, when a test fails) detaches it so nothing is left behind.
-struct Mounted {
-    mnt: PathBuf,
-    done: bool,
-}
-
-impl Mounted {
-    fn unmount(mut self) {
-        let o = Command::new("fusermount3")
-            .arg("-u")
-            .arg(&self.mnt)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "fusermount3 -u: {}", text(&o.stderr));
-        wait_until("the unmount", Duration::from_secs(20), || {
-            !is_mounted(&self.mnt)
-        });
-        self.done = true;
-    }
-}
-
-impl Drop for Mounted {
-    fn drop(&mut self) {
-        if !self.done && is_mounted(&self.mnt) {
-            let _ = Command::new("fusermount3")
-                .args(["-u", "-z"])
-                .arg(&self.mnt)
-                .output();
-        }
-    }
-}
-
-/// Runs a shell script in `dir` with `set -eux`; on failure shows its trace.
-fn sh(dir: &Path, env: &[(&str, &Path)], script: &str) {
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg(format!("set -eux\n{script}"))
-        .current_dir(dir)
-        .env("LC_ALL", "C");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let o = cmd.output().unwrap();
-    assert!(
-        o.status.success(),
-        "script failed ({}):\n--- script ---\n{script}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-        o.status,
-        text(&o.stdout),
-        text(&o.stderr)
-    );
-}
-
-fn source_tree() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../flash/src")
-        .canonicalize()
-        .unwrap()
-}
+use common::fuse::*;
+use common::nandkit;
 
 const GIT: &str = "git -c user.name=nandkit -c user.email=nandkit@example.com \
                    -c init.defaultBranch=main -c core.fsync=all";
 
 #[test]
 fn scripted_session_survives_unmount_fsck_and_remount() {
-    require_fuse!("scripted_session_survives_unmount_fsck_and_remount");
+    if !fuse_ready("scripted_session_survives_unmount_fsck_and_remount") {
+        return;
+    }
     let rig = Rig::new(&["--geometry", "mlc-1g", "--device-size", "64MiB"]);
     let src = source_tree();
     let scratch = rig.dir.path().join("scratch");
@@ -495,11 +305,6 @@ fn scripted_session_survives_unmount_fsck_and_remount() {
     rig.fsck_clean();
 }
 
-fn unsafe_is_root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
 /// One step of the exerciser, for the failure report.
 #[derive(Debug, Clone)]
 enum Op {
@@ -515,7 +320,9 @@ enum Op {
 /// close/reopen and fsync on a few files through ordinary file I/O; every read is compared
 /// with an in-memory copy. Then unmount, fsck, remount, compare everything again.
 fn fsx(name: &str, mount_opts: &[&str], default_ops: usize) {
-    require_fuse!(name);
+    if !fuse_ready(name) {
+        return;
+    }
     let long = std::env::var("NANDKIT_LONG").is_ok_and(|v| v == "1");
     let ops = if long { default_ops * 100 } else { default_ops };
     let seed: u64 = std::env::var("NANDKIT_FSX_SEED")
@@ -699,7 +506,9 @@ fn fsx_with_writeback_cache_and_four_threads() {
 
 #[test]
 fn signals_unmount_cleanly_even_when_busy() {
-    require_fuse!("signals_unmount_cleanly_even_when_busy");
+    if !fuse_ready("signals_unmount_cleanly_even_when_busy") {
+        return;
+    }
     let rig = Rig::new(&["--geometry", "tiny"]);
 
     // Foreground: SIGINT (Ctrl-C) unmounts, flushes and exits 0.
@@ -752,15 +561,6 @@ fn signals_unmount_cleanly_even_when_busy() {
 }
 
 /// The daemon's pid, from `nandkit mount`'s "mounted ... (daemon pid N)" line.
-fn daemon_pid(o: &Output) -> i32 {
-    let out = text(&o.stdout);
-    out.split("daemon pid ")
-        .nth(1)
-        .and_then(|r| r.split(')').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no pid in {out:?}"))
-}
-
 /// A nandkit command running in the background, its stderr read line by line as it comes.
 struct Running {
     what: String,
@@ -871,7 +671,9 @@ fn fusermount_u(mnt: &Path) {
 /// the test gate, so nothing here depends on timing.
 #[test]
 fn commands_right_after_unmount_wait_for_the_daemon() {
-    require_fuse!("commands_right_after_unmount_wait_for_the_daemon");
+    if !fuse_ready("commands_right_after_unmount_wait_for_the_daemon") {
+        return;
+    }
     let rig = Rig::new(&["--geometry", "tiny"]);
     let gate = rig.dir.path().join("gate");
     let log = rig.dir.path().join("daemon.log");
@@ -968,38 +770,11 @@ fn commands_right_after_unmount_wait_for_the_daemon() {
     rig.fsck_clean();
 }
 
-/// Has process `pid` exited? (A zombie nobody has reaped yet counts as exited.)
-fn gone(pid: i32) -> bool {
-    // SAFETY: signal 0 only checks that the process exists.
-    if unsafe { libc::kill(pid, 0) } != 0 {
-        return true;
-    }
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|st| {
-            st.rsplit(')')
-                .next()
-                .is_some_and(|rest| rest.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(true)
-}
-
-fn wait_child(child: &mut Child, timeout: Duration) -> std::process::ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            return st;
-        }
-        if start.elapsed() > timeout {
-            let _ = child.kill();
-            panic!("process did not exit within {timeout:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 #[test]
 fn read_only_mount_refuses_writes() {
-    require_fuse!("read_only_mount_refuses_writes");
+    if !fuse_ready("read_only_mount_refuses_writes") {
+        return;
+    }
     let rig = Rig::new(&["--geometry", "tiny"]);
     let m = rig.mount(&[]);
     std::fs::write(rig.path("kept"), b"data").unwrap();
@@ -1016,7 +791,9 @@ fn read_only_mount_refuses_writes() {
 
 #[test]
 fn full_device_answers_enospc_and_stays_consistent() {
-    require_fuse!("full_device_answers_enospc_and_stays_consistent");
+    if !fuse_ready("full_device_answers_enospc_and_stays_consistent") {
+        return;
+    }
     let rig = Rig::new(&["--geometry", "tiny"]);
     let m = rig.mount(&[]);
     let chunk = vec![0xA5u8; 1 << 20];
@@ -1042,7 +819,9 @@ fn full_device_answers_enospc_and_stays_consistent() {
 
 #[test]
 fn permissions_are_enforced_for_other_users() {
-    require_fuse!("permissions_are_enforced_for_other_users");
+    if !fuse_ready("permissions_are_enforced_for_other_users") {
+        return;
+    }
     if !unsafe_is_root() || !have("setpriv") {
         let _ = writeln!(
             std::io::stderr(),

@@ -14,6 +14,14 @@ use crate::types::{Ino, Time};
 const DAY_SECS: i64 = 24 * 60 * 60;
 
 impl<F: Flash> FileSystem<F> {
+    /// `ino` was read without a call here: opened for reading by a kernel that will serve
+    /// the reads from its page cache. Its access time moves as for a read.
+    pub fn access(&mut self, ino: Ino) -> Result<()> {
+        self.check_alive()?;
+        self.visible(ino)?;
+        self.accessed(ino)
+    }
+
     /// `ino` was read: moves its access time to now if the policy asks for it.
     pub(crate) fn accessed(&mut self, ino: Ino) -> Result<()> {
         if self.read_only || self.dead.is_some() || self.atime == AtimePolicy::Never {

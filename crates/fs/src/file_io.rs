@@ -24,6 +24,10 @@ use crate::types::{Ino, Kind, Time};
 
 impl<F: Flash> FileSystem<F> {
     fn file(&self, ino: Ino) -> Result<()> {
+        // A hollow file's data is gone (see `holds`): only its attributes answer.
+        if !self.hollow.is_empty() && self.hollow.contains(&ino) {
+            return Err(FsError::NotFound);
+        }
         match self.obj(ino)?.kind {
             Kind::File => Ok(()),
             Kind::Dir => Err(FsError::IsDir),

@@ -4,7 +4,7 @@
 //! `cleaning`, mount-time recovery in `scan`, `rebuild` and `checkpoint`, the anchor blocks
 //! in `anchor`, checks in `fsck`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use nandkit_flash::Flash;
@@ -135,6 +135,10 @@ pub struct FileSystem<F: Flash> {
     pub(crate) xattr_sets: HashMap<Ino, Ino>,
     /// Files with chunks reserved by fallocate (see `reserve`).
     pub(crate) reserves: HashMap<Ino, Reserve>,
+    /// Open handles of each file that has any (see `holds`).
+    pub(crate) handles: HashMap<Ino, u32>,
+    /// Unlinked files only the kernel still references: attributes kept, data freed.
+    pub(crate) hollow: HashSet<Ino>,
     pub(crate) atime: AtimePolicy,
     pub(crate) anchors: Anchors,
     /// Open block of each write stream.
@@ -185,6 +189,8 @@ impl<F: Flash> FileSystem<F> {
             links: HashMap::new(),
             xattr_sets: HashMap::new(),
             reserves: HashMap::new(),
+            handles: HashMap::new(),
+            hollow: HashSet::new(),
             atime: AtimePolicy::default(),
             anchors: Anchors::default(),
             next_serial: 1,

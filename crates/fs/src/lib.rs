@@ -29,6 +29,7 @@ mod floors;
 pub mod format;
 mod fs;
 pub mod fsck;
+mod holds;
 pub mod inspect;
 pub mod layout;
 mod links;

@@ -103,20 +103,26 @@ impl<F: Flash> FileSystem<F> {
         Ok(())
     }
 
-    /// Deletes `ino` if it has no name left, no hard link and no open handle. Its newest
-    /// header on flash already has no names (it was written when the last name went),
-    /// unless RAM has changes not yet written, in which case a name-less header is written
-    /// first.
+    /// Deletes `ino` if it has no name left, no hard link and nothing holds it (see
+    /// `holds`); frees its data if only the kernel's references hold it. Its newest header
+    /// on flash already has no names (it was written when the last name went), unless RAM
+    /// has changes not yet written, in which case a name-less header is written first.
     pub(crate) fn bury_if_orphan(&mut self, ino: Ino) -> Result<()> {
         let Some(o) = self.objects.get(&ino) else {
             return Ok(());
         };
-        if ino == ROOT_INO || !o.kind.is_visible() || o.open > 0 || self.link_count(ino) > 0 {
+        if ino == ROOT_INO || !o.kind.is_visible() || self.link_count(ino) > 0 {
             return Ok(());
         }
         self.load(ino)?;
         let o = self.obj(ino)?;
         if !o.d().names.is_empty() {
+            return Ok(());
+        }
+        if o.open > 0 {
+            if self.handles_on(ino) == 0 {
+                self.hollow_out(ino);
+            }
             return Ok(());
         }
         if o.is_dirty() || o.header_page().is_none() {

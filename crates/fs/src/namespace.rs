@@ -243,6 +243,8 @@ impl<F: Flash> FileSystem<F> {
             }
         }
         self.reserves.remove(&ino);
+        self.handles.remove(&ino);
+        self.hollow.remove(&ino);
         self.drop_xattr_set_of(ino);
         for (_, pno) in o.chunks.entries() {
             if pno != LOST_PAGE {
@@ -264,72 +266,6 @@ impl<F: Flash> FileSystem<F> {
                 self.blocks.invalidate(h);
             }
         }
-    }
-
-    /// A handle was opened on `ino`.
-    pub fn open(&mut self, ino: Ino) -> Result<()> {
-        self.check_alive()?;
-        let o = self.obj_mut(ino)?;
-        o.open = o.open.saturating_add(1);
-        Ok(())
-    }
-
-    /// A handle was closed: flushes the file's buffered chunk and header (as YAFFS does on
-    /// close), and deletes it if it was unlinked and this was the last handle.
-    pub fn release(&mut self, ino: Ino) -> Result<()> {
-        self.check_alive()?;
-        let o = self.obj_mut(ino)?;
-        o.open = o.open.saturating_sub(1);
-        if self.is_orphan(ino) {
-            return self.let_go(ino);
-        }
-        if !self.read_only {
-            self.fsync(ino)?;
-        }
-        Ok(())
-    }
-
-    /// The kernel learned of `ino` (a lookup or a create it answered): like an open handle,
-    /// this keeps it in RAM if its last name goes, until the kernel forgets it.
-    pub fn remember(&mut self, ino: Ino) -> Result<()> {
-        self.open(ino)
-    }
-
-    /// The kernel forgot `n` lookups of `ino`.
-    pub fn forget(&mut self, ino: Ino, n: u64) -> Result<()> {
-        self.check_alive()?;
-        let Some(o) = self.objects.get_mut(&ino) else {
-            return Ok(());
-        };
-        o.open = o.open.saturating_sub(u32::try_from(n).unwrap_or(u32::MAX));
-        if self.is_orphan(ino) {
-            return self.let_go(ino);
-        }
-        Ok(())
-    }
-
-    /// Has `ino` lost every name (and hard link), so it only lives while held?
-    fn is_orphan(&self, ino: Ino) -> bool {
-        self.objects.get(&ino).is_some_and(|o| {
-            ino != ROOT_INO
-                && o.parent == 0
-                && o.details.as_ref().is_some_and(|d| d.names.is_empty())
-                && o.kind.is_visible()
-                && self.link_count(ino) == 0
-        })
-    }
-
-    /// An orphan is let go of: deleted once nothing holds it (its name-less header is on
-    /// flash already, or is written now on a writable mount).
-    fn let_go(&mut self, ino: Ino) -> Result<()> {
-        if self.objects.get(&ino).is_none_or(|o| o.open > 0) {
-            return Ok(());
-        }
-        if self.read_only {
-            self.delete_object(ino);
-            return Ok(());
-        }
-        self.bury_if_orphan(ino)
     }
 
     /// rename / renameat2. See the module comment for why each case is atomic.

@@ -11,6 +11,7 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 const ENOSPC: i32 = 28;
+const ENOENT: i32 = 2;
 
 /// The files the test wrote and what each must hold.
 #[derive(Default)]
@@ -530,5 +531,91 @@ fn sync_and_unmount_work_on_a_full_device() {
             );
         }
         assert_fsck(&mut fs, "full, crashed");
+    }
+}
+
+/// The FUSE mount's sequence on a full device, with a commit (`sync`) landing after any
+/// one of its steps: fill a file in 128 KiB writes until refused, close it, try a second
+/// file, delete the first, write a third. The kernel still references the deleted file
+/// (it tells the daemon it forgot an inode only later, asynchronously), so the delete must
+/// free its data at once: the third file must fit.
+#[test]
+fn a_delete_makes_room_at_once_though_the_kernel_still_holds_the_file() {
+    for dev in Dev::ALL {
+        let mut commit_at = 0;
+        loop {
+            let mut fs = format(dev);
+            let mut step = 0;
+            let mut maybe_commit = |fs: &mut Fs| {
+                if step == commit_at {
+                    fs.sync()
+                        .unwrap_or_else(|e| panic!("commit after step {step}: {e}"));
+                }
+                step += 1;
+            };
+            let fill = fs.create(ROOT_INO, b"fill", file()).unwrap().ino;
+            fs.remember(fill).unwrap();
+            fs.open(fill).unwrap();
+            let piece = pattern(7, 128 << 10);
+            let mut size = 0u64;
+            loop {
+                match fs.write(fill, size, &piece) {
+                    Ok(n) => size += n as u64,
+                    Err(e) => {
+                        assert_eq!(e.errno(), ENOSPC, "{e}");
+                        break;
+                    }
+                }
+                maybe_commit(&mut fs);
+            }
+            // close(): FUSE flush, then release.
+            let _ = fs.fsync(fill);
+            maybe_commit(&mut fs);
+            let _ = fs.release(fill);
+            maybe_commit(&mut fs);
+            if let Ok(more) = fs.create(ROOT_INO, b"more", file()) {
+                maybe_commit(&mut fs);
+                let _ = fs.write(more.ino, 0, &piece);
+                maybe_commit(&mut fs);
+                let _ = fs.fsync(more.ino);
+            }
+            maybe_commit(&mut fs);
+            let ctx = format!("{}: commit after step {commit_at}", dev.name());
+            fs.unlink(ROOT_INO, b"fill")
+                .unwrap_or_else(|e| panic!("{ctx}: unlink on a full device: {e}"));
+            maybe_commit(&mut fs);
+            let _ = fs.unlink(ROOT_INO, b"more");
+            maybe_commit(&mut fs);
+            let after = fs
+                .create(ROOT_INO, b"after", file())
+                .unwrap_or_else(|e| panic!("{ctx}: create after the delete: {e}"))
+                .ino;
+            fs.write(after, 0, &piece)
+                .unwrap_or_else(|e| panic!("{ctx}: write after the delete: {e}"));
+            fs.fsync(after).unwrap();
+            assert_eq!(fs.getattr(fill).unwrap().nlink, 0, "{ctx}: held");
+            assert_eq!(
+                errno(fs.open(fill)),
+                ENOENT,
+                "{ctx}: reopen of a hollow file"
+            );
+            assert_fsck(&mut fs, &ctx);
+            fs.forget(fill, 1).unwrap();
+            assert_eq!(errno(fs.getattr(fill)), ENOENT, "{ctx}: forgotten");
+            assert_fsck(&mut fs, &ctx);
+            let mut fs = clean_remount(fs);
+            assert_eq!(read_all(&mut fs, after).unwrap(), piece, "{ctx}");
+            if commit_at >= step {
+                break;
+            }
+            commit_at += 1;
+        }
+    }
+}
+
+fn errno<T>(r: Result<T>) -> i32 {
+    match r {
+        Ok(_) => 0,
+        Err(e) => e.errno(),
     }
 }

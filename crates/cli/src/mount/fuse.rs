@@ -15,8 +15,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::Sender;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
@@ -26,6 +25,8 @@ use fuser::{
     ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use nandkit_flash::FlashDevice;
+
+use super::invalidate::Invalidations;
 use nandkit_fs::{
     AtimePolicy, Attr, FileSystem, FsError, Ino, Kind, NewObject, RenameMode, SetAttr, Time,
     XattrMode,
@@ -55,11 +56,6 @@ pub struct FuseOptions {
     pub atime: AtimePolicy,
 }
 
-/// Where the handler sends inodes whose pages the kernel must drop (see `forget_cached`):
-/// a thread outside the request path sends the notifications, since one sent from a
-/// request handler can deadlock against a kernel that waits on that very request.
-pub type Invalidations = Arc<OnceLock<Mutex<Sender<u64>>>>;
-
 /// A directory listing taken at opendir (and again at rewinddir). Offsets are positions in
 /// it, so while entries are added and removed a reader still sees each entry that was there
 /// at opendir exactly once; entries added since may be missing and removed ones may still
@@ -77,7 +73,7 @@ pub struct NandFuse {
     chunk_bytes: u32,
     dirs: Mutex<HashMap<u64, DirSnapshot>>,
     next_fh: AtomicU64,
-    invalidations: Invalidations,
+    invalidations: Arc<Invalidations>,
 }
 
 fn errno(e: &FsError) -> Errno {
@@ -173,7 +169,7 @@ impl NandFuse {
         fs: SharedFs,
         chunk_bytes: u32,
         opts: FuseOptions,
-        invalidations: Invalidations,
+        invalidations: Arc<Invalidations>,
     ) -> Self {
         Self {
             fs,
@@ -190,10 +186,35 @@ impl NandFuse {
     /// readers would see data that was never stored. Has the kernel drop its cached pages
     /// of `ino`, so what readers see is what is stored.
     fn forget_cached(&self, ino: INodeNo) {
-        if let Some(tx) = self.invalidations.get() {
-            if let Ok(tx) = tx.lock() {
-                let _ = tx.send(ino.0);
-            }
+        self.invalidations.request(ino.0);
+    }
+
+    /// With the write-back cache the kernel owns a file's size: a write it accepted into
+    /// its cache grew the size there, and it keeps that size even when the write-back is
+    /// refused (it never asks the daemon for the size of a file it caches). So the stored
+    /// file grows to `end` too, the refused range a hole: once the refused pages are
+    /// dropped, readers see zeros there both through the cache and after a remount, and the
+    /// writer learns of the loss from fsync or close.
+    fn keep_kernel_size(&self, ino: INodeNo, end: u64) {
+        let r = ino32(ino).and_then(|i| {
+            self.with_fs(|fs| {
+                if fs.getattr(i)?.size < end {
+                    fs.setattr(
+                        i,
+                        SetAttr {
+                            size: Some(end),
+                            ..SetAttr::default()
+                        },
+                    )?;
+                }
+                Ok(())
+            })
+        });
+        if let Err(e) = r {
+            eprintln!(
+                "nandkit: a refused write-back of {} left it shorter than the kernel thinks: {e:?}",
+                ino.0
+            );
         }
     }
 
@@ -512,9 +533,24 @@ impl Filesystem for NandFuse {
         self.reply_entry(reply, r);
     }
 
-    fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        // The kernel serves reads from its page cache (FOPEN_KEEP_CACHE), so most never
+        // reach the daemon: an open for reading counts as the access (relatime rules).
+        let reads = flags.0 & libc::O_ACCMODE != libc::O_WRONLY;
+        // Pages of a refused write-back are dropped after the writer's reply: a reader
+        // opening the file after that write-back must not find them still cached.
+        self.invalidations.wait();
         // fs.open counts handles, so a file unlinked while open lives until the last close.
-        match ino32(ino).and_then(|i| self.with_fs(|fs| fs.open(i))) {
+        let opened = ino32(ino).and_then(|i| {
+            self.with_fs(|fs| {
+                fs.open(i)?;
+                if reads && !self.opts.read_only {
+                    fs.access(i)?;
+                }
+                Ok(())
+            })
+        });
+        match opened {
             // Only this mount changes the data, so cached pages stay good across opens.
             Ok(()) => reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE),
             Err(e) => reply.error(e),
@@ -551,17 +587,17 @@ impl Filesystem for NandFuse {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        match ino32(ino).and_then(|i| self.with_fs(|fs| fs.write(i, offset, data))) {
-            Ok(n) => {
-                reply.written(n as u32);
-                if n < data.len() {
-                    self.forget_cached(ino);
-                }
-            }
-            Err(e) => {
-                reply.error(e);
-                self.forget_cached(ino);
-            }
+        let written = ino32(ino).and_then(|i| self.with_fs(|fs| fs.write(i, offset, data)));
+        let refused = !matches!(written, Ok(n) if n == data.len());
+        if refused && self.opts.writeback {
+            self.keep_kernel_size(ino, offset + data.len() as u64);
+        }
+        match written {
+            Ok(n) => reply.written(n as u32),
+            Err(e) => reply.error(e),
+        }
+        if refused {
+            self.forget_cached(ino);
         }
     }
 

@@ -21,6 +21,7 @@
 //! and says why, rather than fail with "is mounted".
 
 mod fuse;
+mod invalidate;
 mod options;
 
 use std::ffi::CString;
@@ -366,7 +367,7 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
     .map_err(|e| image::mount_error(&p.image, e))?;
     let chunk_bytes = fs.chunk_bytes();
     let shared: fuse::SharedFs = Arc::new(Mutex::new(Some(fs)));
-    let invalidations: fuse::Invalidations = Arc::default();
+    let invalidations = Arc::new(invalidate::Invalidations::default());
     let handler = fuse::NandFuse::new(
         Arc::clone(&shared),
         chunk_bytes,
@@ -388,7 +389,7 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
             };
             anyhow::anyhow!("mounting FUSE on {}: {e}{hint}", p.mountpoint.display())
         })?;
-    start_invalidator(&session, &invalidations)?;
+    invalidations.start(session.notifier())?;
     if !p.config.read_only {
         start_committer(Arc::clone(&shared), p.config.fuse.commit)?;
     }
@@ -408,32 +409,6 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
     })
 }
 
-/// The thread that tells the kernel to drop cached pages of files whose writes were
-/// refused (see `NandFuse::forget_cached`).
-fn start_invalidator(
-    session: &fuser::Session<fuse::NandFuse>,
-    slot: &fuse::Invalidations,
-) -> anyhow::Result<()> {
-    let notifier = session.notifier();
-    let (tx, rx) = std::sync::mpsc::channel::<u64>();
-    let _ = slot.set(Mutex::new(tx));
-    std::thread::Builder::new()
-        .name("invalidate".into())
-        .spawn(move || {
-            for ino in rx {
-                // Offset 0, length -1: every cached page of the file, and its attributes.
-                if let Err(e) = notifier.inval_inode(fuser::INodeNo(ino), 0, -1) {
-                    // ENOENT: the kernel no longer has the inode, so nothing is cached.
-                    if e.raw_os_error() != Some(libc::ENOENT) {
-                        eprintln!("nandkit: could not invalidate cached pages of {ino}: {e}");
-                    }
-                }
-            }
-        })
-        .context("starting the invalidation thread")?;
-    Ok(())
-}
-
 /// The commit thread: every `interval`, whatever was written but is not yet on flash
 /// (the partial chunk of a file still open, changed headers) is written out, so a killed
 /// daemon loses at most that much. It ends when the file system is handed back.
@@ -451,6 +426,8 @@ fn start_committer(shared: fuse::SharedFs, interval: Duration) -> anyhow::Result
             if !fs.has_unsynced() {
                 continue;
             }
+            // Logged with the lock still held, so the line comes after every write the
+            // commit covered and before any it did not (the kill tests rely on that).
             match fs.sync() {
                 Ok(()) => eprintln!("nandkit: commit: written out"),
                 Err(e) => eprintln!("nandkit: commit failed: {e}"),

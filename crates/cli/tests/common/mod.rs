@@ -3,6 +3,8 @@
 
 use std::process::{Command, Output};
 
+pub mod fuse;
+
 /// Runs `nandkit ARGS` without backtraces, so error messages are what a user sees.
 pub fn nandkit(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_nandkit"))

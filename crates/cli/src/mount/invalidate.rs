@@ -1,0 +1,117 @@
+//! Dropping the kernel's cached pages of a file whose write was refused.
+//!
+//! A write-back of an mmap'd page (or of any page, with `-o writeback`) that the file
+//! system refuses, say with ENOSPC, leaves the page in the kernel's cache: readers would see
+//! bytes that were never stored. The handler queues the file here and a thread of its own
+//! tells the kernel to drop the file's pages. It cannot be done before the reply: since
+//! Linux 6.14 the page stays under write-back until the kernel has the reply, and dropping
+//! it waits for that, so a handler doing it itself would wait on its own reply.
+//!
+//! Ordering: the drop comes after the writer's reply, so `open` waits (briefly, bounded)
+//! for queued drops before it answers. A reader that opens a file after the refused
+//! write-back finished then reads what is stored. A reader that held the file open
+//! throughout may still race, as it could with a local disk file system and a writer.
+
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+/// How long `open` waits for queued drops. Dropping pages can wait on a page lock held by
+/// a read that this very daemon must serve: with the default single request thread that
+/// would be a deadlock, so the wait is bounded (the drop still happens, just later).
+const OPEN_WAIT: Duration = Duration::from_secs(1);
+
+#[derive(Default)]
+pub struct Invalidations {
+    queue: Mutex<Option<Sender<u64>>>,
+    /// Queued drops not yet done.
+    pending: Mutex<u64>,
+    drained: Condvar,
+}
+
+impl Invalidations {
+    /// Queues a drop of every cached page of `ino` (and its cached attributes).
+    pub fn request(&self, ino: u64) {
+        let Ok(queue) = self.queue.lock() else {
+            return;
+        };
+        if let Some(tx) = queue.as_ref() {
+            if let Ok(mut n) = self.pending.lock() {
+                *n += 1;
+            }
+            if tx.send(ino).is_err() {
+                self.done();
+            }
+        }
+    }
+
+    /// Waits until every queued drop is done, or `OPEN_WAIT` passed.
+    pub fn wait(&self) {
+        let Ok(n) = self.pending.lock() else {
+            return;
+        };
+        let _ = self.drained.wait_timeout_while(n, OPEN_WAIT, |n| *n > 0);
+    }
+
+    fn done(&self) {
+        if let Ok(mut n) = self.pending.lock() {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.drained.notify_all();
+            }
+        }
+    }
+
+    /// Starts the thread that tells the kernel, through `notifier`, to drop what queued.
+    pub fn start(self: &std::sync::Arc<Self>, notifier: fuser::Notifier) -> anyhow::Result<()> {
+        let (tx, rx) = channel::<u64>();
+        if let Ok(mut q) = self.queue.lock() {
+            *q = Some(tx);
+        }
+        let me = std::sync::Arc::clone(self);
+        std::thread::Builder::new()
+            .name("invalidate".into())
+            .spawn(move || {
+                for ino in rx {
+                    // Offset 0, length -1: every cached page of the file, and its attributes.
+                    if let Err(e) = notifier.inval_inode(fuser::INodeNo(ino), 0, -1) {
+                        // ENOENT: the kernel no longer has the inode, so nothing is cached.
+                        if e.raw_os_error() != Some(libc::ENOENT) {
+                            eprintln!("nandkit: could not drop cached pages of {ino}: {e}");
+                        }
+                    }
+                    me.done();
+                }
+            })
+            .map_err(|e| anyhow::anyhow!("starting the invalidation thread: {e}"))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_thread_requests_are_dropped_and_wait_returns() {
+        let inv = Invalidations::default();
+        inv.request(5);
+        assert_eq!(*inv.pending.lock().unwrap(), 0);
+        inv.wait();
+    }
+
+    #[test]
+    fn pending_counts_down_to_zero() {
+        let inv = Invalidations::default();
+        let (tx, rx) = channel();
+        *inv.queue.lock().unwrap() = Some(tx);
+        inv.request(3);
+        inv.request(4);
+        assert_eq!(*inv.pending.lock().unwrap(), 2);
+        assert_eq!(rx.try_iter().collect::<Vec<_>>(), [3, 4]);
+        inv.done();
+        inv.done();
+        assert_eq!(*inv.pending.lock().unwrap(), 0);
+        inv.wait();
+    }
+}
