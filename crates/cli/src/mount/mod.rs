@@ -68,7 +68,10 @@ Mount options (-o, comma-separated or repeated):
                              5, as ext4). Closed files are written at close, fsync'd ones at
                              fsync; what the daemon holds longer is lost if it is killed
   writeback                  use the kernel's write-back cache (batches small writes
-                             in the page cache; off by default)
+                             in the page cache; off by default). Writes then succeed
+                             before the daemon sees them: on a full device the error
+                             comes from fsync or close, and the refused range reads
+                             as zeros
   threads=N                  request threads (default 1; more help only when several
                              programs do I/O at once on a many-core machine)
   attr_timeout=S, entry_timeout=S
