@@ -60,6 +60,11 @@ impl<F: Flash> FileSystem<F> {
         Ok(self.obj(set)?.d().xattrs.clone())
     }
 
+    /// Does `ino` have any extended attribute? (A map lookup: cheap enough for every write.)
+    pub fn has_xattrs(&self, ino: Ino) -> bool {
+        self.xattr_sets.contains_key(&ino)
+    }
+
     pub fn getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
         self.check_alive()?;
         self.xattr_list(ino)?

@@ -26,7 +26,9 @@ use fuser::{
 };
 use nandkit_flash::FlashDevice;
 
+use super::commit::Writers;
 use super::invalidate::Invalidations;
+use super::privs::{self, Caller};
 use nandkit_fs::{
     AtimePolicy, Attr, FileSystem, FsError, Ino, Kind, NewObject, RenameMode, SetAttr, Time,
     XattrMode,
@@ -56,10 +58,10 @@ pub struct FuseOptions {
     pub atime: AtimePolicy,
 }
 
-/// A directory listing taken at opendir (and again at rewinddir). Offsets are positions in
-/// it, so while entries are added and removed a reader still sees each entry that was there
-/// at opendir exactly once; entries added since may be missing and removed ones may still
-/// show, as POSIX allows.
+/// A directory listing taken at the first read of a directory handle (and again at each
+/// rewind). Offsets are positions in it, so while entries are added and removed a reader
+/// still sees each entry that was there when it started exactly once; entries added since
+/// may be missing and removed ones may still show, as POSIX allows.
 struct DirSnapshot {
     ino: Ino,
     entries: Vec<(u64, FileType, Vec<u8>)>,
@@ -74,6 +76,23 @@ pub struct NandFuse {
     dirs: Mutex<HashMap<u64, DirSnapshot>>,
     next_fh: AtomicU64,
     invalidations: Arc<Invalidations>,
+    /// Files open for writing (the commit thread's cue to flush the page cache).
+    writers: Arc<Writers>,
+    /// The kernel left dropping privileges to us (FUSE_HANDLE_KILLPRIV_V2).
+    killpriv: bool,
+}
+
+/// Does an open with these flags write?
+fn writes(flags: i32) -> bool {
+    flags & libc::O_ACCMODE != libc::O_RDONLY
+}
+
+fn caller(req: &Request) -> Caller {
+    Caller {
+        pid: req.pid(),
+        uid: req.uid(),
+        gid: req.gid(),
+    }
 }
 
 fn errno(e: &FsError) -> Errno {
@@ -170,6 +189,7 @@ impl NandFuse {
         chunk_bytes: u32,
         opts: FuseOptions,
         invalidations: Arc<Invalidations>,
+        writers: Arc<Writers>,
     ) -> Self {
         Self {
             fs,
@@ -178,6 +198,8 @@ impl NandFuse {
             dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             invalidations,
+            writers,
+            killpriv: false,
         }
     }
 
@@ -216,6 +238,39 @@ impl NandFuse {
                 ino.0
             );
         }
+    }
+
+    /// What a change to `ino` takes away (see `privs`): its file capability, and the
+    /// setuid/setgid bits `perm_after` says go (given the bits and the file's group).
+    fn drop_privileges(
+        &self,
+        fs: &mut FileSystem<FlashDevice>,
+        ino: Ino,
+        perm_after: impl FnOnce(u32, u32) -> Option<u32>,
+    ) -> Result<(), FsError> {
+        if !self.killpriv {
+            return Ok(());
+        }
+        if fs.has_xattrs(ino) {
+            match fs.removexattr(ino, privs::capability_name()) {
+                Ok(()) | Err(FsError::NoData) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let a = fs.getattr(ino)?;
+        if a.kind == Kind::Dir || a.perm & (libc::S_ISUID | libc::S_ISGID) == 0 {
+            return Ok(());
+        }
+        if let Some(perm) = perm_after(a.perm, a.gid) {
+            fs.setattr(
+                ino,
+                SetAttr {
+                    perm: Some(perm),
+                    ..SetAttr::default()
+                },
+            )?;
+        }
+        Ok(())
     }
 
     /// Runs `f` on the file system under its lock. A lock poisoned by a panic, or a file
@@ -336,6 +391,11 @@ impl Filesystem for NandFuse {
         // Both only raise limits; the kernel clamps them to what it allows.
         let _ = config.set_max_write(MAX_WRITE);
         let _ = config.set_max_background(64);
+        // The daemon drops setuid, setgid and file capabilities itself (see `privs`), so
+        // the kernel need not ask for security.capability before every write.
+        self.killpriv = config
+            .add_capabilities(InitFlags::FUSE_HANDLE_KILLPRIV_V2)
+            .is_ok();
         if self.opts.writeback
             && config
                 .add_capabilities(InitFlags::FUSE_WRITEBACK_CACHE)
@@ -375,7 +435,7 @@ impl Filesystem for NandFuse {
 
     fn setattr(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         mode: Option<u32>,
         uid: Option<u32>,
@@ -399,8 +459,23 @@ impl Filesystem for NandFuse {
             atime: atime.map(time_or_now),
             mtime: mtime.map(time_or_now),
         };
+        let who = caller(req);
         let r = ino32(ino).and_then(|i| {
             self.with_fs(|fs| {
+                // chown, and chown(-1, -1), which reaches us as a setattr of nothing.
+                let chown = set.uid.is_some() || set.gid.is_some() || set == SetAttr::default();
+                if chown && set.perm.is_none() {
+                    self.drop_privileges(fs, i, |perm, _| privs::after_chown(perm))?;
+                }
+                if set.size.is_some() && set.perm.is_none() {
+                    self.drop_privileges(fs, i, |perm, gid| {
+                        if who.has_fsetid() {
+                            None
+                        } else {
+                            privs::after_change(perm, || who.in_group(gid))
+                        }
+                    })?;
+                }
                 if set == SetAttr::default() {
                     // Only ctime (or a flag nandkit does not keep): nothing to store.
                     fs.getattr(i)
@@ -552,7 +627,12 @@ impl Filesystem for NandFuse {
         });
         match opened {
             // Only this mount changes the data, so cached pages stay good across opens.
-            Ok(()) => reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE),
+            Ok(()) => {
+                if writes(flags.0) {
+                    self.writers.opened(ino.0);
+                }
+                reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE)
+            }
             Err(e) => reply.error(e),
         }
     }
@@ -577,17 +657,29 @@ impl Filesystem for NandFuse {
 
     fn write(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
         data: &[u8],
-        _write_flags: WriteFlags,
+        write_flags: WriteFlags,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        let written = ino32(ino).and_then(|i| self.with_fs(|fs| fs.write(i, offset, data)));
+        // The kernel flags a write by a caller without CAP_FSETID.
+        let kill = write_flags.contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID);
+        let who = caller(req);
+        let written = ino32(ino).and_then(|i| {
+            self.with_fs(|fs| {
+                // Before the data, as Linux does: a write never lands with privileges kept.
+                self.drop_privileges(fs, i, |perm, gid| {
+                    kill.then(|| privs::after_change(perm, || who.in_group(gid)))
+                        .flatten()
+                })?;
+                fs.write(i, offset, data)
+            })
+        });
         let refused = !matches!(written, Ok(n) if n == data.len());
         if refused && self.opts.writeback {
             self.keep_kernel_size(ino, offset + data.len() as u64);
@@ -620,11 +712,14 @@ impl Filesystem for NandFuse {
         _req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
-        _flags: OpenFlags,
+        flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         _flush: bool,
         reply: ReplyEmpty,
     ) {
+        if writes(flags.0) {
+            self.writers.closed(ino.0);
+        }
         let r = ino32(ino).and_then(|i| self.with_fs(|fs| fs.release(i)));
         Self::reply_empty(reply, r);
     }
@@ -642,22 +737,15 @@ impl Filesystem for NandFuse {
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        let r = ino32(ino).and_then(|i| Ok((i, self.snapshot(i)?)));
+        // The listing is taken at the first read (and again at each rewind), not here: a
+        // reader sees the directory as it is when it starts reading.
+        let r = ino32(ino).and_then(|i| self.with_fs(|fs| fs.getattr(i)));
         match r {
-            Ok((ino, entries)) => {
+            Ok(a) if a.kind == Kind::Dir => {
                 let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-                if let Ok(mut dirs) = self.dirs.lock() {
-                    dirs.insert(
-                        fh,
-                        DirSnapshot {
-                            ino,
-                            entries,
-                            served: false,
-                        },
-                    );
-                }
                 reply.opened(FileHandle(fh), FopenFlags::empty());
             }
+            Ok(_) => reply.error(Errno::ENOTDIR),
             Err(e) => reply.error(e),
         }
     }
@@ -827,25 +915,30 @@ impl Filesystem for NandFuse {
         name: &OsStr,
         mode: u32,
         _umask: u32,
-        _flags: i32,
+        flags: i32,
         reply: ReplyCreate,
     ) {
         let r = self.make(req, parent, name, object(Kind::File, mode, 0, &[]), true);
         match r {
-            Ok(a) => reply.created(
-                &self.opts.attr_ttl,
-                &self.attr(&a),
-                Generation(0),
-                FileHandle(0),
-                FopenFlags::FOPEN_KEEP_CACHE,
-            ),
+            Ok(a) => {
+                if writes(flags) {
+                    self.writers.opened(a.ino.into());
+                }
+                reply.created(
+                    &self.opts.attr_ttl,
+                    &self.attr(&a),
+                    Generation(0),
+                    FileHandle(0),
+                    FopenFlags::FOPEN_KEEP_CACHE,
+                )
+            }
             Err(e) => reply.error(e),
         }
     }
 
     fn fallocate(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
@@ -860,8 +953,19 @@ impl Filesystem for NandFuse {
             return reply.error(Errno::EOPNOTSUPP);
         }
         let keep_size = mode & libc::FALLOC_FL_KEEP_SIZE != 0;
-        let r =
-            ino32(ino).and_then(|i| self.with_fs(|fs| fs.fallocate(i, offset, length, keep_size)));
+        let who = caller(req);
+        let r = ino32(ino).and_then(|i| {
+            self.with_fs(|fs| {
+                self.drop_privileges(fs, i, |perm, gid| {
+                    if who.has_fsetid() {
+                        None
+                    } else {
+                        privs::after_change(perm, || who.in_group(gid))
+                    }
+                })?;
+                fs.fallocate(i, offset, length, keep_size)
+            })
+        });
         Self::reply_empty(reply, r);
     }
 

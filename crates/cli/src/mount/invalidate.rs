@@ -7,6 +7,9 @@
 //! Linux 6.14 the page stays under write-back until the kernel has the reply, and dropping
 //! it waits for that, so a handler doing it itself would wait on its own reply.
 //!
+//! The commit thread uses the same notification to have the kernel write back dirty pages
+//! (the kernel writes a dirty page to the daemon before it drops it; see `commit`).
+//!
 //! Ordering: the drop comes after the writer's reply, so `open` waits (briefly, bounded)
 //! for queued drops before it answers. A reader that opens a file after the refused
 //! write-back finished then reads what is stored. A reader that held the file open
@@ -47,10 +50,15 @@ impl Invalidations {
 
     /// Waits until every queued drop is done, or `OPEN_WAIT` passed.
     pub fn wait(&self) {
+        self.wait_for(OPEN_WAIT);
+    }
+
+    /// Waits until every queued drop is done, or `limit` passed.
+    pub fn wait_for(&self, limit: Duration) {
         let Ok(n) = self.pending.lock() else {
             return;
         };
-        let _ = self.drained.wait_timeout_while(n, OPEN_WAIT, |n| *n > 0);
+        let _ = self.drained.wait_timeout_while(n, limit, |n| *n > 0);
     }
 
     fn done(&self) {

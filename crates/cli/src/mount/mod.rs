@@ -20,9 +20,12 @@
 //! command run meanwhile (`fusermount3 -u M && nandkit fsck IMAGE`) knows it should wait,
 //! and says why, rather than fail with "is mounted".
 
+mod clock;
+mod commit;
 mod fuse;
 mod invalidate;
 mod options;
+mod privs;
 
 use std::ffi::CString;
 use std::fs::File;
@@ -37,7 +40,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use clap::{ArgAction, Args};
 use nandkit_flash::{DeviceOptions, Flash};
-use nandkit_fs::{FileSystem, MountOptions, SystemClock};
+use nandkit_fs::{FileSystem, MountOptions};
 
 use crate::bench::FsArgs;
 use crate::cmd_mkfs::{self, MkfsArgs};
@@ -67,11 +70,11 @@ Mount options (-o, comma-separated or repeated):
   commit=S                   seconds between writing out data of files still open (default
                              5, as ext4). Closed files are written at close, fsync'd ones at
                              fsync; what the daemon holds longer is lost if it is killed
-  writeback                  use the kernel's write-back cache (batches small writes
-                             in the page cache; off by default). Writes then succeed
-                             before the daemon sees them: on a full device the error
-                             comes from fsync or close, and the refused range reads
-                             as zeros
+  writeback, nowriteback      the kernel's write-back cache (default on): small writes
+                             land in the page cache at memory speed and reach the
+                             daemon in batches, at close, fsync, or within the commit
+                             interval. On a full device the error comes from fsync or
+                             close, and the refused range reads as zeros
   threads=N                  request threads (default 1; more help only when several
                              programs do I/O at once on a many-core machine)
   attr_timeout=S, entry_timeout=S
@@ -363,7 +366,7 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
         MountOptions {
             read_only: p.config.read_only,
             force_scan: false,
-            clock: Arc::new(SystemClock),
+            clock: Arc::new(clock::CoarseClock),
             atime: p.config.fuse.atime,
         },
     )
@@ -371,12 +374,15 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
     let chunk_bytes = fs.chunk_bytes();
     let shared: fuse::SharedFs = Arc::new(Mutex::new(Some(fs)));
     let invalidations = Arc::new(invalidate::Invalidations::default());
+    let writers = Arc::new(commit::Writers::default());
     let handler = fuse::NandFuse::new(
         Arc::clone(&shared),
         chunk_bytes,
         p.config.fuse.clone(),
         Arc::clone(&invalidations),
+        Arc::clone(&writers),
     );
+
     // Signals are taken by one thread (below); every thread fuser starts inherits the mask.
     let signals = block_signals()?;
     let session = fuser::Session::new(handler, &p.mountpoint, &p.config.fuser_config(&p.image))
@@ -394,7 +400,12 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
         })?;
     invalidations.start(session.notifier())?;
     if !p.config.read_only {
-        start_committer(Arc::clone(&shared), p.config.fuse.commit)?;
+        commit::start(
+            Arc::clone(&shared),
+            p.config.fuse.commit,
+            writers,
+            p.config.fuse.writeback.then(|| Arc::clone(&invalidations)),
+        )?;
     }
     // The mount is up: from now on, say what we do with the image.
     let announcement = lock.announce(&p.image, &p.mountpoint);
@@ -410,34 +421,6 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
         announcement,
         _lock: lock,
     })
-}
-
-/// The commit thread: every `interval`, whatever was written but is not yet on flash
-/// (the partial chunk of a file still open, changed headers) is written out, so a killed
-/// daemon loses at most that much. It ends when the file system is handed back.
-fn start_committer(shared: fuse::SharedFs, interval: Duration) -> anyhow::Result<()> {
-    std::thread::Builder::new()
-        .name("commit".into())
-        .spawn(move || loop {
-            std::thread::sleep(interval);
-            let Ok(mut guard) = shared.lock() else {
-                return;
-            };
-            let Some(fs) = guard.as_mut() else {
-                return;
-            };
-            if !fs.has_unsynced() {
-                continue;
-            }
-            // Logged with the lock still held, so the line comes after every write the
-            // commit covered and before any it did not (the kill tests rely on that).
-            match fs.sync() {
-                Ok(()) => eprintln!("nandkit: commit: written out"),
-                Err(e) => eprintln!("nandkit: commit failed: {e}"),
-            }
-        })
-        .context("starting the commit thread")?;
-    Ok(())
 }
 
 /// Blocks SIGINT, SIGTERM and SIGHUP in this thread (and so in every thread it starts).

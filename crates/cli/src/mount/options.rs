@@ -51,7 +51,7 @@ impl MountConfig {
             threads: DEFAULT_THREADS,
             fuse: FuseOptions {
                 read_only: false,
-                writeback: false,
+                writeback: true,
                 attr_ttl: Duration::ZERO,
                 entry_ttl: Duration::from_secs(1),
                 commit: Duration::from_secs(DEFAULT_COMMIT_SECS),
@@ -116,6 +116,8 @@ impl MountConfig {
             }
         }
         c.fuse.read_only = c.read_only;
+        // Nothing to write back on a read-only mount.
+        c.fuse.writeback &= !c.read_only;
         // With write-back caching the kernel owns file sizes and times while it writes;
         // a short attribute TTL saves a GETATTR per write(2) and cannot hide a change,
         // since every change passes through this kernel mount.
@@ -174,6 +176,13 @@ mod tests {
         assert_eq!(d.fuse.atime, AtimePolicy::Strict);
         assert_eq!(parse(&[]).unwrap().fuse.atime, AtimePolicy::Relatime);
         assert!(parse(&["commit=0"]).is_err());
+        assert!(
+            parse(&[]).unwrap().fuse.writeback,
+            "write-back is the default"
+        );
+        let n = parse(&["nowriteback"]).unwrap();
+        assert!(!n.fuse.writeback);
+        assert_eq!(n.fuse.attr_ttl, Duration::ZERO);
         let w = parse(&["writeback,threads=2"]).unwrap();
         assert!(w.fuse.writeback);
         assert_eq!(w.threads, 2);
