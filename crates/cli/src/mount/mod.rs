@@ -20,6 +20,7 @@
 //! command run meanwhile (`fusermount3 -u M && nandkit fsck IMAGE`) knows it should wait,
 //! and says why, rather than fail with "is mounted".
 
+mod bdi;
 mod clock;
 mod commit;
 mod fuse;
@@ -75,6 +76,10 @@ Mount options (-o, comma-separated or repeated):
                              daemon in batches, at close, fsync, or within the commit
                              interval. On a full device the error comes from fsync or
                              close, and the refused range reads as zeros
+  dirty_ratio=P              percent of the kernel's dirty-page allowance the mount may
+                             hold (default 20; the kernel gives FUSE 1, strictly). Set
+                             when mounted by root; commits still hand dirty pages of
+                             open files over every commit interval
   threads=N                  request threads (default 1; more help only when several
                              programs do I/O at once on a many-core machine)
   attr_timeout=S, entry_timeout=S
@@ -399,6 +404,10 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
             anyhow::anyhow!("mounting FUSE on {}: {e}{hint}", p.mountpoint.display())
         })?;
     invalidations.start(session.notifier())?;
+    // SAFETY: geteuid has no failure mode.
+    if p.config.fuse.writeback && unsafe { libc::geteuid() } == 0 {
+        bdi::set_dirty_share(&p.mountpoint, p.config.dirty_ratio);
+    }
     if !p.config.read_only {
         commit::start(
             Arc::clone(&shared),

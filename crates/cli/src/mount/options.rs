@@ -21,6 +21,9 @@ const DEFAULT_COMMIT_SECS: u64 = 5;
 /// two ~22k, four ~24k; with four parallel writers all within noise of each other.
 const DEFAULT_THREADS: usize = 1;
 
+/// Default share (percent) of the kernel's dirty-page allowance (the kernel gives FUSE 1).
+const DEFAULT_DIRTY_RATIO: u32 = 20;
+
 #[derive(Debug)]
 pub struct MountConfig {
     pub read_only: bool,
@@ -28,6 +31,8 @@ pub struct MountConfig {
     /// Kernel flags passed through (dev, suid, noatime, ...).
     pub flags: Vec<MountOption>,
     pub threads: usize,
+    /// Percent of the kernel's dirty-page allowance the mount may hold (see `bdi`).
+    pub dirty_ratio: u32,
     pub fuse: FuseOptions,
 }
 
@@ -49,6 +54,7 @@ impl MountConfig {
             acl: SessionACL::Owner,
             flags: Vec::new(),
             threads: DEFAULT_THREADS,
+            dirty_ratio: DEFAULT_DIRTY_RATIO,
             fuse: FuseOptions {
                 read_only: false,
                 writeback: true,
@@ -83,6 +89,15 @@ impl MountConfig {
                         .ok()
                         .filter(|n| (1..=64).contains(n))
                         .with_context(|| format!("-o threads={v}: must be 1..=64"))?;
+                }
+                ("dirty_ratio", Some(v)) => {
+                    c.dirty_ratio = v
+                        .parse()
+                        .ok()
+                        .filter(|n| (1..=100).contains(n))
+                        .with_context(|| {
+                            format!("-o dirty_ratio={v}: must be 1..=100 (percent)")
+                        })?;
                 }
                 ("attr_timeout", Some(v)) => attr_ttl = Some(seconds(key, v)?),
                 ("commit", Some(v)) => {
@@ -189,6 +204,10 @@ mod tests {
         assert_eq!(w.fuse.attr_ttl, Duration::from_secs(1));
         assert!(parse(&["bogus"]).is_err());
         assert!(parse(&["threads=0"]).is_err());
+        assert_eq!(parse(&[]).unwrap().dirty_ratio, 20);
+        assert_eq!(parse(&["dirty_ratio=5"]).unwrap().dirty_ratio, 5);
+        assert!(parse(&["dirty_ratio=0"]).is_err());
+        assert!(parse(&["dirty_ratio=101"]).is_err());
         assert!(parse(&["attr_timeout=-1"]).is_err());
     }
 }
