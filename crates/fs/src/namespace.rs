@@ -87,6 +87,21 @@ impl<F: Flash> FileSystem<F> {
         self.getattr(self.target_of(holder))
     }
 
+    /// The directory holding directory `dir` (the root's is the root): what ".." names
+    /// there. FUSE asks for it to reconnect a file handle (`open_by_handle_at`).
+    pub fn parent_dir(&mut self, dir: Ino) -> Result<Ino> {
+        self.check_alive()?;
+        let o = self.visible(dir)?;
+        if o.kind != Kind::Dir {
+            return Err(FsError::NotDir);
+        }
+        match (dir, o.parent) {
+            (ROOT_INO, _) => Ok(ROOT_INO),
+            (_, 0) => Err(FsError::NotFound), // removed, still held
+            (_, p) => Ok(p),
+        }
+    }
+
     /// Entries of a directory, sorted by name (without "." and "..").
     pub fn readdir(&mut self, dir: Ino) -> Result<Vec<DirEntry>> {
         self.check_alive()?;

@@ -391,6 +391,8 @@ impl Filesystem for NandFuse {
         // Both only raise limits; the kernel clamps them to what it allows.
         let _ = config.set_max_write(MAX_WRITE);
         let _ = config.set_max_background(64);
+        // File handles that survive the kernel forgetting an inode, and remounts.
+        let _ = config.add_capabilities(InitFlags::FUSE_EXPORT_SUPPORT);
         // The daemon drops setuid, setgid and file capabilities itself (see `privs`), so
         // the kernel need not ask for security.capability before every write.
         self.killpriv = config
@@ -409,7 +411,24 @@ impl Filesystem for NandFuse {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let r = ino32(parent).and_then(|p| {
             self.with_fs(|fs| {
-                let a = fs.lookup(p, name_bytes(name))?;
+                let a = match name_bytes(name) {
+                    // File handles (FUSE_EXPORT_SUPPORT): the kernel looks up "." of an
+                    // object number it no longer caches, and ".." of a directory to
+                    // reconnect it. Object numbers are never reused, so a handle to a
+                    // deleted object finds nothing (ESTALE), and they survive remounts.
+                    b"." => {
+                        let a = fs.getattr(p)?;
+                        if a.nlink == 0 {
+                            return Err(FsError::NotFound);
+                        }
+                        a
+                    }
+                    b".." => {
+                        let up = fs.parent_dir(p)?;
+                        fs.getattr(up)?
+                    }
+                    n => fs.lookup(p, n)?,
+                };
                 // Each entry the kernel gets is one lookup it will forget: until then the
                 // object answers getattr even if its last name goes (fstat on an open
                 // descriptor of a removed file, directory or FIFO).
