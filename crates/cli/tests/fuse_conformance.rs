@@ -339,3 +339,78 @@ fn the_largest_file_answers_efbig() {
     m.unmount();
     rig.fsck_clean();
 }
+
+/// copy_file_range is served by the daemon: data copied exactly (also with the target's
+/// dirty pages still in the kernel's cache), short at the source's end, EINVAL for
+/// overlapping ranges of one file, EFBIG past the largest file.
+#[test]
+fn copy_file_range_copies_inside_the_daemon() {
+    if !fuse_ready("copy_file_range_copies_inside_the_daemon") {
+        return;
+    }
+    use std::os::unix::io::AsRawFd;
+    let rig = Rig::new(&["--geometry", "tiny"]);
+    let m = rig.mount(&[]);
+    let data: Vec<u8> = (0..3_000_000u32)
+        .map(|i| (i * 7 + i / 4096) as u8)
+        .collect();
+    std::fs::write(rig.path("src"), &data).unwrap();
+    let src = std::fs::File::open(rig.path("src")).unwrap();
+    let dst = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(rig.path("dst"))
+        .unwrap();
+    // Dirty pages in the target, left of and inside the range copied over.
+    use std::os::unix::fs::FileExt;
+    dst.write_all_at(&[0xEE; 5000], 0).unwrap();
+    let copy = |off_in: i64, off_out: i64, len: usize, to: &std::fs::File| -> Result<usize, i32> {
+        let (mut a, mut b) = (off_in, off_out);
+        // SAFETY: copy_file_range between two descriptors this test owns.
+        let n = unsafe {
+            libc::copy_file_range(src.as_raw_fd(), &mut a, to.as_raw_fd(), &mut b, len, 0)
+        };
+        if n < 0 {
+            Err(std::io::Error::last_os_error().raw_os_error().unwrap())
+        } else {
+            Ok(n as usize)
+        }
+    };
+    let mut done = 0;
+    while done < data.len() {
+        let n = copy(done as i64, 1000 + done as i64, data.len() - done, &dst).unwrap();
+        assert!(n > 0);
+        done += n;
+    }
+    assert_eq!(
+        copy(data.len() as i64 - 10, 0, 4096, &dst),
+        Ok(10),
+        "short at the end"
+    );
+    let mut want = vec![0xEE; 1000];
+    want.extend_from_slice(&data);
+    want[..10].copy_from_slice(&data[data.len() - 10..]);
+    assert_eq!(std::fs::read(rig.path("dst")).unwrap(), want);
+    let same = std::fs::OpenOptions::new()
+        .write(true)
+        .open(rig.path("src"))
+        .unwrap();
+    assert_eq!(copy(0, 4096, 100_000, &same), Err(libc::EINVAL), "overlap");
+    assert_eq!(
+        copy(0, 8 << 40, 100, &dst),
+        Err(libc::EFBIG),
+        "past the limit"
+    );
+    drop((src, dst, same));
+    m.unmount();
+    let m = rig.mount(&[]);
+    assert_eq!(
+        std::fs::read(rig.path("dst")).unwrap(),
+        want,
+        "after remount"
+    );
+    m.unmount();
+    rig.fsck_clean();
+}
