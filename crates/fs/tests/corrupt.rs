@@ -10,12 +10,14 @@
 
 mod common;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
 use common::*;
 use nandkit_flash::{DeviceOptions, FlashDevice, PageAddr};
-use nandkit_fs::format::tags::{PageKind, SpecialKind, TagRead};
+use nandkit_fs::format::tags::{PageKind, SpecialKind, TagRead, Tags};
+use nandkit_fs::format::Record;
 use nandkit_fs::*;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -187,7 +189,9 @@ fn fsck_only_damage(fs: &mut Fs, ctx: &str, summaries_unused: bool) {
 }
 
 /// Mount, check, exercise, unmount, mount again, check. Never panics on its own account.
-fn survive(flash: FlashDevice, ctx: &str) -> bool {
+/// With `expect`, the files the damage left alone must read back exactly, and the others
+/// exactly or not at all (see `check_files`).
+fn survive(flash: FlashDevice, ctx: &str, expect: Option<&Expect>) -> bool {
     let mut fs = match mount(flash) {
         Ok(fs) => fs,
         Err(e) => {
@@ -204,6 +208,9 @@ fn survive(flash: FlashDevice, ctx: &str) -> bool {
     };
     let from_checkpoint = fs.mount_method() == MountMethod::Checkpoint;
     fsck_only_damage(&mut fs, ctx, from_checkpoint);
+    if let Some(e) = expect {
+        check_files(&mut fs, e, ctx);
+    }
     exercise(&mut fs);
     fsck_only_damage(&mut fs, &format!("{ctx}, after use"), from_checkpoint);
     match fs.unmount() {
@@ -218,6 +225,243 @@ fn survive(flash: FlashDevice, ctx: &str) -> bool {
         }
     }
     true
+}
+
+/// What one page of the undamaged device is, for the files on it.
+#[derive(Clone, Debug)]
+enum Owner {
+    /// Nothing (erased, or garbage the file system ignores).
+    Nothing,
+    /// A data or header page: its object, the file a hard link names, objects whose names
+    /// the header also carries (rename over a name, exchange).
+    Objects(BTreeSet<Ino>),
+    /// A block summary, checkpoint or anchor page.
+    Special,
+}
+
+fn owner(layout: &nandkit_fs::layout::Layout, raw: &[u8]) -> Owner {
+    let page = layout.geometry.page_size_bytes as usize;
+    let (data, oob) = raw.split_at(page);
+    match layout.decode_tags(oob) {
+        TagRead::Erased | TagRead::Garbage => Owner::Nothing,
+        TagRead::Valid(Tags::Data(d)) => Owner::Objects(BTreeSet::from([d.obj])),
+        TagRead::Valid(Tags::Header(h)) => {
+            let mut objs = BTreeSet::from([h.obj]);
+            if let Some(r) = Record::decode(data) {
+                if r.kind == Kind::HardLink {
+                    objs.insert(r.size as Ino);
+                }
+                objs.extend(r.name_updates.iter().map(|(i, _)| *i));
+            }
+            Owner::Objects(objs)
+        }
+        TagRead::Valid(Tags::Special(_)) => Owner::Special,
+    }
+}
+
+/// Every file of an undamaged file system (by object: its paths and contents), what each
+/// page of its device was, and the directories on each file's paths.
+struct Expect {
+    files: BTreeMap<Ino, (BTreeSet<Vec<u8>>, Vec<u8>)>,
+    /// Every version of every data chunk on the device, stale copies too (by object and
+    /// chunk index).
+    versions: BTreeMap<(Ino, u32), Vec<Vec<u8>>>,
+    dirs_of: BTreeMap<Ino, BTreeSet<Ino>>,
+    pages: Vec<Owner>,
+    pages_per_block: usize,
+    /// Files none of whose pages the damage touched (set by `damaged`).
+    untouched: BTreeSet<Ino>,
+}
+
+impl Expect {
+    /// `fs` mounted from (a copy of) the undamaged device, whose raw pages are `raw(p)`.
+    fn new(fs: &mut Fs, dev: Dev, mut raw: impl FnMut(usize) -> Vec<u8>) -> Expect {
+        let g = dev.config().geometry;
+        let layout = nandkit_fs::layout::Layout::new(g).unwrap();
+        let mut versions: BTreeMap<(Ino, u32), Vec<Vec<u8>>> = BTreeMap::new();
+        let pages = (0..(g.total_blocks() * u64::from(g.pages_per_block)) as usize)
+            .map(|p| {
+                let raw = raw(p);
+                let (data, oob) = raw.split_at(g.page_size_bytes as usize);
+                let v = nandkit_fs::inspect::page_view(&layout, data, oob);
+                if let (Some(obj), Some(chunk), Some(n), "data") =
+                    (v.obj, v.chunk, v.n_bytes, v.kind.as_str())
+                {
+                    if let Some(bytes) = data.get(..n as usize) {
+                        versions
+                            .entry((obj, chunk))
+                            .or_default()
+                            .push(bytes.to_vec());
+                    }
+                }
+                owner(&layout, &raw)
+            })
+            .collect();
+        let mut files: BTreeMap<Ino, (BTreeSet<Vec<u8>>, Vec<u8>)> = BTreeMap::new();
+        let mut dirs_of: BTreeMap<Ino, BTreeSet<Ino>> = BTreeMap::new();
+        let mut stack = vec![(ROOT_INO, Vec::new(), vec![ROOT_INO])];
+        while let Some((d, path, above)) = stack.pop() {
+            for e in fs.readdir(d).unwrap() {
+                let mut p = path.clone();
+                p.push(b'/');
+                p.extend_from_slice(&e.name);
+                match e.kind {
+                    Kind::Dir => {
+                        let mut a = above.clone();
+                        a.push(e.ino);
+                        stack.push((e.ino, p, a));
+                    }
+                    Kind::File => {
+                        let content = read_all(fs, e.ino).unwrap();
+                        let f = files.entry(e.ino).or_default();
+                        f.0.insert(p);
+                        f.1 = content;
+                        dirs_of.entry(e.ino).or_default().extend(&above);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Expect {
+            files,
+            versions,
+            dirs_of,
+            pages,
+            pages_per_block: g.pages_per_block as usize,
+            untouched: BTreeSet::new(),
+        }
+    }
+
+    /// The damage changed these pages (each: the page, the page a duplicate came from,
+    /// whether the whole block was hit): every object with a page in them is touched; a
+    /// damaged special page (a summary, which a mount trusts for what its block holds), or
+    /// special content copied over a page, touches every object of that block.
+    fn damaged(&self, pages: &[(usize, Option<usize>, bool)]) -> Expect {
+        let ppb = self.pages_per_block;
+        let mut hit = BTreeSet::new();
+        for &(p, source, whole_block) in pages {
+            let special = |q: usize| matches!(self.pages[q], Owner::Special);
+            let (first, end) = (p / ppb * ppb, (p / ppb + 1) * ppb);
+            let range = if whole_block || special(p) || source.is_some_and(special) {
+                first..end
+            } else if !special(end - 1) {
+                // The block being written when the image was left has no summary yet: a
+                // scan takes a page there that fails its checks for the one a power cut
+                // tore, the last one written, and trusts nothing after it.
+                p..end
+            } else {
+                p..p + 1
+            };
+            for q in range.chain(source) {
+                if let Owner::Objects(o) = &self.pages[q] {
+                    hit.extend(o);
+                }
+            }
+        }
+        let untouched = self
+            .files
+            .keys()
+            .copied()
+            .filter(|f| !hit.contains(f) && self.dirs_of[f].is_disjoint(&hit))
+            .collect();
+        Expect {
+            files: self.files.clone(),
+            versions: self.versions.clone(),
+            dirs_of: self.dirs_of.clone(),
+            pages: self.pages.clone(),
+            pages_per_block: ppb,
+            untouched,
+        }
+    }
+}
+
+/// After a damaged device mounted: every file no damaged page belonged to (nor any of its
+/// names, nor a directory on its paths) is where it was, with exactly its contents.
+///
+/// A file the damage touched may fail to read, or read back exactly, or read back
+/// otherwise, but only in the ways a log-structured file system without redundancy must
+/// allow: a data page lost to the damage reads as a hole (zeros: nothing records that the
+/// chunk existed), an older copy of a chunk or an older header (with its size) takes the
+/// place of a newest one that was damaged. So every chunk it reads is some version of that
+/// chunk once written to the device, or zeros; never bytes nobody wrote.
+fn check_files(fs: &mut Fs, e: &Expect, ctx: &str) {
+    let mut paths: BTreeMap<Ino, BTreeSet<Vec<u8>>> = BTreeMap::new();
+    let mut stack = vec![(ROOT_INO, Vec::new())];
+    let mut seen = BTreeSet::new();
+    while let Some((d, path)) = stack.pop() {
+        if !seen.insert(d) {
+            continue;
+        }
+        let Ok(entries) = fs.readdir(d) else { continue };
+        for en in entries {
+            let mut p = path.clone();
+            p.push(b'/');
+            p.extend_from_slice(&en.name);
+            match en.kind {
+                Kind::Dir => stack.push((en.ino, p)),
+                Kind::File => {
+                    paths.entry(en.ino).or_default().insert(p);
+                }
+                _ => {}
+            }
+        }
+    }
+    let show = |s: Option<&BTreeSet<Vec<u8>>>| {
+        s.map(|s| {
+            s.iter()
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .collect::<Vec<_>>()
+        })
+    };
+    for (ino, (want_paths, want)) in &e.files {
+        let untouched = e.untouched.contains(ino);
+        if untouched {
+            assert_eq!(
+                paths.get(ino),
+                Some(want_paths),
+                "{ctx}: the names of file {ino}, which the damage did not touch: got {:?}, \
+                 expected {:?}",
+                show(paths.get(ino)),
+                show(Some(want_paths))
+            );
+        } else if !paths.contains_key(ino) {
+            continue;
+        }
+        match read_all_tolerant(fs, *ino) {
+            Ok(got) if untouched => assert_bytes(
+                &got,
+                want,
+                &format!(
+                    "{ctx}: file {ino} {:?}, untouched by the damage",
+                    show(Some(want_paths)),
+                ),
+            ),
+            Ok(got) => {
+                let c = fs.chunk_bytes() as usize;
+                for (k, part) in got.chunks(c).enumerate() {
+                    let known = part.iter().all(|&b| b == 0)
+                        || e.versions.get(&(*ino, k as u32)).is_some_and(|vs| {
+                            vs.iter().any(|v| {
+                                part.iter()
+                                    .enumerate()
+                                    .all(|(i, &b)| b == v.get(i).copied().unwrap_or(0))
+                            })
+                        });
+                    assert!(
+                        known,
+                        "{ctx}: file {ino} {:?}, damaged, reads chunk {k} as bytes never \
+                         written there",
+                        show(Some(want_paths))
+                    );
+                }
+            }
+            Err(err) => assert!(
+                !untouched,
+                "{ctx}: file {ino} {:?}, which the damage did not touch: {err}",
+                show(Some(want_paths))
+            ),
+        }
+    }
 }
 
 fn run_seed(ctx: &str, f: impl FnOnce() -> bool) -> bool {
@@ -284,8 +528,27 @@ const DAMAGES: [Damage; 6] = [
     Damage::HalfErase,
 ];
 
-/// Damages `count` random programmed pages of the image at `path`.
-fn damage_image(path: &Path, dev: Dev, seed: u64, count: usize) -> Vec<(Damage, u64)> {
+/// The pages of an image file, raw (data and OOB).
+fn image_pages(path: &Path, dev: Dev) -> impl FnMut(usize) -> Vec<u8> {
+    let raw = dev.config().geometry.raw_page_bytes();
+    let bytes = std::fs::read(path).unwrap();
+    move |p| bytes[p * raw..(p + 1) * raw].to_vec()
+}
+
+/// What an image holds, read from a mount of a copy of it (the image stays as it is).
+fn expect_image(path: &Path, dev: Dev, tmp: &tempfile::TempDir) -> Expect {
+    let mut fs = mount(open_image(path, tmp)).unwrap();
+    Expect::new(&mut fs, dev, image_pages(path, dev))
+}
+
+/// Damages `count` random programmed pages of the image at `path`: each damage, its page,
+/// and the page a duplicate came from.
+fn damage_image(
+    path: &Path,
+    dev: Dev,
+    seed: u64,
+    count: usize,
+) -> Vec<(Damage, usize, Option<usize>)> {
     let g = dev.config().geometry;
     let raw = g.raw_page_bytes();
     let ppb = g.pages_per_block as usize;
@@ -300,6 +563,7 @@ fn damage_image(path: &Path, dev: Dev, seed: u64, count: usize) -> Vec<(Damage, 
         let p = programmed[rng.gen_range(0..programmed.len())];
         let page = &mut bytes[p * raw..(p + 1) * raw];
         let damage = DAMAGES[rng.gen_range(0..DAMAGES.len())];
+        let mut source = None;
         match damage {
             Damage::FlipBits => {
                 for _ in 0..rng.gen_range(1..8) {
@@ -325,6 +589,7 @@ fn damage_image(path: &Path, dev: Dev, seed: u64, count: usize) -> Vec<(Damage, 
             Damage::Duplicate => {
                 let q = programmed[rng.gen_range(0..programmed.len())];
                 let copy = bytes[q * raw..(q + 1) * raw].to_vec();
+                source = Some(q);
                 bytes[p * raw..(p + 1) * raw].copy_from_slice(&copy);
             }
             Damage::HalfErase => {
@@ -340,7 +605,7 @@ fn damage_image(path: &Path, dev: Dev, seed: u64, count: usize) -> Vec<(Damage, 
                 }
             }
         }
-        done.push((damage, p as u64));
+        done.push((damage, p, source));
     }
     std::fs::write(path, bytes).unwrap();
     done
@@ -352,6 +617,8 @@ fn image_cases(dev: Dev, seeds: impl Iterator<Item = u64>) {
         base_image(tmp.path(), dev, true),
         base_image(tmp.path(), dev, false),
     ];
+    let expects = bases.clone().map(|b| expect_image(&b, dev, &tmp));
+    let mut untouched = 0;
     let work = tmp.path().join("work.img");
     let (mut mounted, mut refused) = (0, 0);
     for seed in seeds {
@@ -370,17 +637,25 @@ fn image_cases(dev: Dev, seeds: impl Iterator<Item = u64>) {
             },
             &what[..what.len().min(3)]
         );
+        let pages: Vec<_> = what
+            .iter()
+            .map(|&(d, p, q)| (p, q, matches!(d, Damage::HalfErase)))
+            .collect();
+        let expect = expects[seed as usize % 2].damaged(&pages);
+        untouched += expect.untouched.len();
         let flash = FlashDevice::open_image(&work, DeviceOptions::default()).unwrap();
-        if run_seed(&ctx, || survive(flash, &ctx)) {
+        if run_seed(&ctx, || survive(flash, &ctx, Some(&expect))) {
             mounted += 1;
         } else {
             refused += 1;
         }
     }
     println!(
-        "{}: {mounted} corrupt images mounted, {refused} refused",
+        "{}: {mounted} corrupt images mounted, {refused} refused; {untouched} files untouched \
+         by the damage in all",
         dev.name()
     );
+    assert!(untouched > 0, "the damage touched every file every time");
     assert!(mounted > 0, "no corrupt image mounted at all");
 }
 
@@ -403,6 +678,7 @@ fn corrupt_first_pages() {
     for dev in Dev::ALL {
         for clean in [true, false] {
             let base = base_image(tmp.path(), dev, clean);
+            let expect = expect_image(&base, dev, &tmp);
             let g = dev.config().geometry;
             let raw = g.raw_page_bytes();
             for page in 0..4 {
@@ -420,7 +696,8 @@ fn corrupt_first_pages() {
                     }
                     std::fs::write(&work, bytes).unwrap();
                     let flash = FlashDevice::open_image(&work, DeviceOptions::default()).unwrap();
-                    run_seed(&ctx, || survive(flash, &ctx));
+                    let expect = expect.damaged(&[(page, None, false)]);
+                    run_seed(&ctx, || survive(flash, &ctx, Some(&expect)));
                 }
             }
         }
@@ -437,6 +714,14 @@ fn ecc_cases(dev: Dev, seeds: std::ops::Range<u64>) {
         fs.unmount().unwrap()
     };
     let g = dev.config().geometry;
+    let pristine = {
+        let mut fs = mount(clone_device(&mut base)).unwrap();
+        Expect::new(&mut fs, dev, |p| {
+            let ppb = g.pages_per_block as usize;
+            base.raw_page(PageAddr::new(0, (p / ppb) as u32, (p % ppb) as u32))
+                .unwrap()
+        })
+    };
     let codewords = g.page_size_bytes.div_ceil(512) + 1;
     let (mut mounted, mut refused) = (0, 0);
     for seed in seeds {
@@ -444,6 +729,7 @@ fn ecc_cases(dev: Dev, seeds: std::ops::Range<u64>) {
         let mut flash = clone_device(&mut base);
         let count = [1, 3, 10, 50][seed as usize % 4];
         let mut what = Vec::new();
+        let mut pages = Vec::new();
         for _ in 0..count {
             let block = rng.gen_range(0..g.blocks_per_chip);
             let page = rng.gen_range(0..g.pages_per_block);
@@ -453,13 +739,15 @@ fn ecc_cases(dev: Dev, seeds: std::ops::Range<u64>) {
                 .inject_bit_errors(PageAddr::new(0, block, page), cw, bits)
                 .unwrap();
             what.push((block, page, cw, bits));
+            pages.push(((block * g.pages_per_block + page) as usize, None, false));
         }
         let ctx = format!(
             "{} ECC seed {seed}: {count} injections, first {:?}",
             dev.name(),
             &what[..what.len().min(3)]
         );
-        if run_seed(&ctx, || survive(flash, &ctx)) {
+        let expect = pristine.damaged(&pages);
+        if run_seed(&ctx, || survive(flash, &ctx, Some(&expect))) {
             mounted += 1;
         } else {
             refused += 1;

@@ -283,6 +283,14 @@ fn damaged_page_under_good_summary() {
                     );
                     let mut victim = false;
                     for (path, (ino, data)) in &base.files {
+                        // Names and sizes come from headers, which the damage left alone:
+                        // every file keeps both, the damaged one too.
+                        assert_eq!(fs.resolve(path).ok(), Some(*ino), "{ctx}: {path}");
+                        assert_eq!(
+                            fs.getattr(*ino).map(|a| a.size).ok(),
+                            Some(data.len() as u64),
+                            "{ctx}: size of {path}"
+                        );
                         if *ino != obj {
                             let got = read_all(fs, *ino)
                                 .unwrap_or_else(|e| panic!("{ctx}: read of {path}: {e}"));

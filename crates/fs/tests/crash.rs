@@ -58,6 +58,132 @@ struct Durable {
     kinds: HashMap<Ino, Kind>,
     /// Names that existed once and are gone as of the last namespace operation.
     gone: BTreeSet<(Ino, Vec<u8>)>,
+    /// Mode, owner and mtime of every object the workload made (the root excepted).
+    metas: HashMap<Ino, MetaHistory>,
+    /// Extended attributes: each set is written whole before setxattr and removexattr
+    /// return (xattr.rs), so these are exact; an owner missing here has none.
+    xattrs: HashMap<Ino, Xattrs>,
+    /// The set of the attribute change cut short by the power, if one was.
+    xattr_in_flight: Option<(Ino, Xattrs)>,
+    /// Symlink targets (fixed at creation) and special files' device numbers.
+    targets: HashMap<Ino, Vec<u8>>,
+    rdevs: HashMap<Ino, u64>,
+    /// What the object the create in flight would have been made with.
+    create_in_flight: Option<Made>,
+}
+
+/// An object's attributes (name -> value).
+type Xattrs = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// How an object was created: what it must show if a create cut short made it.
+#[derive(Clone, Debug)]
+struct Made {
+    perm: u32,
+    uid: u32,
+    gid: u32,
+    rdev: u64,
+    target: Vec<u8>,
+}
+
+/// The attributes of an object the crash checks compare. `mtime: None` is any time at all
+/// (an operation cut short may have stamped one the test never saw).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Meta {
+    perm: u32,
+    uid: u32,
+    gid: u32,
+    mtime: Option<Time>,
+}
+
+impl Meta {
+    fn of(a: &Attr) -> Meta {
+        Meta {
+            perm: a.perm,
+            uid: a.uid,
+            gid: a.gid,
+            mtime: Some(a.mtime),
+        }
+    }
+}
+
+/// Like `FileHistory`, for attributes: the values of the object's last header known to be
+/// on flash, and every value RAM held since (any of which a later header may have carried).
+/// chmod, chown and utimes write the header before setattr returns (fs.rs); other changes
+/// (a write's or a directory's mtime) are written with the object's next header, durable
+/// after its fsync or a sync.
+#[derive(Clone, Debug)]
+struct MetaHistory {
+    durable: Meta,
+    pending: Vec<Meta>,
+}
+
+impl MetaHistory {
+    fn new(m: Meta) -> MetaHistory {
+        MetaHistory {
+            durable: m,
+            pending: Vec::new(),
+        }
+    }
+
+    fn last(&self) -> Meta {
+        *self.pending.last().unwrap_or(&self.durable)
+    }
+
+    fn saw(&mut self, m: Meta) {
+        if m != self.last() {
+            self.pending.push(m);
+        }
+    }
+
+    /// Everything up to `m` is on flash.
+    fn synced_at(&mut self, m: Meta) {
+        self.durable = m;
+        self.pending.clear();
+    }
+
+    fn check(&self, a: &Attr) -> std::result::Result<(), String> {
+        let all: Vec<&Meta> = std::iter::once(&self.durable)
+            .chain(&self.pending)
+            .collect();
+        let got = Meta::of(a);
+        let bad = |what: &str| {
+            Err(format!(
+                "{what}: got {got:?}, durable {:?}, changed since {:?}",
+                self.durable, self.pending
+            ))
+        };
+        if !all.iter().any(|m| m.perm == got.perm) {
+            return bad("mode");
+        }
+        if !all.iter().any(|m| m.uid == got.uid) {
+            return bad("uid");
+        }
+        if !all.iter().any(|m| m.gid == got.gid) {
+            return bad("gid");
+        }
+        if !all
+            .iter()
+            .any(|m| m.mtime.is_none() || m.mtime == got.mtime)
+        {
+            return bad("mtime");
+        }
+        Ok(())
+    }
+}
+
+impl Durable {
+    /// A clean unmount (or a sync) wrote everything: the current state is durable.
+    fn all_synced(&mut self) {
+        for h in self.files.values_mut() {
+            h.synced();
+        }
+        for h in self.metas.values_mut() {
+            let last = h.last();
+            if last.mtime.is_some() {
+                h.synced_at(last);
+            }
+        }
+    }
 }
 
 /// Runs workload operations on a file system and remembers what must have survived.
@@ -89,7 +215,58 @@ impl Driver {
                 files: HashMap::new(),
                 kinds: HashMap::from([(ROOT_INO, Kind::Dir)]),
                 gone: BTreeSet::new(),
+                metas: HashMap::new(),
+                xattrs: HashMap::new(),
+                xattr_in_flight: None,
+                targets: HashMap::new(),
+                rdevs: HashMap::new(),
+                create_in_flight: None,
             },
+        }
+    }
+
+    /// Records what RAM holds now for these objects (values a later header may carry).
+    fn observe(&mut self, inos: &[Ino]) {
+        for &ino in inos {
+            if let Some(h) = self.m.metas.get_mut(&ino) {
+                if let Ok(a) = self.fs.getattr(ino) {
+                    h.saw(Meta::of(&a));
+                }
+            }
+        }
+    }
+
+    /// These objects' headers were written with what RAM holds now.
+    fn meta_synced(&mut self, inos: &[Ino]) {
+        for &ino in inos {
+            if let Some(h) = self.m.metas.get_mut(&ino) {
+                if let Ok(a) = self.fs.getattr(ino) {
+                    h.synced_at(Meta::of(&a));
+                }
+            }
+        }
+    }
+
+    /// An operation on these objects failed with the power cut: it may have stamped them
+    /// with a time never seen.
+    fn loose(&mut self, inos: &[Ino]) {
+        for &ino in inos {
+            if let Some(h) = self.m.metas.get_mut(&ino) {
+                let m = Meta {
+                    mtime: None,
+                    ..h.last()
+                };
+                h.pending.push(m);
+            }
+        }
+    }
+
+    /// After an operation on `inos`: what it changed, or, cut short, what it may have.
+    fn after<T>(&mut self, r: &Result<T>, inos: &[Ino]) {
+        if r.is_ok() {
+            self.observe(inos);
+        } else if self.fs.device().power_lost() {
+            self.loose(inos);
         }
     }
 
@@ -112,7 +289,18 @@ impl Driver {
 
     fn create(&mut self, parent: Ino, name: &[u8], new: NewObject) -> Result<Ino> {
         let kind = new.kind;
+        let made = Made {
+            perm: new.perm,
+            uid: new.uid,
+            gid: new.gid,
+            rdev: new.rdev,
+            target: new.target.to_vec(),
+        };
         let r = self.fs.create(parent, name, new);
+        self.after(&r, &[parent]);
+        if r.is_err() && self.fs.device().power_lost() {
+            self.create_in_flight = Some(made.clone());
+        }
         let r = self.namespace_op(r, InFlight::Create(parent, name.to_vec(), kind))?;
         self.names.insert((parent, name.to_vec()), r.ino);
         self.gone.remove(&(parent, name.to_vec()));
@@ -120,7 +308,72 @@ impl Driver {
         if kind == Kind::File {
             self.files.insert(r.ino, FileHistory::default());
         }
+        // The create wrote the new object's header.
+        self.metas.insert(r.ino, MetaHistory::new(Meta::of(&r)));
+        if kind == Kind::Symlink {
+            self.targets.insert(r.ino, made.target);
+        }
+        if matches!(kind, Kind::CharDev | Kind::BlockDev) {
+            self.rdevs.insert(r.ino, made.rdev);
+        }
         Ok(r.ino)
+    }
+
+    fn mknod(&mut self, parent: Ino, name: &[u8], kind: Kind, rdev: u64) -> Result<Ino> {
+        self.create(parent, name, special(kind, rdev))
+    }
+
+    fn symlink(&mut self, parent: Ino, name: &[u8], target: &[u8]) -> Result<Ino> {
+        self.create(parent, name, symlink(target))
+    }
+
+    /// chmod, chown, utimes: the header is written before setattr returns.
+    fn setattr(&mut self, ino: Ino, set: SetAttr) -> Result<()> {
+        assert!(set.size.is_none(), "truncate goes through `truncate`");
+        let before = self.metas[&ino].last();
+        let intended = Meta {
+            perm: set.perm.map_or(before.perm, |p| p & 0o7777),
+            uid: set.uid.unwrap_or(before.uid),
+            gid: set.gid.unwrap_or(before.gid),
+            mtime: set.mtime.or(before.mtime),
+        };
+        let r = self.fs.setattr(ino, set).map(|_| ());
+        match &r {
+            Ok(()) => self.meta_synced(&[ino]),
+            Err(_) if self.fs.device().power_lost() => {
+                self.metas.get_mut(&ino).unwrap().pending.push(intended)
+            }
+            Err(_) => {}
+        }
+        r
+    }
+
+    fn xattr_change(&mut self, ino: Ino, r: Result<()>, after: Xattrs) -> Result<()> {
+        match &r {
+            Ok(()) => {
+                self.xattrs.insert(ino, after);
+            }
+            Err(_) if self.fs.device().power_lost() => self.xattr_in_flight = Some((ino, after)),
+            Err(_) => {}
+        }
+        self.after(&r, &[ino]);
+        r
+    }
+
+    fn setxattr(&mut self, ino: Ino, name: &[u8], value: &[u8]) -> Result<()> {
+        let mut after = self.xattrs.get(&ino).cloned().unwrap_or_default();
+        after.insert(name.to_vec(), value.to_vec());
+        let r = self.fs.setxattr(ino, name, value, XattrMode::Set);
+        self.xattr_change(ino, r, after)
+    }
+
+    fn removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<()> {
+        let mut after = self.xattrs.get(&ino).cloned().unwrap_or_default();
+        after
+            .remove(name)
+            .expect("removexattr of a known attribute");
+        let r = self.fs.removexattr(ino, name);
+        self.xattr_change(ino, r, after)
     }
 
     fn mkdir(&mut self, parent: Ino, name: &[u8]) -> Result<Ino> {
@@ -139,6 +392,7 @@ impl Driver {
             Err(_) => data.len(),
         };
         self.files.get_mut(&ino).unwrap().write(off, &data[..n]);
+        self.after(&r, &[ino]);
         let n = r?;
         assert_eq!(n, data.len(), "short write without a power cut");
         Ok(())
@@ -146,7 +400,8 @@ impl Driver {
 
     fn truncate(&mut self, ino: Ino, size: u64) -> Result<()> {
         self.files.get_mut(&ino).unwrap().truncate(size);
-        self.fs
+        let r = self
+            .fs
             .setattr(
                 ino,
                 SetAttr {
@@ -154,7 +409,9 @@ impl Driver {
                     ..SetAttr::default()
                 },
             )
-            .map(|_| ())
+            .map(|_| ());
+        self.after(&r, &[ino]);
+        r
     }
 
     fn fsync(&mut self, ino: Ino) -> Result<()> {
@@ -162,6 +419,7 @@ impl Driver {
         if let Some(f) = self.files.get_mut(&ino) {
             f.synced();
         }
+        self.meta_synced(&[ino]);
         Ok(())
     }
 
@@ -170,6 +428,8 @@ impl Driver {
         for f in self.files.values_mut() {
             f.synced();
         }
+        let all: Vec<Ino> = self.metas.keys().copied().collect();
+        self.meta_synced(&all);
         Ok(())
     }
 
@@ -178,7 +438,9 @@ impl Driver {
         after
             .remove(&(parent, name.to_vec()))
             .expect("unlink of a known name");
+        let ino = self.names[&(parent, name.to_vec())];
         let r = self.fs.unlink(parent, name);
+        self.after(&r, &[parent, ino]);
         self.namespace_op(r, InFlight::Tree(after))
     }
 
@@ -188,6 +450,7 @@ impl Driver {
             .remove(&(parent, name.to_vec()))
             .expect("rmdir of a known name");
         let r = self.fs.rmdir(parent, name);
+        self.after(&r, &[parent]);
         self.namespace_op(r, InFlight::Tree(after))
     }
 
@@ -195,6 +458,7 @@ impl Driver {
         let mut after = self.names.clone();
         after.insert((parent, name.to_vec()), ino);
         let r = self.fs.link(ino, parent, name).map(|_| ());
+        self.after(&r, &[ino, parent]);
         self.namespace_op(r, InFlight::Tree(after))
     }
 
@@ -214,7 +478,10 @@ impl Driver {
                 after.insert((np, nn.to_vec()), src);
             }
         }
+        let dst = self.names.get(&(np, nn.to_vec())).copied();
         let r = self.fs.rename(p, n, np, nn, mode);
+        let touched: Vec<Ino> = [p, np, src].into_iter().chain(dst).collect();
+        self.after(&r, &touched);
         self.namespace_op(r, InFlight::Tree(after))
     }
 
@@ -225,7 +492,9 @@ impl Driver {
     /// Closing flushes a named file, like fsync.
     fn release(&mut self, ino: Ino) -> Result<()> {
         let named = self.names.values().any(|&i| i == ino);
-        self.fs.release(ino)?;
+        let r = self.fs.release(ino);
+        self.after(&r, &[ino]);
+        r?;
         if named {
             if let Some(f) = self.files.get_mut(&ino) {
                 f.synced();
@@ -314,8 +583,86 @@ fn verify_full(fs: &mut Fs, d: &Durable, ctx: &str) -> Result<(Dentries, Content
             }
             _ => assert_eq!(a.nlink, n, "{ctx}: nlink of {ino}"),
         }
+        check_attrs(fs, d, ino, &a, Some(ino) == new_object, ctx)?;
     }
     Ok((got, contents))
+}
+
+/// Mode, owner, mtime, extended attributes, symlink target and device number of one
+/// object in the recovered tree (`fresh`: the object the create in flight made).
+fn check_attrs(fs: &mut Fs, d: &Durable, ino: Ino, a: &Attr, fresh: bool, ctx: &str) -> Result<()> {
+    let mut xattrs = Xattrs::new();
+    for name in fs.listxattr(ino)? {
+        let v = fs.getxattr(ino, &name)?;
+        assert!(
+            xattrs.insert(name.clone(), v).is_none(),
+            "{ctx}: object {ino} lists attribute {} twice",
+            String::from_utf8_lossy(&name)
+        );
+    }
+    let show = |x: &Xattrs| {
+        x.iter()
+            .map(|(k, v)| format!("{}={} bytes", String::from_utf8_lossy(k), v.len()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if fresh {
+        let made = d
+            .create_in_flight
+            .as_ref()
+            .expect("a create in flight made it");
+        assert_eq!(
+            (a.perm, a.uid, a.gid),
+            (made.perm & 0o7777, made.uid, made.gid),
+            "{ctx}: the object made in flight: mode and owner"
+        );
+        if a.kind == Kind::Symlink {
+            assert_bytes(
+                &fs.readlink(ino)?,
+                &made.target,
+                &format!("{ctx}: target of the symlink made in flight"),
+            );
+        }
+        if matches!(a.kind, Kind::CharDev | Kind::BlockDev) {
+            assert_eq!(a.rdev, made.rdev, "{ctx}: rdev of the node made in flight");
+        }
+        assert!(
+            xattrs.is_empty(),
+            "{ctx}: the object made in flight has attributes"
+        );
+        return Ok(());
+    }
+    if let Some(h) = d.metas.get(&ino) {
+        if let Err(why) = h.check(a) {
+            panic!("{ctx}: object {ino} ({:?}): {why}", a.kind);
+        }
+    }
+    let empty = Xattrs::new();
+    let want = d.xattrs.get(&ino).unwrap_or(&empty);
+    let in_flight = d
+        .xattr_in_flight
+        .as_ref()
+        .filter(|(i, _)| *i == ino)
+        .map(|(_, x)| x);
+    assert!(
+        xattrs == *want || Some(&xattrs) == in_flight,
+        "{ctx}: attributes of object {ino}: got [{}], durable [{}], in flight {:?}",
+        show(&xattrs),
+        show(want),
+        in_flight.map(show)
+    );
+    if let Some(t) = d.targets.get(&ino) {
+        assert_eq!(a.size, t.len() as u64, "{ctx}: size of symlink {ino}");
+        assert_bytes(
+            &fs.readlink(ino)?,
+            t,
+            &format!("{ctx}: target of symlink {ino}"),
+        );
+    }
+    if let Some(&rdev) = d.rdevs.get(&ino) {
+        assert_eq!(a.rdev, rdev, "{ctx}: rdev of {ino}");
+    }
+    Ok(())
 }
 
 /// After recovery: more writes, a remount and a crash remount; everything must stay.
@@ -650,6 +997,51 @@ fn verify_rejects_wrong_recoveries() {
     h.durable.push(7);
     h.current.push(7);
     assert!(rejects(&mut d.fs, &m), "a lost durable byte passed");
+
+    // Attributes, extended attributes, symlink targets and device numbers.
+    let fs = format(Dev::Tiny);
+    let (mut d, r) = run_cut(fs, multi_record, 7, None);
+    r.unwrap();
+    verify(&mut d.fs, &d.m, "uncut multi-record").unwrap();
+    let named = |m: &Durable, k: Kind| {
+        *m.names
+            .values()
+            .find(|i| m.kinds[*i] == k && m.metas.contains_key(*i))
+            .unwrap()
+    };
+    for k in [Kind::File, Kind::Dir, Kind::BlockDev] {
+        let ino = named(&d.m, k);
+        let bad: [fn(&mut Meta); 4] = [
+            |m| m.perm ^= 0o010,
+            |m| m.uid += 1,
+            |m| m.gid += 1,
+            |m| m.mtime = m.mtime.map(|t| Time::new(t.sec, t.nsec ^ 1)),
+        ];
+        for (i, f) in bad.iter().enumerate() {
+            let mut m = d.m.clone();
+            f(&mut m.metas.get_mut(&ino).unwrap().durable);
+            assert!(
+                rejects(&mut d.fs, &m),
+                "{k:?} {ino}: wrong field {i} passed"
+            );
+        }
+    }
+    let (&owner, x) = d.m.xattrs.iter().find(|(_, x)| x.len() > 1).unwrap();
+    let mut m = d.m.clone();
+    let mut changed = x.clone();
+    changed.values_mut().next().unwrap()[0] ^= 1;
+    m.xattrs.insert(owner, changed);
+    assert!(rejects(&mut d.fs, &m), "a changed attribute value passed");
+    let mut m = d.m.clone();
+    m.xattrs.get_mut(&owner).unwrap().pop_last();
+    assert!(rejects(&mut d.fs, &m), "an extra attribute passed");
+    let mut m = d.m.clone();
+    let (_, t) = m.targets.iter_mut().find(|(_, t)| t.len() > 3000).unwrap();
+    t[3000] ^= 1;
+    assert!(rejects(&mut d.fs, &m), "a wrong symlink target passed");
+    let mut m = d.m.clone();
+    *m.rdevs.values_mut().next().unwrap() += 1;
+    assert!(rejects(&mut d.fs, &m), "a wrong device number passed");
 }
 
 /// A random mix of every operation, valid by construction, from a seed.
@@ -684,7 +1076,13 @@ fn random_workload(d: &mut Driver, seed: u64) -> Result<()> {
         let ds = dirs(d);
         let fs_ = file_names(d);
         let pick_dir = |rng: &mut Xoshiro256PlusPlus| ds[rng.gen_range(0..ds.len())];
-        match rng.gen_range(0..100) {
+        let others: Vec<Ino> = d
+            .names
+            .values()
+            .copied()
+            .filter(|i| matches!(d.kinds[i], Kind::File | Kind::Dir))
+            .collect();
+        match rng.gen_range(0..112) {
             0..=14 => {
                 let p = pick_dir(&mut rng);
                 let n = fresh(&mut rng);
@@ -776,6 +1174,80 @@ fn random_workload(d: &mut Driver, seed: u64) -> Result<()> {
                 d.release(i)?;
             }
             93..=95 => d.sync()?,
+            100..=102 if !others.is_empty() => {
+                // chmod, chown or utimes (setattr writes the header), sometimes fsync'd
+                let i = others[rng.gen_range(0..others.len())];
+                let t = |rng: &mut Xoshiro256PlusPlus| {
+                    Time::new(
+                        rng.gen_range(0..2_000_000_000),
+                        rng.gen_range(0..1_000_000_000),
+                    )
+                };
+                let set = match rng.gen_range(0..4) {
+                    0 => SetAttr {
+                        perm: Some(rng.gen_range(0..0o10000)),
+                        ..SetAttr::default()
+                    },
+                    1 => SetAttr {
+                        uid: Some(rng.gen_range(0..5000)),
+                        gid: Some(rng.gen_range(0..5000)),
+                        ..SetAttr::default()
+                    },
+                    2 => SetAttr {
+                        atime: Some(t(&mut rng)),
+                        mtime: Some(t(&mut rng)),
+                        ..SetAttr::default()
+                    },
+                    _ => SetAttr {
+                        perm: Some(rng.gen_range(0..0o10000)),
+                        gid: Some(rng.gen_range(0..5000)),
+                        mtime: Some(t(&mut rng)),
+                        ..SetAttr::default()
+                    },
+                };
+                d.setattr(i, set)?;
+                if rng.gen_bool(0.5) {
+                    d.fsync(i)?;
+                }
+            }
+            103..=106 if !others.is_empty() => {
+                // set (create, replace, grow, shrink) or remove an extended attribute
+                let i = others[rng.gen_range(0..others.len())];
+                let have: Vec<Vec<u8>> = d
+                    .xattrs
+                    .get(&i)
+                    .map(|x| x.keys().cloned().collect())
+                    .unwrap_or_default();
+                if !have.is_empty() && rng.gen_bool(0.3) {
+                    let n = have[rng.gen_range(0..have.len())].clone();
+                    d.removexattr(i, &n)?;
+                } else {
+                    let n = format!("user.k{}", rng.gen_range(0..5)).into_bytes();
+                    let len = if rng.gen_bool(0.15) {
+                        rng.gen_range(2 * c..XATTR_SIZE_MAX as u64 / 4)
+                    } else {
+                        rng.gen_range(0..600)
+                    };
+                    d.setxattr(i, &n, &pattern(rng.gen(), len as usize))?;
+                }
+            }
+            107..=108 => {
+                let p = pick_dir(&mut rng);
+                let n = fresh(&mut rng);
+                let (kind, rdev) = match rng.gen_range(0..3) {
+                    0 => (Kind::Fifo, 0),
+                    1 => (Kind::CharDev, rng.gen_range(1..1 << 20)),
+                    _ => (Kind::BlockDev, rng.gen_range(1..1 << 20)),
+                };
+                d.mknod(p, &n, kind, rdev)?;
+            }
+            109..=111 => {
+                // a target too long for the header: it goes to data chunks
+                let p = pick_dir(&mut rng);
+                let n = fresh(&mut rng);
+                let len = rng.gen_range(3000..=SYMLINK_MAX);
+                d.symlink(p, &n, &target(rng.gen(), len))?;
+            }
             _ => {
                 let p = pick_dir(&mut rng);
                 let n = fresh(&mut rng);
@@ -785,6 +1257,109 @@ fn random_workload(d: &mut Driver, seed: u64) -> Result<()> {
         }
     }
     d.sync()
+}
+
+/// A symlink target of `len` bytes: path components of letters.
+fn target(seed: u64, len: usize) -> Vec<u8> {
+    pattern(seed, len)
+        .into_iter()
+        .enumerate()
+        .map(|(i, b)| if i % 40 == 39 { b'/' } else { b'a' + b % 26 })
+        .collect()
+}
+
+/// A 255-byte name (the longest allowed), distinct for each `i`.
+fn long_name(i: u32) -> Vec<u8> {
+    let mut n = format!("{i:04}-").into_bytes();
+    n.resize(NAME_MAX, b'L');
+    n
+}
+
+/// (d) Operations that each write several records: symlinks whose targets fill data chunks,
+/// an attribute set grown past one page (to a 64 KiB value) and shrunk back, a file with 55
+/// hard links of 255-byte names of which some go again, renames over files that have hard
+/// links, device nodes, chmod, chown and utimes.
+fn multi_record(d: &mut Driver, seed: u64) -> Result<()> {
+    let c = d.fs.chunk_bytes() as usize;
+    let top = d.mkdir(ROOT_INO, b"multi")?;
+    let sub = d.mkdir(top, b"links")?;
+    d.symlink(top, b"long-4095", &target(seed, SYMLINK_MAX))?;
+    d.symlink(sub, b"long-3000", &target(seed + 1, 3000))?;
+    // An attribute set: inline, then spread over chunks, then back.
+    let f = d.file(top, b"attrs")?;
+    d.write(f, 0, &pattern(seed + 2, c + 10))?;
+    d.fsync(f)?;
+    d.setxattr(f, b"user.small", &pattern(seed + 3, 40))?;
+    d.setxattr(f, b"user.mid", &pattern(seed + 4, 1500))?;
+    d.setxattr(f, b"trusted.t", &pattern(seed + 5, 200))?;
+    d.setxattr(f, b"user.big", &pattern(seed + 6, XATTR_SIZE_MAX))?;
+    d.removexattr(f, b"user.big")?;
+    d.setxattr(f, b"user.small", &pattern(seed + 7, 3000))?;
+    d.removexattr(f, b"user.mid")?;
+    // Many names of one file, the longest names there are.
+    let h = d.file(top, b"linked")?;
+    d.write(h, 0, &pattern(seed + 8, 2 * c + 5))?;
+    d.fsync(h)?;
+    for i in 0..55 {
+        d.link(h, if i % 2 == 0 { sub } else { top }, &long_name(i))?;
+    }
+    for i in (0..55).step_by(3) {
+        d.unlink(if i % 2 == 0 { sub } else { top }, &long_name(i))?;
+    }
+    d.unlink(top, b"linked")?;
+    // Renames over a file that has hard links: one of its names, then another.
+    let v = d.file(top, b"victim")?;
+    d.write(v, 0, &pattern(seed + 9, 700))?;
+    d.fsync(v)?;
+    d.link(v, sub, b"victim-2")?;
+    d.link(v, top, b"victim-3")?;
+    let s = d.file(top, b"src")?;
+    d.write(s, 0, &pattern(seed + 10, 300))?;
+    d.fsync(s)?;
+    d.rename(top, b"src", top, b"victim", RenameMode::Replace)?;
+    d.rename(top, &long_name(1), sub, b"victim-2", RenameMode::Replace)?;
+    // Device nodes, and attributes the header carries.
+    d.mknod(top, b"fifo", Kind::Fifo, 0)?;
+    d.mknod(sub, b"chr", Kind::CharDev, (5 << 8) | 1)?;
+    let blk = d.mknod(top, b"blk", Kind::BlockDev, (8 << 8) | 3)?;
+    let set = |perm, uid, gid, mtime| SetAttr {
+        perm,
+        uid,
+        gid,
+        mtime,
+        ..SetAttr::default()
+    };
+    d.setattr(f, set(Some(0o4750), Some(0), Some(42), None))?;
+    d.setattr(
+        h,
+        set(
+            None,
+            None,
+            None,
+            Some(Time::new(1_600_000_000, 123_456_789)),
+        ),
+    )?;
+    d.setattr(blk, set(Some(0o600), Some(7), Some(8), None))?;
+    d.setattr(top, set(Some(0o700), None, Some(9), None))?;
+    d.write(v, 10, &pattern(seed + 11, 50))?;
+    d.setattr(v, set(None, Some(3), None, Some(Time::new(-5, 7))))?;
+    d.setxattr(top, b"user.dir", &pattern(seed + 12, 5000))?;
+    d.setxattr(top, b"user.dir", &pattern(seed + 13, 30))?;
+    d.setattr(
+        s,
+        set(Some(0o640), None, None, Some(Time::new(4_000_000_000, 1))),
+    )?;
+    d.write(h, 1, &pattern(seed + 14, 20))?;
+    d.fsync(h)?;
+    d.sync()
+}
+
+#[test]
+fn crash_multi_record_ops() {
+    for dev in Dev::ALL {
+        let ops = sweep(dev, "multi-record", multi_record, 7, 1);
+        assert!(ops > 150, "{ops}");
+    }
 }
 
 #[test]
@@ -879,8 +1454,10 @@ fn adopt(mut fs: Fs) -> Driver {
     let names = dentries(&mut fs).unwrap();
     let mut d = Driver::new(fs_placeholder());
     for (_, &ino) in names.iter() {
-        let kind = fs.getattr(ino).unwrap().kind;
+        let a = fs.getattr(ino).unwrap();
+        let kind = a.kind;
         d.kinds.insert(ino, kind);
+        d.m.metas.insert(ino, MetaHistory::new(Meta::of(&a)));
         if kind == Kind::File {
             let mut h = FileHistory::default();
             h.adopt(read_all(&mut fs, ino).unwrap());
@@ -1428,9 +2005,7 @@ fn unmount_sweep(images: &Images, label: &str, start: &Start, w: Workload, seed:
             Ok(flash) => {
                 assert_eq!(n, total, "{ctx}: unmount finished although power was cut");
                 drop(flash);
-                for h in m.files.values_mut() {
-                    h.synced();
-                }
+                m.all_synced();
             }
             Err(e) => assert!(n < total, "{ctx}: unmount failed uncut: {e}"),
         }
@@ -1483,9 +2058,7 @@ fn unmounted_image(images: &Images, name: &str, w: Workload, seed: u64) -> (Path
     let mut d = Driver::new(FileSystem::format(flash, yaffs(images.dev), clock()).unwrap());
     w(&mut d, seed).unwrap();
     let Driver { fs, mut m } = d;
-    for h in m.files.values_mut() {
-        h.synced();
-    }
+    m.all_synced();
     drop(fs.unmount().unwrap());
     (path, m)
 }
@@ -1589,9 +2162,7 @@ fn unmounted_snapshot_of(fs: Fs, w: Workload, seed: u64) -> (FlashDevice, Durabl
     let (d, r) = run_cut(fs, w, seed, None);
     r.unwrap_or_else(|e| panic!("setup: {e}"));
     let Driver { fs, mut m } = d;
-    for h in m.files.values_mut() {
-        h.synced();
-    }
+    m.all_synced();
     (fs.unmount().unwrap(), m)
 }
 
