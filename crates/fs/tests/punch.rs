@@ -314,3 +314,53 @@ fn many_punches_merge_floors() {
         check_all_ways(fs, f, &want, dev.name());
     }
 }
+
+/// Cleaning while a punch writes its header: the punched pages, still valid on flash until
+/// the header is down, are dropped rather than copied (a copy would be newer than the
+/// punch's floor and come back after a crash). The punched chunks are the last valid pages
+/// of their block, and the punch is tried at every write point of a few blocks, so that
+/// its header write opens a block and cleans theirs.
+#[test]
+fn cleaning_during_a_punch() {
+    for dev in Dev::ALL {
+        let c = dev.chunk() as u64;
+        let ppb = dev.config().geometry.pages_per_block as u64;
+        let mut hits = 0;
+        for pad in 0..3 * ppb {
+            let mut fs = format(dev);
+            let x = fs.create(ROOT_INO, b"x", file()).unwrap().ino;
+            let y = fs.create(ROOT_INO, b"y", file()).unwrap().ino;
+            let mut want = pattern(20, (2 * ppb * c) as usize);
+            fs.write(x, 0, &want).unwrap();
+            fs.fsync(x).unwrap();
+            // Every chunk rewritten but two: their block is nearly all invalid.
+            let j = ppb;
+            for k in (0..2 * ppb).filter(|&k| k != j && k != j + 1) {
+                let w = pattern(1000 + k, c as usize);
+                fs.write(x, k * c, &w).unwrap();
+                want[(k * c) as usize..((k + 1) * c) as usize].copy_from_slice(&w);
+            }
+            fs.fsync(x).unwrap();
+            // Header writes, to move the write point.
+            for i in 0..pad {
+                let set = SetAttr {
+                    perm: Some(0o600 + (i as u32 & 0o77)),
+                    ..SetAttr::default()
+                };
+                fs.setattr(y, set).unwrap();
+            }
+            let before = fs.stats().blocks_cleaned;
+            fs.punch_hole(x, j * c, 2 * c).unwrap();
+            zero(&mut want, j * c, (j + 2) * c);
+            if fs.stats().blocks_cleaned > before {
+                hits += 1;
+            }
+            let ctx = format!("{} pad {pad}", dev.name());
+            let mut fs = crash_remount(fs);
+            assert_bytes(&read_all(&mut fs, x).unwrap(), &want, &ctx);
+            assert_fsck(&mut fs, &ctx);
+        }
+        println!("{}: {hits} punches cleaned a block", dev.name());
+        assert!(hits > 0, "{}: no punch cleaned a block", dev.name());
+    }
+}
