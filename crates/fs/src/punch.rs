@@ -71,8 +71,9 @@ impl<F: Flash> FileSystem<F> {
         let r = if offset < q {
             self.punch_range(ino, offset, q)
         } else if old_reserve != self.reserves.get(&ino).copied() {
-            // Past the end of file: only the reservation changed.
-            self.persist_punch(ino, None)
+            // Past the end of file: only the reservation changed (times stay, as on Linux
+            // a punch past the end changes nothing).
+            self.persist_punch(ino, None, false)
         } else {
             Ok(())
         };
@@ -128,7 +129,7 @@ impl<F: Flash> FileSystem<F> {
         if offset < q {
             self.punch_range(ino, offset, q)
         } else {
-            self.persist_punch(ino, None)
+            self.persist_punch(ino, None, true)
         }
     }
 
@@ -211,18 +212,21 @@ impl<F: Flash> FileSystem<F> {
         } else {
             None
         };
-        self.persist_punch(ino, floor)
+        self.persist_punch(ino, floor, true)
     }
 
-    /// Writes the file's header (with `floor`, if any, among its floors), after its cached
-    /// chunk; then the pages punched are invalid. If the header cannot be written, RAM
-    /// keeps the punch (and the floor) and the next header write records it.
-    fn persist_punch(&mut self, ino: Ino, floor: Option<Floor>) -> Result<()> {
+    /// Writes the file's header (with `floor`, if any, among its floors; with new times if
+    /// `touch`), after its cached chunk; then the pages punched are invalid. If the header
+    /// cannot be written, RAM keeps the punch (and the floor) and the next header write
+    /// records it.
+    fn persist_punch(&mut self, ino: Ino, floor: Option<Floor>, touch: bool) -> Result<()> {
         let now = Time::from_ns(self.now());
         let o = self.obj_mut(ino)?;
         let d = o.d_mut();
-        d.mtime = now;
-        d.ctime = now;
+        if touch {
+            d.mtime = now;
+            d.ctime = now;
+        }
         if let Some(f) = floor {
             d.floors.push(f);
         }
