@@ -18,7 +18,7 @@ use crate::fs::FileSystem;
 use crate::object::NO_CHUNK;
 use crate::types::Ino;
 
-/// Most floors a header carries; past that the two oldest are merged.
+/// Most floors a header carries; past that two are merged (`merge_floors_if_needed`).
 pub(crate) const MAX_FLOORS: usize = 8;
 
 impl<F: Flash> FileSystem<F> {

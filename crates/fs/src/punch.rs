@@ -9,9 +9,15 @@
 //! through the write path. The order:
 //!
 //! 1. the edge chunks (data, each one page: all-or-nothing per chunk);
-//! 2. the whole chunks leave the RAM map, but their pages stay valid on flash (listed in
-//!    `punching`) until the header is written: cleaning meanwhile drops such a page instead
-//!    of copying it (a copy would be newer than S and survive the floor);
+//! 2. the cached chunk is flushed and room for the header made in the open block
+//!    (`room_for_headers`), so whatever cleaning that takes runs while the chunks are
+//!    still mapped; then the whole chunks leave the RAM map, but their pages stay valid on
+//!    flash (listed in `punching`) until the header is written. Cleaning can still run in
+//!    between only if the header write rewrites chunks first (merging floors, or filling
+//!    floors a full header cannot carry); it drops such a page instead of copying it (a
+//!    copy would be newer than S and survive the floor). A cut then, after the block was
+//!    erased and before the header, could let an older copy of the chunk show (as after
+//!    a shrink cut at the same point);
 //! 3. the header, carrying the floor (and the new size, times and reservation);
 //! 4. the pages become invalid: they count for cleaning at once, like a discard.
 //!
@@ -19,7 +25,7 @@
 //! the range are untouched; once the call returns the range reads zeros for good.
 //!
 //! The floor lives in RAM (and in headers) while part of its range is a hole; with more
-//! than `MAX_FLOORS` the two oldest are merged, which rewrites the live chunks the merged
+//! than `MAX_FLOORS` two are merged, which first rewrites the live chunks the merged
 //! floor covers beyond the newer one's range (see `merge_floors_if_needed`).
 //!
 //! ZERO_RANGE is a punch whose range stays allocated: the chunks it frees join the file's
@@ -187,6 +193,11 @@ impl<F: Flash> FileSystem<F> {
             {
                 self.caches.remove(&ino);
             }
+            // Every write before the header is done now, and the header fits the open
+            // block: cleaning runs now, while the chunks are still mapped (copies of them
+            // are then older than the floor), not while their pages wait for the header.
+            self.flush_cache(ino)?;
+            self.room_for_headers(ino, 1)?;
             // Only chunks that were ever on flash need a floor.
             let on_flash = match self.obj(ino)?.max_chunk_on_flash {
                 NO_CHUNK => 0,

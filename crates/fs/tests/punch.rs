@@ -315,11 +315,12 @@ fn many_punches_merge_floors() {
     }
 }
 
-/// Cleaning while a punch writes its header: the punched pages, still valid on flash until
-/// the header is down, are dropped rather than copied (a copy would be newer than the
-/// punch's floor and come back after a crash). The punched chunks are the last valid pages
-/// of their block, and the punch is tried at every write point of a few blocks, so that
-/// its header write opens a block and cleans theirs.
+/// A punch that sets off cleaning: the punched chunks are the last valid pages of their
+/// block, and the punch is tried at every write point of a few blocks, so that making room
+/// for its header cleans their block. That cleaning runs before the chunks leave the map
+/// (`room_for_headers`); were it to run while their pages wait for the header, copies would
+/// be newer than the punch's floor and come back after a crash (cleaning drops such pages
+/// instead). Either way a crash remount reads zeros.
 #[test]
 fn cleaning_during_a_punch() {
     for dev in Dev::ALL {
