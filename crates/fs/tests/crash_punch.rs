@@ -12,10 +12,11 @@
 //! - the recovered file system keeps working: another punch, a write into it, a crash
 //!   remount, and everything reads back exactly.
 //!
-//! Two workloads: one on a fresh device (punches in the middle, at the edges, of whole and
-//! partial chunks, past the end; zeroing with and without KEEP_SIZE; writes into punched
-//! ranges; truncation and regrowth over punched ranges), and one on a nearly full device,
-//! where every write cleans and cleaning runs while punched pages wait for their header.
+//! Three workloads: two on a fresh device (punches in the middle, at the edges, of whole
+//! and partial chunks, past the end; zeroing with and without KEEP_SIZE; writes into
+//! punched ranges; truncation and regrowth over punched ranges; more punches than a header
+//! keeps floors for, so floors merge), and one on a nearly full device, where punches and
+//! writes set off cleaning.
 //! A failure names the workload, the geometry and the op number: rerunning that cut
 //! replays it exactly.
 
@@ -158,6 +159,24 @@ fn punch_workload(d: &mut Driver) -> Result<()> {
     d.write(a, c + 1, &pattern(8, (3 * c) as usize))?;
     d.punch(a, 2 * c, c)?;
     Ok(())
+}
+
+/// More punches than a header keeps floors for (so floors merge, rewriting live chunks
+/// first), between a shrink and regrowth and writes into some of the holes.
+fn many_punches_workload(d: &mut Driver) -> Result<()> {
+    let c = d.fs.chunk_bytes() as u64;
+    let a = d.create(b"a")?;
+    d.write(a, 0, &pattern(30, (30 * c) as usize))?;
+    d.fsync(a)?;
+    d.truncate(a, 24 * c + 9)?;
+    d.truncate(a, 30 * c)?;
+    for i in 0..12u64 {
+        d.punch(a, (i * 2 + i % 2) * c + 3, 2 * c + 5)?;
+        if i % 4 == 3 {
+            d.write(a, (i * 2 - 3) * c + 1, &pattern(40 + i, 20))?;
+        }
+    }
+    d.fsync(a)
 }
 
 /// On a nearly full device: overwrites that make the cleaner work, with punches and
@@ -310,6 +329,7 @@ fn crash_punch_sweep() {
     for dev in Dev::ALL {
         let mut start = || (format(dev), BTreeMap::new());
         sweep("punch", dev, &mut start, punch_workload);
+        sweep("many punches", dev, &mut start, many_punches_workload);
     }
 }
 
