@@ -55,6 +55,12 @@ impl<F: Flash> FileSystem<F> {
 
     /// Copies one valid page elsewhere and repoints its owner.
     fn relocate(&mut self, pno: u32) -> Result<()> {
+        // A chunk being punched is dropped, not copied: a copy would be newer than the
+        // punch's floor and come back after a crash (see `punch`).
+        if self.punching.remove(&pno) {
+            self.blocks.invalidate(pno);
+            return Ok(());
+        }
         let read = match self.read_raw(pno)? {
             Some(r) if !r.damaged => r,
             _ => {

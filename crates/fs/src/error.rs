@@ -38,6 +38,8 @@ pub enum FsError {
     NoData,
     #[error("operation not supported: {0}")]
     NotSupported(&'static str),
+    #[error("no data or hole at or past that offset")]
+    NoSuchOffset,
     #[error("not a nandkit file system: {0}")]
     NotFormatted(String),
     #[error(
@@ -70,6 +72,7 @@ impl FsError {
             FsError::TooManyLinks => 31,     // EMLINK
             FsError::NoData => 61,           // ENODATA
             FsError::NotSupported(_) => 95,  // EOPNOTSUPP
+            FsError::NoSuchOffset => 6,      // ENXIO
             FsError::NotFormatted(_) => 22,  // EINVAL
             FsError::OldFormat { .. } => 22, // EINVAL
             FsError::Flash(_) => 5,          // EIO

@@ -23,7 +23,7 @@ use crate::object::{WriteCache, LOST_PAGE, NO_PAGE};
 use crate::types::{Ino, Kind, Time};
 
 impl<F: Flash> FileSystem<F> {
-    fn file(&self, ino: Ino) -> Result<()> {
+    pub(crate) fn file(&self, ino: Ino) -> Result<()> {
         // A hollow file's data is gone (see `holds`): only its attributes answer.
         if !self.hollow.is_empty() && self.hollow.contains(&ino) {
             return Err(FsError::NotFound);

@@ -18,7 +18,7 @@ use crate::fs::FileSystem;
 use crate::object::NO_CHUNK;
 use crate::types::Ino;
 
-/// Most floors a header carries; past that the two oldest are merged.
+/// Most floors a header carries; past that two are merged (`merge_floors_if_needed`).
 pub(crate) const MAX_FLOORS: usize = 8;
 
 impl<F: Flash> FileSystem<F> {
@@ -81,9 +81,18 @@ impl<F: Flash> FileSystem<F> {
         out
     }
 
-    /// Before a header write: if it would carry too many floors, the two oldest become one,
-    /// after rewriting the live chunks between them (so the merged floor, newer than some
-    /// of them, cannot hide them).
+    /// Before a header write: if it would carry too many floors, two of them become one.
+    ///
+    /// The rule: merging floors `a` and `b`, `b` the newer, gives `m` = (the range from the
+    /// lower of their first chunks to the higher of their end chunks, b's serial), which
+    /// kills every chunk of that range older than b. Within b's own range that is what b
+    /// says already: a chunk mapped there now is newer than b (b's chunks left the map when
+    /// b was made: a shrink cut them, a punch dropped them). Anywhere else in m's range a
+    /// live chunk may be older than b, so those are rewritten first (new serials, newer
+    /// than every floor). Truncation floors only ever grow their end chunk, so between two
+    /// of them that is the stretch from a's first chunk to b's; a punch's floor ends where
+    /// the punch did, and then the stretch past its end is rewritten too. Of all pairs the
+    /// one with the fewest chunks to rewrite is merged (neighbouring punches, usually).
     pub(crate) fn merge_floors_if_needed(
         &mut self,
         ino: Ino,
@@ -91,20 +100,63 @@ impl<F: Flash> FileSystem<F> {
     ) -> Result<()> {
         floors.sort_by_key(|f| f.serial);
         while floors.len() > MAX_FLOORS {
-            let (a, b) = (floors[0], floors[1]);
-            let from = self.first_chunk_past(a.size);
-            let to = self
-                .first_chunk_past(b.size)
-                .min(b.end_chunk.max(a.end_chunk));
-            self.rewrite_chunks(ino, from, to)?;
-            floors.remove(1);
-            floors[0] = Floor {
-                size: a.size,
+            let mut best: Option<(u64, usize, usize)> = None;
+            for i in 0..floors.len() {
+                for j in i + 1..floors.len() {
+                    let cost = self
+                        .merge_rewrites(floors[i], floors[j])
+                        .iter()
+                        .map(|&(from, to)| self.live_in(ino, from, to))
+                        .sum::<u64>();
+                    if best.is_none_or(|(c, _, _)| cost < c) {
+                        best = Some((cost, i, j));
+                    }
+                }
+            }
+            let (_, i, j) = best.expect("more than one floor");
+            let (a, b) = (floors[i], floors[j]);
+            for (from, to) in self.merge_rewrites(a, b) {
+                self.rewrite_chunks(ino, from, to)?;
+            }
+            floors.remove(j);
+            floors[i] = Floor {
+                size: a.size.min(b.size),
                 serial: b.serial,
                 end_chunk: a.end_chunk.max(b.end_chunk),
             };
+            floors.sort_by_key(|f| f.serial);
         }
         Ok(())
+    }
+
+    /// The chunk ranges to rewrite before merging `a` into the newer `b`: the merged
+    /// range minus b's.
+    fn merge_rewrites(&self, a: Floor, b: Floor) -> Vec<(u32, u32)> {
+        debug_assert!(a.serial <= b.serial);
+        let (a_start, b_start) = (self.first_chunk_past(a.size), self.first_chunk_past(b.size));
+        let start = a_start.min(b_start);
+        let end = a.end_chunk.max(b.end_chunk);
+        let mut out = Vec::new();
+        if start < b_start.min(end) {
+            out.push((start, b_start.min(end)));
+        }
+        let from = b.end_chunk.max(start).max(b_start.min(end));
+        if from < end {
+            out.push((from, end));
+        }
+        out
+    }
+
+    /// Chunks of `ino` in `[from, to)` with a page.
+    fn live_in(&self, ino: Ino, from: u32, to: u32) -> u64 {
+        self.objects.get(&ino).map_or(0, |o| {
+            let to = to.min(o.chunks.end());
+            if from >= to {
+                0
+            } else {
+                u64::from(to - from) - o.chunks.holes_in(from, to)
+            }
+        })
     }
 
     /// Makes a floor unneeded the old way: zero chunks over the holes of its range that

@@ -166,6 +166,8 @@ pub struct FileSystem<F: Flash> {
     pub(crate) to_seal: Vec<(u32, Vec<crate::format::summary::SummaryEntry>)>,
     /// Where headers go (axis 1). Taken out while it works on the file system.
     pub(crate) metadata: Option<Box<dyn MetadataStore<F>>>,
+    /// The pages of a hole being punched, while its header is written (see `punch`).
+    pub(crate) punching: HashSet<u32>,
 }
 
 impl<F: Flash> FileSystem<F> {
@@ -191,6 +193,7 @@ impl<F: Flash> FileSystem<F> {
             reserves: HashMap::new(),
             handles: HashMap::new(),
             hollow: HashSet::new(),
+            punching: HashSet::new(),
             atime: AtimePolicy::default(),
             anchors: Anchors::default(),
             next_serial: 1,

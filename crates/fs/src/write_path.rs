@@ -258,6 +258,35 @@ impl<F: Flash> FileSystem<F> {
         Ok(sealed)
     }
 
+    /// Makes sure `pages` header writes for `ino` fit the metadata stream's open block, so
+    /// that they open no block and so set off no cleaning: if the open block is too full
+    /// (or, on the small layout, close to its age limit), it is closed now and a new one
+    /// opened, cleaning as usual. (A punch needs this: see `punch`.)
+    pub(crate) fn room_for_headers(&mut self, ino: Ino, pages: u32) -> Result<()> {
+        self.check_writable()?;
+        self.erase_stale_checkpoint()?;
+        let hint = WriteHint {
+            cause: WriteCause::Metadata,
+            obj: ino,
+            chunk: 0,
+        };
+        let ppb = self.layout.pages_per_block;
+        loop {
+            let stream = self.allocator.stream_for(&hint);
+            let block = self.active_block(stream, WriteCause::Metadata, false)?;
+            let b = self.blocks.get(block);
+            let aged = self.layout.tags == TagLayout::Small
+                && b.next_page > 0
+                && (self.next_serial + u64::from(pages) + 1).saturating_sub(b.base_serial)
+                    >= SMALL_AGE_LIMIT;
+            // The header pages, and the summary after them on the last page.
+            if !aged && b.next_page + pages < ppb {
+                return Ok(());
+            }
+            self.close_stream(stream)?;
+        }
+    }
+
     /// Returns a serial taken for a page that was never written, when nothing was taken
     /// since: a run of refused writes does not eat the small layout's serial window.
     pub(crate) fn give_back_serial(&mut self, s: u64) {

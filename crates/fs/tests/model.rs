@@ -101,6 +101,19 @@ enum Op {
         off: Q,
         len: Q,
     },
+    /// fallocate PUNCH_HOLE | KEEP_SIZE.
+    PunchHole {
+        obj: u8,
+        off: Q,
+        len: Q,
+    },
+    /// fallocate ZERO_RANGE, with or without KEEP_SIZE.
+    ZeroRange {
+        obj: u8,
+        off: Q,
+        len: Q,
+        keep: bool,
+    },
     Unlink {
         dir: u8,
         name: u8,
@@ -170,6 +183,9 @@ fn op_strategy() -> impl Strategy<Value = Op> {
             .prop_map(|(obj, off, len, seed)| Op::Write { obj, off, len, seed }),
         4 => (b(), q(48)).prop_map(|(obj, size)| Op::Truncate { obj, size }),
         4 => (b(), q(48), q(16)).prop_map(|(obj, off, len)| Op::Read { obj, off, len }),
+        3 => (b(), q(48), q(24)).prop_map(|(obj, off, len)| Op::PunchHole { obj, off, len }),
+        2 => (b(), q(48), q(16), any::<bool>())
+            .prop_map(|(obj, off, len, keep)| Op::ZeroRange { obj, off, len, keep }),
         4 => (b(), 0..6u8).prop_map(|(dir, name)| Op::Unlink { dir, name }),
         2 => (b(), 0..6u8).prop_map(|(dir, name)| Op::Rmdir { dir, name }),
         6 => (b(), 0..6u8, b(), 0..6u8, 0..3u8).prop_map(|(dir, name, dir2, name2, mode)| {
@@ -583,6 +599,23 @@ impl Run {
                     (g, w) => panic!("{}: read gave {g:?}, model {w:?}", self.ctx(op)),
                 }
             }
+            Op::PunchHole { obj, off, len } => {
+                let ino = self.m.pick_file(obj);
+                let (off, len) = (off.bytes(c), len.bytes(c));
+                let got = en(self.fs().punch_hole(ino, off, len));
+                self.punch_or_zero(op, ino, off, len, None, got);
+            }
+            Op::ZeroRange {
+                obj,
+                off,
+                len,
+                keep,
+            } => {
+                let ino = self.m.pick_file(obj);
+                let (off, len) = (off.bytes(c), len.bytes(c));
+                let got = en(self.fs().zero_range(ino, off, len, keep));
+                self.punch_or_zero(op, ino, off, len, Some(keep), got);
+            }
             Op::Unlink { dir, name } => {
                 let p = self.m.pick_dir(dir);
                 let name = NAMES[name as usize];
@@ -766,6 +799,77 @@ impl Run {
                 .unwrap()
                 .data
                 .write(off, &data[..n]);
+            self.m.touch(ino, true);
+        }
+    }
+
+    /// A punch (`zero`: None) or a zeroing (Some(keep_size)) gave `got`: the model does
+    /// the same. Both are durable when they return (the whole file: its cached chunk and
+    /// header are written), except a punch wholly past the end, which does nothing.
+    /// Refused for want of room, the range may be part done: each byte of it as before
+    /// or zero, the size as before or grown.
+    fn punch_or_zero(
+        &mut self,
+        op: &Op,
+        ino: Ino,
+        off: u64,
+        len: u64,
+        zero: Option<bool>,
+        got: Res<()>,
+    ) {
+        let kind = self.m.objs[&ino].kind;
+        let want: Res<()> = match kind {
+            Kind::Dir => Err(21),
+            Kind::File if len == 0 => Err(22),
+            Kind::File => Ok(()),
+            _ => Err(19),
+        };
+        let size = self.m.size(ino);
+        let new_size = match zero {
+            Some(false) => size.max(off + len),
+            _ => size,
+        };
+        let to = (off + len).min(new_size);
+        if got == Err(ENOSPC) && want.is_ok() && self.nearly_full() {
+            self.cov.enospc.fetch_add(1, Relaxed);
+            let ctx = self.ctx(op);
+            let actual = read_all(self.fs(), ino).unwrap();
+            let h = &mut self.m.objs.get_mut(&ino).unwrap().data;
+            let n = actual.len() as u64;
+            assert!(
+                n == size || n == new_size,
+                "{ctx}: size {n} after a refused call"
+            );
+            for (i, &b) in actual.iter().enumerate() {
+                let i = i as u64;
+                let was = h.current.get(i as usize).copied().unwrap_or(0);
+                let inside = i >= off && i < to;
+                assert!(
+                    b == was || (inside && b == 0),
+                    "{ctx}: byte {i} is {b:#04x}, was {was:#04x}, after a refused call"
+                );
+            }
+            if n != size {
+                h.truncate(n);
+            }
+            if off < to.min(n) {
+                h.write(off, &actual[off as usize..to.min(n) as usize]);
+            }
+            // Times may have moved or not (`lenient`).
+            return;
+        }
+        if !self.agree(op, got, want) {
+            return;
+        }
+        let h = &mut self.m.objs.get_mut(&ino).unwrap().data;
+        if new_size > size {
+            h.truncate(new_size);
+        }
+        if off < to {
+            h.write(off, &vec![0; (to - off) as usize]);
+        }
+        if zero.is_some() || off < size {
+            h.synced();
             self.m.touch(ino, true);
         }
     }

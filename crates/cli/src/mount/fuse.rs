@@ -21,8 +21,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use fuser::{
     AccessFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags,
     Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr,
-    ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs,
-    ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+    ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen,
+    ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use nandkit_flash::FlashDevice;
 
@@ -1019,16 +1019,21 @@ impl Filesystem for NandFuse {
         mode: i32,
         reply: ReplyEmpty,
     ) {
-        // Plain preallocation only: the file system reserves room for the range (see its
-        // `fallocate`). Punching holes, zeroing, collapsing and inserting ranges are not
-        // supported.
-        if mode & !libc::FALLOC_FL_KEEP_SIZE != 0 {
-            return reply.error(Errno::EOPNOTSUPP);
-        }
+        // Preallocation (the file system reserves room for the range, see its `fallocate`),
+        // hole punching (Linux requires KEEP_SIZE with it) and zeroing. The kernel drops
+        // its cached pages of the range itself after a punch or a zeroing
+        // (truncate_pagecache_range in fuse_file_fallocate). Collapsing, inserting and
+        // unsharing ranges are not supported.
+        const PUNCH: i32 = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
         let keep_size = mode & libc::FALLOC_FL_KEEP_SIZE != 0;
+        let op = mode & !libc::FALLOC_FL_KEEP_SIZE;
         let who = caller(req);
         let r = ino32(ino).and_then(|i| {
+            if op != 0 && mode != PUNCH && op != libc::FALLOC_FL_ZERO_RANGE {
+                return Err(Errno::EOPNOTSUPP);
+            }
             self.with_fs(|fs| {
+                // As Linux's file_modified: privileges go before the file changes.
                 self.drop_privileges(fs, i, |perm, gid| {
                     if who.has_fsetid() {
                         None
@@ -1036,10 +1041,42 @@ impl Filesystem for NandFuse {
                         privs::after_change(perm, || who.in_group(gid))
                     }
                 })?;
-                fs.fallocate(i, offset, length, keep_size)
+                if op == 0 {
+                    fs.fallocate(i, offset, length, keep_size)
+                } else if mode == PUNCH {
+                    fs.punch_hole(i, offset, length)
+                } else {
+                    fs.zero_range(i, offset, length, keep_size)
+                }
             })
         });
         Self::reply_empty(reply, r);
+    }
+
+    /// SEEK_DATA and SEEK_HOLE (the kernel sends only those; it handles the others).
+    fn lseek(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: i64,
+        whence: i32,
+        reply: ReplyLseek,
+    ) {
+        let r = ino32(ino).and_then(|i| {
+            let Ok(offset) = u64::try_from(offset) else {
+                return Err(Errno::ENXIO);
+            };
+            match whence {
+                libc::SEEK_DATA => self.with_fs(|fs| fs.seek_data(i, offset)),
+                libc::SEEK_HOLE => self.with_fs(|fs| fs.seek_hole(i, offset)),
+                _ => Err(Errno::EINVAL),
+            }
+        });
+        match r {
+            Ok(at) => reply.offset(at as i64),
+            Err(e) => reply.error(e),
+        }
     }
 
     fn copy_file_range(
