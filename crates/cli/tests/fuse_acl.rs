@@ -1,7 +1,8 @@
 //! POSIX ACLs through the kernel (FUSE_POSIX_ACL): `setfacl`, `getfacl` and `chacl` on the
 //! mount, enforced for other users (run through `setpriv`):
 //! - an access ACL lets a named user in, limited by the mask, and chmod moves the mask;
-//! - an ACL the mode says all of is not stored, it only sets the mode;
+//! - an ACL the mode says all of is not stored, it only sets the mode; setting an ACL
+//!   drops setgid as Linux does;
 //! - a directory's default ACL is inherited by new files and directories, masked by the
 //!   mode they are created with, and the umask does not apply there; elsewhere it does;
 //! - ACLs survive a remount, and fsck finds the image clean.
@@ -143,6 +144,14 @@ fn access_acl_grants_a_named_user_within_the_mask() {
     let attrs = run(&rig, "getfattr --absolute-names -m - -d f");
     assert!(!attrs.contains("posix_acl"), "{attrs}");
     assert!(!can(1000, &format!("cat {f}")));
+    // Setting an ACL drops setgid when the owner is not in the file's group (and lacks
+    // CAP_FSETID); root keeps it.
+    run(&rig, "touch s r; chown 1000:2000 s r; chmod 2770 s r");
+    let o = as_user(1000, &format!("setfacl -m u:1001:r {}", s(&rig.path("s"))));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(mode(&rig, "s"), 0o770);
+    run(&rig, "setfacl -m u:1001:r r");
+    assert_eq!(mode(&rig, "r"), 0o2770);
     // Other `system.` names stay unsupported.
     let o = Command::new("setfattr")
         .args(["-n", "system.other", "-v", "x", &f])
