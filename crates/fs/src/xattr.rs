@@ -15,8 +15,9 @@
 //! A set belongs to its owner: when the owner is deleted the set goes with it, with no
 //! write (a scan drops a set whose owner is gone; object numbers are never reused).
 //!
-//! Namespaces `user.`, `security.` and `trusted.` are stored; others (POSIX ACLs in
-//! `system.`) are not supported.
+//! Namespaces `user.`, `security.` and `trusted.` are stored, and of `system.` only the
+//! two POSIX ACLs (`system.posix_acl_access`, `system.posix_acl_default`); other names
+//! are not supported.
 
 use nandkit_flash::Flash;
 
@@ -34,16 +35,21 @@ const SET_NAME: &[u8] = b"xattrs";
 
 type List = Vec<(Vec<u8>, Vec<u8>)>;
 
+/// The `system.` attributes stored: POSIX ACLs, as the kernel hands them over (the file
+/// system keeps the bytes; what they mean is the mount's business).
+pub const POSIX_ACL_NAMES: [&[u8]; 2] = [b"system.posix_acl_access", b"system.posix_acl_default"];
+
 fn check_xattr_name(name: &[u8]) -> Result<()> {
     if name.is_empty() || name.len() > XATTR_NAME_MAX {
         return Err(FsError::Invalid("attribute name must be 1..=255 bytes"));
     }
     let ok = [&b"user."[..], b"security.", b"trusted."]
         .iter()
-        .any(|p| name.starts_with(p) && name.len() > p.len());
+        .any(|p| name.starts_with(p) && name.len() > p.len())
+        || POSIX_ACL_NAMES.contains(&name);
     if !ok {
         return Err(FsError::NotSupported(
-            "only user.*, security.* and trusted.* attributes",
+            "only user.*, security.*, trusted.* and POSIX ACL attributes",
         ));
     }
     Ok(())

@@ -513,10 +513,19 @@ fn xattr_semantics() {
         fs.setxattr(d, b"user.dir", b"yes", XattrMode::Set).unwrap();
         fs.setxattr(ROOT_INO, b"user.root", b"r", XattrMode::Set)
             .unwrap();
+        // Of `system.` only the POSIX ACLs are kept (their bytes; the mount reads them).
         assert_eq!(
-            errno(fs.setxattr(f, b"system.posix_acl_access", b"x", XattrMode::Set)),
+            errno(fs.setxattr(f, b"system.other", b"x", XattrMode::Set)),
             EOPNOTSUPP
         );
+        assert_eq!(
+            errno(fs.setxattr(f, b"system.posix_acl_accessx", b"x", XattrMode::Set)),
+            EOPNOTSUPP
+        );
+        fs.setxattr(d, b"system.posix_acl_default", b"acl", XattrMode::Set)
+            .unwrap();
+        assert_eq!(fs.getxattr(d, b"system.posix_acl_default").unwrap(), b"acl");
+        fs.removexattr(d, b"system.posix_acl_default").unwrap();
         assert_eq!(
             errno(fs.setxattr(f, b"user.", b"x", XattrMode::Set)),
             EOPNOTSUPP

@@ -26,6 +26,7 @@ use fuser::{
 };
 use nandkit_flash::FlashDevice;
 
+use super::acl;
 use super::commit::Writers;
 use super::invalidate::Invalidations;
 use super::privs::{self, Caller};
@@ -80,6 +81,8 @@ pub struct NandFuse {
     writers: Arc<Writers>,
     /// The kernel left dropping privileges to us (FUSE_HANDLE_KILLPRIV_V2).
     killpriv: bool,
+    /// POSIX ACLs are on (FUSE_POSIX_ACL): see `acl`.
+    posix_acl: bool,
 }
 
 /// Does an open with these flags write?
@@ -200,6 +203,7 @@ impl NandFuse {
             invalidations,
             writers,
             killpriv: false,
+            posix_acl: false,
         }
     }
 
@@ -392,13 +396,15 @@ impl NandFuse {
     /// Creates an object as `req`'s user (`new`'s owner fields are filled in here), and
     /// opens it if asked. A
     /// set-gid directory passes its group on, and its set-gid bit to new subdirectories
-    /// (as on every Linux file system).
+    /// (as on every Linux file system). With POSIX ACLs the directory's default ACL, or
+    /// else the `umask`, applies here (see `acl`).
     fn make(
         &self,
         req: &Request,
         parent: INodeNo,
         name: &OsStr,
         mut new: NewObject<'_>,
+        umask: u32,
         open: bool,
     ) -> Result<Attr, Errno> {
         let parent = ino32(parent)?;
@@ -413,7 +419,15 @@ impl NandFuse {
                     new.perm |= libc::S_ISGID;
                 }
             }
-            let a = fs.create(parent, name_bytes(name), new)?;
+            let inherited = if self.posix_acl {
+                acl::inherit(fs, parent, new.kind, &mut new.perm, umask)?
+            } else {
+                acl::Inherited::default()
+            };
+            let mut a = fs.create(parent, name_bytes(name), new)?;
+            if acl::store_inherited(fs, a.ino, inherited)? {
+                a = fs.getattr(a.ino)?;
+            }
             // The kernel now knows the object: it stays in RAM until forgotten.
             fs.remember(a.ino)?;
             if open {
@@ -451,6 +465,13 @@ impl Filesystem for NandFuse {
         // the kernel need not ask for security.capability before every write.
         self.killpriv = config
             .add_capabilities(InitFlags::FUSE_HANDLE_KILLPRIV_V2)
+            .is_ok();
+        // POSIX ACLs, checked by the kernel; the daemon keeps the mode and the ACLs in step,
+        // and applies the umask or the directory's default ACL to new objects (see `acl`).
+        // FUSE_DONT_MASK: otherwise the kernel applies the umask before we see the mode,
+        // also where a default ACL means it must not. Both or neither.
+        self.posix_acl = config
+            .add_capabilities(InitFlags::FUSE_POSIX_ACL | InitFlags::FUSE_DONT_MASK)
             .is_ok();
         if self.opts.writeback
             && config
@@ -552,6 +573,12 @@ impl Filesystem for NandFuse {
                 if set == SetAttr::default() {
                     // Only ctime (or a flag nandkit does not keep): nothing to store.
                     fs.getattr(i)
+                } else if let Some(perm) = set.perm.filter(|_| self.posix_acl) {
+                    // chmod: a stored access ACL follows the mode (the kernel leaves it to
+                    // us).
+                    fs.setattr(i, set)?;
+                    acl::chmod(fs, i, perm)?;
+                    fs.getattr(i)
                 } else {
                     fs.setattr(i, set)
                 }
@@ -576,7 +603,7 @@ impl Filesystem for NandFuse {
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
-        _umask: u32,
+        umask: u32,
         rdev: u32,
         reply: ReplyEntry,
     ) {
@@ -586,6 +613,7 @@ impl Filesystem for NandFuse {
                 parent,
                 name,
                 object(kind, mode, u64::from(rdev), &[]),
+                umask,
                 false,
             ),
             None => Err(Errno::EINVAL),
@@ -599,10 +627,17 @@ impl Filesystem for NandFuse {
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
-        _umask: u32,
+        umask: u32,
         reply: ReplyEntry,
     ) {
-        let r = self.make(req, parent, name, object(Kind::Dir, mode, 0, &[]), false);
+        let r = self.make(
+            req,
+            parent,
+            name,
+            object(Kind::Dir, mode, 0, &[]),
+            umask,
+            false,
+        );
         self.reply_entry(reply, r);
     }
 
@@ -630,6 +665,7 @@ impl Filesystem for NandFuse {
             parent,
             link_name,
             object(Kind::Symlink, 0o777, 0, target),
+            0,
             false,
         );
         self.reply_entry(reply, r);
@@ -920,7 +956,7 @@ impl Filesystem for NandFuse {
 
     fn setxattr(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         name: &OsStr,
         value: &[u8],
@@ -934,8 +970,16 @@ impl Filesystem for NandFuse {
             libc::XATTR_REPLACE => XattrMode::Replace,
             _ => return reply.error(Errno::EINVAL),
         };
-        let r = ino32(ino)
-            .and_then(|i| self.with_fs(|fs| fs.setxattr(i, name_bytes(name), value, mode)));
+        let (name, who) = (name_bytes(name), caller(req));
+        let r = ino32(ino).and_then(|i| {
+            self.with_fs(|fs| {
+                if self.posix_acl && acl::is_acl(name) {
+                    acl::set(fs, i, name, value, mode, who)
+                } else {
+                    fs.setxattr(i, name, value, mode)
+                }
+            })
+        });
         Self::reply_empty(reply, r);
     }
 
@@ -970,7 +1014,16 @@ impl Filesystem for NandFuse {
     }
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let r = ino32(ino).and_then(|i| self.with_fs(|fs| fs.removexattr(i, name_bytes(name))));
+        let name = name_bytes(name);
+        let r = ino32(ino).and_then(|i| {
+            self.with_fs(|fs| {
+                if self.posix_acl && acl::is_acl(name) {
+                    acl::remove(fs, i, name)
+                } else {
+                    fs.removexattr(i, name)
+                }
+            })
+        });
         Self::reply_empty(reply, r);
     }
 
@@ -987,11 +1040,18 @@ impl Filesystem for NandFuse {
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
-        _umask: u32,
+        umask: u32,
         flags: i32,
         reply: ReplyCreate,
     ) {
-        let r = self.make(req, parent, name, object(Kind::File, mode, 0, &[]), true);
+        let r = self.make(
+            req,
+            parent,
+            name,
+            object(Kind::File, mode, 0, &[]),
+            umask,
+            true,
+        );
         match r {
             Ok(a) => {
                 if writes(flags) {

@@ -20,6 +20,7 @@
 //! command run meanwhile (`fusermount3 -u M && nandkit fsck IMAGE`) knows it should wait,
 //! and says why, rather than fail with "is mounted".
 
+mod acl;
 mod bdi;
 mod clock;
 mod commit;
