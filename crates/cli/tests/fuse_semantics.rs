@@ -464,7 +464,7 @@ fn writes_move_mtime_and_ctime() {
     }
     // With the write-back cache the kernel keeps a written file's times; without it the
     // daemon sets them: both must.
-    for opts in [&[][..], &["-o", "nowriteback"][..]] {
+    for opts in [&[][..], &["-o", "writeback"][..]] {
         write_times(opts);
     }
 }
@@ -654,7 +654,7 @@ fn a_full_device_shows_readers_only_what_is_stored() {
     if !fuse_ready("a_full_device_shows_readers_only_what_is_stored") {
         return;
     }
-    for opts in [&[][..], &["-o", "nowriteback"][..]] {
+    for opts in [&[][..], &["-o", "writeback"][..]] {
         let rig = Rig::new(&["--geometry", "tiny"]);
         let m = rig.mount(opts);
         std::fs::create_dir(rig.path("stress")).unwrap();

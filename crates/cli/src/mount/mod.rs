@@ -72,11 +72,12 @@ Mount options (-o, comma-separated or repeated):
   commit=S                   seconds between writing out data of files still open (default
                              5, as ext4). Closed files are written at close, fsync'd ones at
                              fsync; what the daemon holds longer is lost if it is killed
-  writeback, nowriteback      the kernel's write-back cache (default on): small writes
+  writeback, nowriteback      the kernel's write-back cache (default off): small writes
                              land in the page cache at memory speed and reach the
                              daemon in batches, at close, fsync, or within the commit
                              interval. On a full device the error comes from fsync or
-                             close, and the refused range reads as zeros
+                             close, the refused range reads as zeros, and until the
+                             write-back readers see data the device may then refuse
   dirty_ratio=P              percent of the kernel's dirty-page allowance the mount may
                              hold (default 20; the kernel gives FUSE 1, strictly). Set
                              when mounted by root; commits still hand dirty pages of

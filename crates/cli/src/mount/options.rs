@@ -57,7 +57,7 @@ impl MountConfig {
             dirty_ratio: DEFAULT_DIRTY_RATIO,
             fuse: FuseOptions {
                 read_only: false,
-                writeback: true,
+                writeback: false,
                 attr_ttl: Duration::ZERO,
                 entry_ttl: Duration::from_secs(1),
                 commit: Duration::from_secs(DEFAULT_COMMIT_SECS),
@@ -192,8 +192,8 @@ mod tests {
         assert_eq!(parse(&[]).unwrap().fuse.atime, AtimePolicy::Relatime);
         assert!(parse(&["commit=0"]).is_err());
         assert!(
-            parse(&[]).unwrap().fuse.writeback,
-            "write-back is the default"
+            !parse(&[]).unwrap().fuse.writeback,
+            "write-through is the default"
         );
         let n = parse(&["nowriteback"]).unwrap();
         assert!(!n.fuse.writeback);
