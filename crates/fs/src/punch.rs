@@ -38,7 +38,7 @@ use crate::error::{FsError, Result};
 use crate::format::record::{Floor, Reserve};
 use crate::fs::FileSystem;
 use crate::object::{LOST_PAGE, NO_CHUNK, NO_PAGE};
-use crate::types::{Ino, Kind, Time};
+use crate::types::{Ino, Time};
 
 impl<F: Flash> FileSystem<F> {
     /// Frees bytes `[offset, offset + len)` of a file (they read as zeros); the size stays.
@@ -98,24 +98,10 @@ impl<F: Flash> FileSystem<F> {
     pub fn zero_range(&mut self, ino: Ino, offset: u64, len: u64, keep_size: bool) -> Result<()> {
         let end = self.check_range_call(ino, offset, len)?;
         self.load(ino)?;
-        let c = u64::from(self.layout.chunk_bytes);
-        let want = Reserve {
-            start: (offset / c) as u32,
-            end: end.div_ceil(c) as u32,
-        };
-        let old = self.reserves.get(&ino).copied();
-        let new = match old {
-            Some(r) => Reserve {
-                start: r.start.min(want.start),
-                end: r.end.max(want.end),
-            },
-            None => want,
-        };
         // Room for what becomes reserved (the holes of the new range that were not
         // reserved yet; chunks the zeroing frees stay counted), the edges and the header.
+        let (old, new, extra) = self.widened_reserve(ino, offset, end)?;
         let o = self.obj(ino)?;
-        let extra = o.chunks.holes_in(new.start, new.end)
-            - old.map_or(0, |r| o.chunks.holes_in(r.start, r.end));
         if extra > 0 && self.statfs().free_chunks < extra + 3 {
             return Err(FsError::NoSpace);
         }
@@ -137,25 +123,6 @@ impl<F: Flash> FileSystem<F> {
         } else {
             self.persist_punch(ino, None, true)
         }
-    }
-
-    /// The checks every range call makes, as Linux's fallocate: returns the range's end.
-    fn check_range_call(&mut self, ino: Ino, offset: u64, len: u64) -> Result<u64> {
-        self.check_writable()?;
-        match self.visible(ino)?.kind {
-            Kind::File => {}
-            Kind::Dir => return Err(FsError::IsDir),
-            _ => return Err(FsError::NoDevice),
-        }
-        self.file(ino)?;
-        if len == 0 {
-            return Err(FsError::Invalid("a range of zero bytes"));
-        }
-        let end = offset.checked_add(len).ok_or(FsError::TooBig)?;
-        if end > self.max_file_size() {
-            return Err(FsError::TooBig);
-        }
-        Ok(end)
     }
 
     /// Punches bytes `[p, q)` (within the file): zeros into the edge chunks, the whole

@@ -16,23 +16,35 @@ use crate::fs::FileSystem;
 use crate::types::{Ino, Kind};
 
 impl<F: Flash> FileSystem<F> {
-    /// Reserves room for bytes `[offset, offset + len)` of a file; unless `keep_size`, the
-    /// file grows to cover them. Durable once it returns (one header write).
-    pub fn fallocate(&mut self, ino: Ino, offset: u64, len: u64, keep_size: bool) -> Result<()> {
+    /// The checks fallocate, punch and zero-range share: a writable mount, a regular file
+    /// with its data (not hollow), a non-empty range within the largest file. Returns the
+    /// range's end.
+    pub(crate) fn check_range_call(&mut self, ino: Ino, offset: u64, len: u64) -> Result<u64> {
         self.check_writable()?;
         match self.visible(ino)?.kind {
             Kind::File => {}
             Kind::Dir => return Err(FsError::IsDir),
             _ => return Err(FsError::NoDevice),
         }
+        self.file(ino)?;
         if len == 0 {
-            return Err(FsError::Invalid("fallocate of zero bytes"));
+            return Err(FsError::Invalid("a range of zero bytes"));
         }
         let end = offset.checked_add(len).ok_or(FsError::TooBig)?;
         if end > self.max_file_size() {
             return Err(FsError::TooBig);
         }
-        self.load(ino)?;
+        Ok(end)
+    }
+
+    /// The file's reservation widened to cover bytes `[offset, end)`: (the old one, the
+    /// new one, how many holes become reserved that were not).
+    pub(crate) fn widened_reserve(
+        &self,
+        ino: Ino,
+        offset: u64,
+        end: u64,
+    ) -> Result<(Option<Reserve>, Reserve, u64)> {
         let c = u64::from(self.layout.chunk_bytes);
         let want = Reserve {
             start: (offset / c) as u32,
@@ -49,6 +61,16 @@ impl<F: Flash> FileSystem<F> {
         let o = self.obj(ino)?;
         let extra = o.chunks.holes_in(new.start, new.end)
             - old.map_or(0, |r| o.chunks.holes_in(r.start, r.end));
+        Ok((old, new, extra))
+    }
+
+    /// Reserves room for bytes `[offset, offset + len)` of a file; unless `keep_size`, the
+    /// file grows to cover them. Durable once it returns (one header write).
+    pub fn fallocate(&mut self, ino: Ino, offset: u64, len: u64, keep_size: bool) -> Result<()> {
+        let end = self.check_range_call(ino, offset, len)?;
+        self.load(ino)?;
+        let (old, new, extra) = self.widened_reserve(ino, offset, end)?;
+        let o = self.obj(ino)?;
         let holes = o.chunks.holes_in(new.start, new.end);
         let size = o.size;
         let grow = !keep_size && end > size;

@@ -306,13 +306,7 @@ impl NandFuse {
                     return Ok(0);
                 }
                 if done == 0 {
-                    self.drop_privileges(fs, dst, |perm, gid| {
-                        if who.has_fsetid() {
-                            None
-                        } else {
-                            privs::after_change(perm, || who.in_group(gid))
-                        }
-                    })?;
+                    self.drop_privileges(fs, dst, |perm, gid| who.perm_after_change(perm, gid))?;
                 }
                 fs.write(dst, to, &buf[..n])
             });
@@ -562,13 +556,7 @@ impl Filesystem for NandFuse {
                     self.drop_privileges(fs, i, |perm, _| privs::after_chown(perm))?;
                 }
                 if set.size.is_some() && set.perm.is_none() {
-                    self.drop_privileges(fs, i, |perm, gid| {
-                        if who.has_fsetid() {
-                            None
-                        } else {
-                            privs::after_change(perm, || who.in_group(gid))
-                        }
-                    })?;
+                    self.drop_privileges(fs, i, |perm, gid| who.perm_after_change(perm, gid))?;
                 }
                 if set == SetAttr::default() {
                     // Only ctime (or a flag nandkit does not keep): nothing to store.
@@ -1094,13 +1082,7 @@ impl Filesystem for NandFuse {
             }
             self.with_fs(|fs| {
                 // As Linux's file_modified: privileges go before the file changes.
-                self.drop_privileges(fs, i, |perm, gid| {
-                    if who.has_fsetid() {
-                        None
-                    } else {
-                        privs::after_change(perm, || who.in_group(gid))
-                    }
-                })?;
+                self.drop_privileges(fs, i, |perm, gid| who.perm_after_change(perm, gid))?;
                 if op == 0 {
                     fs.fallocate(i, offset, length, keep_size)
                 } else if mode == PUNCH {

@@ -59,6 +59,17 @@ impl Caller {
         }
     }
 
+    /// A file's permission bits after this caller wrote, truncated or preallocated in it
+    /// (`gid`: the file's group): `after_change`'s rule unless the caller holds
+    /// CAP_FSETID. None: nothing changes.
+    pub fn perm_after_change(&self, perm: u32, gid: u32) -> Option<u32> {
+        if self.has_fsetid() {
+            None
+        } else {
+            after_change(perm, || self.in_group(gid))
+        }
+    }
+
     /// Is the caller in group `gid` (as its file system group or a supplementary one)?
     pub fn in_group(&self, gid: u32) -> bool {
         if self.gid == gid {
