@@ -498,10 +498,10 @@ fn fsx_random_io_matches_a_model_across_remount() {
 }
 
 #[test]
-fn fsx_with_writeback_cache_and_four_threads() {
+fn fsx_without_writeback_cache_and_four_threads() {
     fsx(
-        "fsx_with_writeback_cache_and_four_threads",
-        &["-o", "writeback,threads=4"],
+        "fsx_without_writeback_cache_and_four_threads",
+        &["-o", "nowriteback,threads=4"],
         4000,
     );
 }

@@ -91,17 +91,25 @@ fn pattern(seed: u64, len: usize) -> Vec<u8> {
 
 /// The repro, as a test: data closed and synced, then the daemon killed, is there
 /// after a remount; so is data still open once a commit has passed; and data fsync'd with
-/// the file still open, with commits far away.
+/// the file still open, with commits far away. With the default write-back cache and
+/// without it.
 #[test]
 fn a_killed_daemon_loses_nothing_closed_synced_or_committed() {
     if !fuse_ready("a_killed_daemon_loses_nothing_closed_synced_or_committed") {
         return;
     }
+    killed_daemon("");
+    killed_daemon(",nowriteback");
+}
+
+/// One round of the test above; `extra`: more mount options, after a comma.
+fn killed_daemon(extra: &str) {
+    let with = |o: &str| format!("{o}{extra}");
     let rig = Rig::new(&["--geometry", "mlc-1g", "--device-size", "64MiB"]);
     let log = rig.dir.path().join("daemon.log");
 
     // Closed, then sync(2), then SIGKILL.
-    let (m, pid) = mount_logged(&rig, &["-o", "commit=3600"], &log);
+    let (m, pid) = mount_logged(&rig, &["-o", &with("commit=3600")], &log);
     let closed = pattern(1, 1000);
     std::fs::write(rig.path("closed.txt"), &closed).unwrap();
     // A batch of small files closed while a big write goes on beside them.
@@ -120,7 +128,7 @@ fn a_killed_daemon_loses_nothing_closed_synced_or_committed() {
     drop(big);
 
     // Still open, written, then a commit passes: it is on flash too.
-    let (m, pid) = mount_logged(&rig, &["-o", "commit=1"], &log);
+    let (m, pid) = mount_logged(&rig, &["-o", &with("commit=1")], &log);
     assert_eq!(std::fs::read(rig.path("closed.txt")).unwrap(), closed);
     for i in 0..50u64 {
         let got = std::fs::read(rig.path(&format!("small-{i}"))).unwrap();
@@ -139,7 +147,7 @@ fn a_killed_daemon_loses_nothing_closed_synced_or_committed() {
     drop(f);
 
     // fsync with the file open and no commit to help: fsync itself must write.
-    let (m, pid) = mount_logged(&rig, &["-o", "commit=3600"], &log);
+    let (m, pid) = mount_logged(&rig, &["-o", &with("commit=3600")], &log);
     assert_eq!(std::fs::read(rig.path("open.txt")).unwrap(), open_data);
     let synced = pattern(3, 5000);
     let mut g = File::create(rig.path("fsynced.txt")).unwrap();
@@ -149,7 +157,11 @@ fn a_killed_daemon_loses_nothing_closed_synced_or_committed() {
     drop(g);
 
     let m = rig.mount(&[]);
-    assert_eq!(std::fs::read(rig.path("fsynced.txt")).unwrap(), synced);
+    assert_eq!(
+        std::fs::read(rig.path("fsynced.txt")).unwrap(),
+        synced,
+        "{extra}"
+    );
     assert_eq!(std::fs::read(rig.path("open.txt")).unwrap(), open_data);
     assert_eq!(std::fs::read(rig.path("closed.txt")).unwrap(), closed);
     m.unmount();
@@ -462,9 +474,9 @@ fn writes_move_mtime_and_ctime() {
     if !fuse_ready("writes_move_mtime_and_ctime") {
         return;
     }
-    // With the write-back cache the kernel keeps a written file's times; without it the
-    // daemon sets them: both must.
-    for opts in [&[][..], &["-o", "writeback"][..]] {
+    // With the write-back cache (the default) the kernel keeps a written file's times;
+    // without it the daemon sets them: both must.
+    for opts in [&[][..], &["-o", "nowriteback"][..]] {
         write_times(opts);
     }
 }
@@ -648,13 +660,13 @@ fn drop_caches() -> bool {
 
 /// Four writers fill a small device (write and mmap): the tree read through the kernel's
 /// cache, the tree read after dropping the cache, and the tree after a remount are the
-/// same. Run with the default mount and with the write-back cache.
+/// same. Run with the default mount (the write-back cache) and without the cache.
 #[test]
 fn a_full_device_shows_readers_only_what_is_stored() {
     if !fuse_ready("a_full_device_shows_readers_only_what_is_stored") {
         return;
     }
-    for opts in [&[][..], &["-o", "writeback"][..]] {
+    for opts in [&[][..], &["-o", "nowriteback"][..]] {
         let rig = Rig::new(&["--geometry", "tiny"]);
         let m = rig.mount(opts);
         std::fs::create_dir(rig.path("stress")).unwrap();

@@ -95,9 +95,21 @@ impl<F: Flash> FileSystem<F> {
         Ok(())
     }
 
-    /// Writes `data` at `offset`, growing the file as needed. Returns bytes written; a
-    /// full device gives a short write, or ENOSPC if nothing could be written.
+    /// Writes `data` at `offset`, growing the file as needed; mtime and ctime move.
+    /// Returns bytes written; a full device gives a short write, or ENOSPC if nothing
+    /// could be written.
     pub fn write(&mut self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize> {
+        self.write_touching(ino, offset, data, true)
+    }
+
+    /// `write` that leaves mtime and ctime alone: for data a page cache wrote back, whose
+    /// owner keeps the times of the write and sets them itself (FUSE's write-back cache
+    /// sends them after the data, and the data may arrive later than that).
+    pub fn write_back(&mut self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize> {
+        self.write_touching(ino, offset, data, false)
+    }
+
+    fn write_touching(&mut self, ino: Ino, offset: u64, data: &[u8], touch: bool) -> Result<usize> {
         self.check_writable()?;
         self.file(ino)?;
         self.load(ino)?;
@@ -136,9 +148,11 @@ impl<F: Flash> FileSystem<F> {
         let now = Time::from_ns(self.now());
         let o = self.obj_mut(ino)?;
         o.size = o.size.max(offset + done as u64);
-        let d = o.d_mut();
-        d.mtime = now;
-        d.ctime = now;
+        if touch {
+            let d = o.d_mut();
+            d.mtime = now;
+            d.ctime = now;
+        }
         o.set_dirty(true);
         self.stats.user_bytes_written += done as u64;
         Ok(done)

@@ -77,7 +77,12 @@ impl<F: Flash> FileSystem<F> {
         if extra == 0 && !grow {
             return Ok(());
         }
-        self.check_room_for_new_pages(extra + 1)?;
+        // Always against statfs (room net of every reservation): the shared check below
+        // leaves a file system without reservations to the allocator, which would let
+        // the first reservation promise more than the device holds.
+        if self.statfs().free_chunks < extra + 1 {
+            return Err(FsError::NoSpace);
+        }
         let now = self.now();
         if holes > 0 {
             self.reserves.insert(ino, new);

@@ -865,6 +865,11 @@ fn fallocate_reserves_room() {
         let c = dev.chunk() as u64;
         let f = fs.create(ROOT_INO, b"f", file()).unwrap().ino;
         let free = fs.statfs().free_chunks;
+        // More than the device holds is refused, also as the first reservation of all.
+        assert_eq!(errno(fs.fallocate(f, 0, (free + 1) * c, false)), ENOSPC);
+        assert_eq!(errno(fs.fallocate(f, 0, (free + 1) * c, true)), ENOSPC);
+        assert_eq!(fs.getattr(f).unwrap().size, 0);
+        assert_eq!(fs.statfs().free_chunks, free);
         let want = free / 3;
         fs.fallocate(f, 0, want * c, false).unwrap();
         assert_eq!(fs.getattr(f).unwrap().size, want * c);

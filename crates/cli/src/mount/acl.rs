@@ -16,7 +16,7 @@
 //! {u16 tag, u16 perm, u32 id}, little-endian, sorted by tag then id.
 
 use nandkit_flash::Flash;
-use nandkit_fs::{FileSystem, FsError, Ino, Kind, SetAttr, XattrMode};
+use nandkit_fs::{Attr, FileSystem, FsError, Ino, Kind, NewObject, SetAttr, XattrMode};
 
 use super::privs::Caller;
 
@@ -240,21 +240,39 @@ pub fn inherit<F: Flash>(
     Ok(inherit_from(default.as_deref(), kind, perm, umask))
 }
 
-/// Stores what [`inherit`] found on the new object `ino`. Returns whether anything was
-/// stored (its ctime moved).
-pub fn store_inherited<F: Flash>(
+/// Creates `name` in `parent` with what [`inherit`] found. The object and its ACLs are
+/// separate writes, so a power cut between them must not leave the object more open than
+/// it was to be: with ACLs to store, it is created with no permissions for its group or
+/// others, the ACLs are stored, and then its mode is set. A cut leaves no object, an
+/// object only its owner may use, or the object with its ACLs.
+pub fn create_inheriting<F: Flash>(
     fs: &mut FileSystem<F>,
-    ino: Ino,
+    parent: Ino,
+    name: &[u8],
+    mut new: NewObject<'_>,
     inherited: Inherited,
-) -> Result<bool, FsError> {
-    let mut stored = false;
+) -> Result<Attr, FsError> {
+    if inherited.access.is_none() && inherited.default.is_none() {
+        return fs.create(parent, name, new);
+    }
+    let perm = new.perm;
+    new.perm &= !0o077;
+    let a = fs.create(parent, name, new)?;
     for (name, value) in [(ACCESS, inherited.access), (DEFAULT, inherited.default)] {
         if let Some(v) = value {
-            fs.setxattr(ino, name, &v, XattrMode::Set)?;
-            stored = true;
+            fs.setxattr(a.ino, name, &v, XattrMode::Set)?;
         }
     }
-    Ok(stored)
+    if perm != a.perm {
+        fs.setattr(
+            a.ino,
+            SetAttr {
+                perm: Some(perm),
+                ..SetAttr::default()
+            },
+        )?;
+    }
+    fs.getattr(a.ino)
 }
 
 /// setxattr of an ACL attribute (the kernel has checked the caller owns the object and
@@ -462,5 +480,102 @@ mod tests {
         let mut perm = 0o777;
         inherit_from(None, Kind::Symlink, &mut perm, 0o077);
         assert_eq!(perm, 0o777);
+    }
+
+    /// The ACL of a new file and the file itself are separate writes: a power cut at each
+    /// flash operation of the create leaves no file, a file only its owner may use, or
+    /// the file with its ACL (and, with the ACL, the mode it was to have, or the owner's
+    /// bits alone).
+    #[test]
+    fn a_power_cut_never_leaves_a_new_file_more_open_than_its_acl() {
+        use nandkit_flash::{preset, FlashDevice, PowerCut};
+        use nandkit_fs::{AtimePolicy, CountingClock, FsConfig, MountOptions};
+        use std::sync::Arc;
+
+        let clock = Arc::new(CountingClock::new(1_000_000_000));
+        let opts = || MountOptions {
+            read_only: false,
+            force_scan: false,
+            clock: clock.clone(),
+            atime: AtimePolicy::Relatime,
+        };
+        let new = |kind, perm| NewObject {
+            kind,
+            perm,
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            target: &[],
+        };
+        // A directory whose default ACL names a user and a group.
+        let start = || {
+            let mut c = preset("tiny").unwrap();
+            c.ecc.rber_fresh = 0.0;
+            c.ecc.rber_at_endurance = 0.0;
+            let blocks = c.geometry.total_blocks() as u32;
+            let flash = FlashDevice::ram(c).unwrap();
+            let cfg = FsConfig::profile("yaffs", blocks).unwrap();
+            let mut fs = FileSystem::format(flash, cfg, clock.clone()).unwrap();
+            let d = fs.create(1, b"d", new(Kind::Dir, 0o755)).unwrap().ino;
+            fs.setxattr(d, DEFAULT, &sample().encode(), XattrMode::Set)
+                .unwrap();
+            fs.sync().unwrap();
+            (fs, d)
+        };
+        let create = |fs: &mut FileSystem<FlashDevice>, d: Ino| {
+            let mut perm = 0o666;
+            let inherited = inherit(fs, d, Kind::File, &mut perm, 0o022)?;
+            let want_acl = inherited.access.clone();
+            let a = create_inheriting(fs, d, b"f", new(Kind::File, perm), inherited)?;
+            fs.sync()?;
+            Ok::<_, FsError>((a, want_acl))
+        };
+        let (mut fs, d) = start();
+        let base = fs.device().state_ops();
+        let (a, want_acl) = create(&mut fs, d).unwrap();
+        let want_acl = want_acl.expect("a named user makes an access ACL");
+        assert_eq!(
+            a.perm & 0o777,
+            0o660,
+            "group bits are the mask (rw- of 0o666)"
+        );
+        let total = fs.device().state_ops() - base;
+        assert!(total >= 3, "create, ACL, mode: {total} ops");
+        let mut seen = [false; 3];
+        for n in 0..total {
+            let (mut fs, d) = start();
+            fs.device_mut().arm_power_cut(PowerCut::AtOp(n));
+            assert!(create(&mut fs, d).is_err(), "cut at {n}");
+            let mut flash = fs.into_device();
+            flash.power_cycle().unwrap();
+            let mut fs = FileSystem::mount(flash, opts()).unwrap();
+            assert!(fs.fsck().is_clean(), "cut at {n}");
+            let Ok(f) = fs.lookup(d, b"f") else {
+                seen[0] = true;
+                continue;
+            };
+            match fs.getxattr(f.ino, ACCESS) {
+                Ok(acl) => {
+                    assert_eq!(acl, want_acl, "cut at {n}");
+                    assert!(
+                        matches!(f.perm & 0o777, 0o660 | 0o600),
+                        "cut at {n}: {:o}",
+                        f.perm
+                    );
+                    seen[2] = true;
+                }
+                Err(FsError::NoData) => {
+                    assert_eq!(
+                        f.perm & 0o077,
+                        0,
+                        "cut at {n}: open without its ACL: {:o}",
+                        f.perm
+                    );
+                    seen[1] = true;
+                }
+                Err(e) => panic!("cut at {n}: {e}"),
+            }
+        }
+        assert_eq!(seen, [true; 3], "each outcome happens at some cut");
     }
 }

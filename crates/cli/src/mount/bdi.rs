@@ -1,16 +1,8 @@
-//! How much of the kernel's dirty-page allowance the mount may hold.
-//!
-//! The kernel limits every FUSE mount to 1% of the system's dirty-page allowance, strictly
-//! (a slow or hostile daemon must not pin the page cache). Past that, a writer waits for
-//! the daemon at every page: with the write-back cache, random 4 KiB writes over a 64 MiB
-//! file ran at a third of the speed they reach with the limit relaxed. nandkit's daemon
-//! serves from memory and writes back at memory speed, and a commit hands dirty pages of
-//! files open for writing to it every commit interval whatever the limit, so a larger
-//! share costs no durability. When it may (as root), the daemon sets this mount's share
-//! (`-o dirty_ratio=PERCENT`, default 20) and lifts the strict limit, through the mount's
-//! backing device in /sys/class/bdi. The settings go with the mount.
+//! The mount's backing device in /sys/class/bdi: where the kernel keeps the limit on
+//! how much of the mount's page cache may be dirty (see `space_guard`, which sets and
+//! reads it).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The "major:minor" device number of the mount at `mountpoint`, from
 /// /proc/self/mountinfo (asking the mount itself would need the daemon to answer).
@@ -33,29 +25,23 @@ fn unescape(s: &str) -> String {
         .replace("\\134", "\\")
 }
 
-/// Sets the mount's share of the dirty-page allowance; says why not if it cannot.
-pub fn set_dirty_share(mountpoint: &Path, percent: u32) {
-    let Some(dev) = device_of(mountpoint) else {
-        eprintln!(
-            "nandkit: dirty_ratio: {} not found in /proc/self/mountinfo",
-            mountpoint.display()
-        );
-        return;
-    };
-    let dir = Path::new("/sys/class/bdi").join(&dev);
-    for (file, value) in [
-        ("max_ratio", percent.to_string()),
-        ("strict_limit", "0".into()),
-    ] {
-        if let Err(e) = std::fs::write(dir.join(file), &value) {
-            eprintln!(
-                "nandkit: dirty_ratio: cannot set {}/{file} ({e}); the kernel's FUSE default \
-                 (1%, strict) stays",
-                dir.display()
-            );
-            return;
-        }
-    }
+/// The /sys/class/bdi directory of the mount at `mountpoint`.
+pub fn dir_of(mountpoint: &Path) -> Option<PathBuf> {
+    device_of(mountpoint).map(|dev| Path::new("/sys/class/bdi").join(dev))
+}
+
+/// Writes a number into one of the device's settings (root only).
+pub fn write(dir: &Path, file: &str, value: u64) -> std::io::Result<()> {
+    std::fs::write(dir.join(file), value.to_string())
+}
+
+/// Reads a number from one of the device's settings.
+pub fn read(dir: &Path, file: &str) -> Option<u64> {
+    std::fs::read_to_string(dir.join(file))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]
@@ -66,6 +52,16 @@ mod tests {
     fn mountinfo_paths_unescape() {
         assert_eq!(unescape("/tmp/a\\040b"), "/tmp/a b");
         assert_eq!(unescape("/x\\134y"), "/x\\y");
+    }
+
+    #[test]
+    fn settings_read_back() {
+        let d = std::env::temp_dir().join(format!("nandkit-bdi-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        write(&d, "max_bytes", 4096).unwrap();
+        assert_eq!(read(&d, "max_bytes"), Some(4096));
+        assert_eq!(read(&d, "missing"), None);
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]

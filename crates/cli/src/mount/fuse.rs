@@ -5,17 +5,18 @@
 //! nandkit never reuses an object number, so the generation is always 0.
 //!
 //! Caching: every change reaches the daemon through this kernel mount (the image is locked
-//! against anyone else), so directory entries may be cached. Attributes are not, by default
-//! (TTL 0): the kernel then asks again on every stat, and a link count or ctime can never be
-//! stale. With `-o writeback` the kernel owns sizes and times of files being written anyway,
-//! and a short attribute TTL saves a GETATTR on every write.
+//! against anyone else), so directory entries may be cached. With the write-back cache (the
+//! default; guarded on a filling device by `space_guard`) the kernel owns sizes and times of
+//! files being written anyway, and a short attribute TTL saves a GETATTR on every write.
+//! With `-o nowriteback` attributes are not cached (TTL 0): the kernel asks again on every
+//! stat, and a link count or ctime can never be stale.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
@@ -30,6 +31,7 @@ use super::acl;
 use super::commit::Writers;
 use super::invalidate::Invalidations;
 use super::privs::{self, Caller};
+use super::space_guard::SpaceGuard;
 use nandkit_fs::{
     AtimePolicy, Attr, FileSystem, FsError, Ino, Kind, NewObject, RenameMode, SetAttr, Time,
     XattrMode,
@@ -83,6 +85,8 @@ pub struct NandFuse {
     killpriv: bool,
     /// POSIX ACLs are on (FUSE_POSIX_ACL): see `acl`.
     posix_acl: bool,
+    /// Which opens may cache writes (set once the mount is up; see `space_guard`).
+    guard: Arc<OnceLock<SpaceGuard>>,
 }
 
 /// Does an open with these flags write?
@@ -193,6 +197,7 @@ impl NandFuse {
         opts: FuseOptions,
         invalidations: Arc<Invalidations>,
         writers: Arc<Writers>,
+        guard: Arc<OnceLock<SpaceGuard>>,
     ) -> Self {
         Self {
             fs,
@@ -204,6 +209,28 @@ impl NandFuse {
             writers,
             killpriv: false,
             posix_acl: false,
+            guard,
+        }
+    }
+
+    /// Bytes free for new data.
+    fn room(fs: &FileSystem<FlashDevice>) -> u64 {
+        let s = fs.statfs();
+        s.free_chunks.saturating_mul(u64::from(s.chunk_bytes))
+    }
+
+    /// How a file opened with `flags` is served, given `room` bytes free. Cached pages
+    /// stay good across opens: only this mount changes the data. With the write-back
+    /// cache an open for writing gets direct I/O unless the room left covers what the
+    /// kernel may hold dirty (see `space_guard`).
+    fn open_flags(&self, flags: i32, room: u64) -> FopenFlags {
+        let direct = self.opts.writeback
+            && writes(flags)
+            && !self.guard.get().is_some_and(|g| g.cache_writes(room));
+        if direct {
+            FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_DIRECT_IO
+        } else {
+            FopenFlags::FOPEN_KEEP_CACHE
         }
     }
 
@@ -418,10 +445,7 @@ impl NandFuse {
             } else {
                 acl::Inherited::default()
             };
-            let mut a = fs.create(parent, name_bytes(name), new)?;
-            if acl::store_inherited(fs, a.ino, inherited)? {
-                a = fs.getattr(a.ino)?;
-            }
+            let a = acl::create_inheriting(fs, parent, name_bytes(name), new, inherited)?;
             // The kernel now knows the object: it stays in RAM until forgotten.
             fs.remember(a.ino)?;
             if open {
@@ -473,6 +497,11 @@ impl Filesystem for NandFuse {
                 .is_err()
         {
             self.opts.writeback = false;
+        }
+        // Files opened for writing on a nearly full device get direct I/O (see
+        // `space_guard`); they may still be mapped, through the page cache as before.
+        if self.opts.writeback {
+            let _ = config.add_capabilities(InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP);
         }
         Ok(())
     }
@@ -719,16 +748,15 @@ impl Filesystem for NandFuse {
                 if reads && !self.opts.read_only {
                     fs.access(i)?;
                 }
-                Ok(())
+                Ok(Self::room(fs))
             })
         });
         match opened {
-            // Only this mount changes the data, so cached pages stay good across opens.
-            Ok(()) => {
+            Ok(room) => {
                 if writes(flags.0) {
                     self.writers.opened(ino.0);
                 }
-                reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE)
+                reply.opened(FileHandle(0), self.open_flags(flags.0, room))
             }
             Err(e) => reply.error(e),
         }
@@ -766,6 +794,11 @@ impl Filesystem for NandFuse {
     ) {
         // The kernel flags a write by a caller without CAP_FSETID.
         let kill = write_flags.contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID);
+        // With the write-back cache the kernel keeps the times of a cached write and
+        // sends them (SETATTR) once it has written the data back, possibly before the
+        // last of that data reaches us: a write-back must not move them past the
+        // kernel's. (Without the cache the kernel leaves the times to us.)
+        let from_cache = self.opts.writeback && write_flags.contains(WriteFlags::FUSE_WRITE_CACHE);
         let who = caller(req);
         let written = ino32(ino).and_then(|i| {
             self.with_fs(|fs| {
@@ -774,11 +807,17 @@ impl Filesystem for NandFuse {
                     kill.then(|| privs::after_change(perm, || who.in_group(gid)))
                         .flatten()
                 })?;
-                fs.write(i, offset, data)
+                if from_cache {
+                    fs.write_back(i, offset, data)
+                } else {
+                    fs.write(i, offset, data)
+                }
             })
         });
         let refused = !matches!(written, Ok(n) if n == data.len());
-        if refused && self.opts.writeback {
+        // Only a write from the page cache grew the kernel's size before we saw it (a
+        // direct write that fails leaves the size alone).
+        if refused && from_cache {
             self.keep_kernel_size(ino, offset + data.len() as u64);
         }
         match written {
@@ -1040,6 +1079,7 @@ impl Filesystem for NandFuse {
             umask,
             true,
         );
+        let room = self.with_fs(|fs| Ok(Self::room(fs))).unwrap_or(0);
         match r {
             Ok(a) => {
                 if writes(flags) {
@@ -1050,7 +1090,7 @@ impl Filesystem for NandFuse {
                     &self.attr(&a),
                     Generation(0),
                     FileHandle(0),
-                    FopenFlags::FOPEN_KEEP_CACHE,
+                    self.open_flags(flags, room),
                 )
             }
             Err(e) => reply.error(e),

@@ -28,6 +28,7 @@ mod fuse;
 mod invalidate;
 mod options;
 mod privs;
+mod space_guard;
 
 use std::ffi::CString;
 use std::fs::File;
@@ -36,7 +37,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::io::FromRawFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
@@ -72,22 +73,23 @@ Mount options (-o, comma-separated or repeated):
   commit=S                   seconds between writing out data of files still open (default
                              5, as ext4). Closed files are written at close, fsync'd ones at
                              fsync; what the daemon holds longer is lost if it is killed
-  writeback, nowriteback      the kernel's write-back cache (default off): small writes
+  writeback, nowriteback     the kernel's write-back cache (default on): small writes
                              land in the page cache at memory speed and reach the
                              daemon in batches, at close, fsync, or within the commit
-                             interval. On a full device the error comes from fsync or
-                             close, the refused range reads as zeros, and until the
-                             write-back readers see data the device may then refuse
-  dirty_ratio=P              percent of the kernel's dirty-page allowance the mount may
-                             hold (default 20; the kernel gives FUSE 1, strictly). Set
-                             when mounted by root; commits still hand dirty pages of
-                             open files over every commit interval
+                             interval. The kernel may hold at most dirty_limit bytes
+                             unwritten, and a file opened for writing when less room
+                             than that is left writes through (ENOSPC at write(2)).
+                             nowriteback: every write(2) reaches the daemon
+  dirty_limit=SIZE           bytes of written data the kernel may hold for the mount
+                             (default an eighth of the file system, 1MiB..256MiB). Set
+                             when mounted by root; otherwise the kernel's own limit
+                             (1% of its allowance) applies
   threads=N                  request threads (default 1; more help only when several
                              programs do I/O at once on a many-core machine)
   attr_timeout=S, entry_timeout=S
-                             seconds the kernel may cache attributes (default 0, so a
-                             stat never shows an old link count or ctime; 1 with
-                             writeback) and names (default 1)
+                             seconds the kernel may cache attributes (default 1; 0
+                             with nowriteback, so a stat never shows an old link
+                             count or ctime) and names (default 1)
 
 Examples:
   nandkit mkfs disk.img --device-size 256MiB
@@ -379,15 +381,21 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
     )
     .map_err(|e| image::mount_error(&p.image, e))?;
     let chunk_bytes = fs.chunk_bytes();
+    let capacity = {
+        let s = fs.statfs();
+        s.total_chunks.saturating_mul(u64::from(s.chunk_bytes))
+    };
     let shared: fuse::SharedFs = Arc::new(Mutex::new(Some(fs)));
     let invalidations = Arc::new(invalidate::Invalidations::default());
     let writers = Arc::new(commit::Writers::default());
+    let guard = Arc::new(OnceLock::new());
     let handler = fuse::NandFuse::new(
         Arc::clone(&shared),
         chunk_bytes,
         p.config.fuse.clone(),
         Arc::clone(&invalidations),
         Arc::clone(&writers),
+        Arc::clone(&guard),
     );
 
     // Signals are taken by one thread (below); every thread fuser starts inherits the mask.
@@ -406,9 +414,12 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
             anyhow::anyhow!("mounting FUSE on {}: {e}{hint}", p.mountpoint.display())
         })?;
     invalidations.start(session.notifier())?;
-    // SAFETY: geteuid has no failure mode.
-    if p.config.fuse.writeback && unsafe { libc::geteuid() } == 0 {
-        bdi::set_dirty_share(&p.mountpoint, p.config.dirty_ratio);
+    if p.config.fuse.writeback {
+        let limit = p
+            .config
+            .dirty_limit
+            .unwrap_or_else(|| space_guard::default_bound(capacity));
+        let _ = guard.set(space_guard::SpaceGuard::start(&p.mountpoint, limit));
     }
     if !p.config.read_only {
         commit::start(

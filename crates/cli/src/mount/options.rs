@@ -21,8 +21,8 @@ const DEFAULT_COMMIT_SECS: u64 = 5;
 /// two ~22k, four ~24k; with four parallel writers all within noise of each other.
 const DEFAULT_THREADS: usize = 1;
 
-/// Default share (percent) of the kernel's dirty-page allowance (the kernel gives FUSE 1).
-const DEFAULT_DIRTY_RATIO: u32 = 20;
+/// Largest `-o dirty_limit=`: beyond this the kernel's own allowance is the limit.
+const MAX_DIRTY_LIMIT: u64 = 1 << 40;
 
 #[derive(Debug)]
 pub struct MountConfig {
@@ -31,8 +31,9 @@ pub struct MountConfig {
     /// Kernel flags passed through (dev, suid, noatime, ...).
     pub flags: Vec<MountOption>,
     pub threads: usize,
-    /// Percent of the kernel's dirty-page allowance the mount may hold (see `bdi`).
-    pub dirty_ratio: u32,
+    /// Bytes the kernel may hold dirty for the mount (`-o dirty_limit=`; by default an
+    /// eighth of the file system: see `space_guard`).
+    pub dirty_limit: Option<u64>,
     pub fuse: FuseOptions,
 }
 
@@ -54,10 +55,10 @@ impl MountConfig {
             acl: SessionACL::Owner,
             flags: Vec::new(),
             threads: DEFAULT_THREADS,
-            dirty_ratio: DEFAULT_DIRTY_RATIO,
+            dirty_limit: None,
             fuse: FuseOptions {
                 read_only: false,
-                writeback: false,
+                writeback: true,
                 attr_ttl: Duration::ZERO,
                 entry_ttl: Duration::from_secs(1),
                 commit: Duration::from_secs(DEFAULT_COMMIT_SECS),
@@ -90,14 +91,13 @@ impl MountConfig {
                         .filter(|n| (1..=64).contains(n))
                         .with_context(|| format!("-o threads={v}: must be 1..=64"))?;
                 }
-                ("dirty_ratio", Some(v)) => {
-                    c.dirty_ratio = v
-                        .parse()
-                        .ok()
-                        .filter(|n| (1..=100).contains(n))
-                        .with_context(|| {
-                            format!("-o dirty_ratio={v}: must be 1..=100 (percent)")
-                        })?;
+                ("dirty_limit", Some(v)) => {
+                    let bytes = crate::device_args::parse_bytes(v)
+                        .map_err(|e| anyhow::anyhow!("-o dirty_limit={v}: {e}"))?;
+                    if !(4096..=MAX_DIRTY_LIMIT).contains(&bytes) {
+                        bail!("-o dirty_limit={v}: must be between 4KiB and 1TiB");
+                    }
+                    c.dirty_limit = Some(bytes);
                 }
                 ("attr_timeout", Some(v)) => attr_ttl = Some(seconds(key, v)?),
                 ("commit", Some(v)) => {
@@ -192,22 +192,27 @@ mod tests {
         assert_eq!(parse(&[]).unwrap().fuse.atime, AtimePolicy::Relatime);
         assert!(parse(&["commit=0"]).is_err());
         assert!(
-            !parse(&[]).unwrap().fuse.writeback,
-            "write-through is the default"
+            parse(&[]).unwrap().fuse.writeback,
+            "the (guarded) write-back cache is the default"
         );
         let n = parse(&["nowriteback"]).unwrap();
         assert!(!n.fuse.writeback);
         assert_eq!(n.fuse.attr_ttl, Duration::ZERO);
+        assert_eq!(parse(&[]).unwrap().fuse.attr_ttl, Duration::from_secs(1));
         let w = parse(&["writeback,threads=2"]).unwrap();
         assert!(w.fuse.writeback);
         assert_eq!(w.threads, 2);
         assert_eq!(w.fuse.attr_ttl, Duration::from_secs(1));
         assert!(parse(&["bogus"]).is_err());
         assert!(parse(&["threads=0"]).is_err());
-        assert_eq!(parse(&[]).unwrap().dirty_ratio, 20);
-        assert_eq!(parse(&["dirty_ratio=5"]).unwrap().dirty_ratio, 5);
-        assert!(parse(&["dirty_ratio=0"]).is_err());
-        assert!(parse(&["dirty_ratio=101"]).is_err());
+        assert_eq!(parse(&[]).unwrap().dirty_limit, None);
+        assert_eq!(
+            parse(&["dirty_limit=16MiB"]).unwrap().dirty_limit,
+            Some(16 << 20)
+        );
+        assert!(parse(&["dirty_limit=0"]).is_err());
+        assert!(parse(&["dirty_limit=lots"]).is_err());
+        assert!(!parse(&["ro"]).unwrap().fuse.writeback);
         assert!(parse(&["attr_timeout=-1"]).is_err());
     }
 }

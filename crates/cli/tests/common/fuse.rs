@@ -31,17 +31,28 @@ pub fn fuse_unavailable() -> Option<String> {
     None
 }
 
-/// Can this test use FUSE? If not it says SKIPPED and passes, except under `CI=true`: the
-/// CI machine has FUSE, so a missing one there is a failure, not a skip.
+/// The variable that lets the FUSE tests pass without FUSE (as SKIPPED).
+pub const SKIP_VAR: &str = "NANDKIT_SKIP_FUSE";
+
+/// Can this test use FUSE? Where FUSE is missing the test fails, saying why and how to
+/// install it, unless NANDKIT_SKIP_FUSE=1 asks to skip (then it says SKIPPED and passes).
+/// Under `CI=true` it fails even then: the CI machine has FUSE.
 pub fn fuse_ready(name: &str) -> bool {
     let Some(why) = fuse_unavailable() else {
         return true;
     };
+    let skip = std::env::var(SKIP_VAR).is_ok_and(|v| v == "1");
     if std::env::var("CI").is_ok_and(|v| v == "true") {
         panic!("{name}: FUSE is required under CI=true: {why}");
     }
+    if !skip {
+        panic!(
+            "{name}: FUSE is missing: {why}. Install it with scripts/setup.sh, or set \
+             {SKIP_VAR}=1 to skip the FUSE tests"
+        );
+    }
     // Straight to stderr, past the test harness's capture, so a plain `cargo test` shows it.
-    let _ = writeln!(std::io::stderr(), "SKIPPED {name}: {why}");
+    let _ = writeln!(std::io::stderr(), "SKIPPED {name}: {why} ({SKIP_VAR}=1)");
     false
 }
 
