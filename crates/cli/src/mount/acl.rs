@@ -240,6 +240,18 @@ pub fn inherit<F: Flash>(
     Ok(inherit_from(default.as_deref(), kind, perm, umask))
 }
 
+/// chmod by the daemon itself: only the permission bits change.
+pub fn set_perm<F: Flash>(fs: &mut FileSystem<F>, ino: Ino, perm: u32) -> Result<(), FsError> {
+    fs.setattr(
+        ino,
+        SetAttr {
+            perm: Some(perm),
+            ..SetAttr::default()
+        },
+    )?;
+    Ok(())
+}
+
 /// Creates `name` in `parent` with what [`inherit`] found. The object and its ACLs are
 /// separate writes, so a power cut between them must not leave the object more open than
 /// it was to be: with ACLs to store, it is created with no permissions for its group or
@@ -264,13 +276,7 @@ pub fn create_inheriting<F: Flash>(
         }
     }
     if perm != a.perm {
-        fs.setattr(
-            a.ino,
-            SetAttr {
-                perm: Some(perm),
-                ..SetAttr::default()
-            },
-        )?;
+        set_perm(fs, a.ino, perm)?;
     }
     fs.getattr(a.ino)
 }
@@ -305,13 +311,7 @@ pub fn set<F: Flash>(
         fs.setxattr(ino, name, &acl.encode(), mode)?;
     }
     if perm != a.perm {
-        fs.setattr(
-            ino,
-            SetAttr {
-                perm: Some(perm),
-                ..SetAttr::default()
-            },
-        )?;
+        set_perm(fs, ino, perm)?;
     }
     Ok(())
 }

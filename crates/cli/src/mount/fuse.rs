@@ -293,13 +293,7 @@ impl NandFuse {
             return Ok(());
         }
         if let Some(perm) = perm_after(a.perm, a.gid) {
-            fs.setattr(
-                ino,
-                SetAttr {
-                    perm: Some(perm),
-                    ..SetAttr::default()
-                },
-            )?;
+            acl::set_perm(fs, ino, perm)?;
         }
         Ok(())
     }
