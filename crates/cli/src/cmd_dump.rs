@@ -186,7 +186,8 @@ fn dump_block(
     info: BlockInfo,
 ) -> anyhow::Result<()> {
     let g = dev.geometry();
-    let layout = Layout::new(g)?;
+    // Tags decode the same on every chip; the file system's own view is the striped one.
+    let layout = Layout::new(g.striped())?;
     let base = layout.block_addr(n);
     let page_bytes = g.page_size_bytes as usize;
     let mut pages = Vec::with_capacity(g.pages_per_block as usize);

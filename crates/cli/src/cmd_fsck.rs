@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Args;
-use nandkit_flash::{DeviceOptions, FlashDevice};
+use nandkit_flash::{DeviceOptions, StripedDevice};
 use nandkit_fs::{FileSystem, Ino, Kind, MountMethod, ROOT_INO};
 use serde::Serialize;
 
@@ -190,7 +190,7 @@ impl Seen {
 }
 
 /// Every path of the tree with what stat, readlink and listxattr say about it.
-fn tree(fs: &mut FileSystem<FlashDevice>) -> Result<BTreeMap<String, Seen>, String> {
+fn tree(fs: &mut FileSystem<StripedDevice>) -> Result<BTreeMap<String, Seen>, String> {
     let mut out = BTreeMap::new();
     let mut stack: Vec<(String, Ino)> = vec![(String::new(), ROOT_INO)];
     while let Some((path, ino)) = stack.pop() {
@@ -235,8 +235,8 @@ fn tree(fs: &mut FileSystem<FlashDevice>) -> Result<BTreeMap<String, Seen>, Stri
 
 /// Differences between the scan's tree and the checkpoint's (at most 20 listed).
 fn compare_trees(
-    scan: &mut FileSystem<FlashDevice>,
-    cp: &mut FileSystem<FlashDevice>,
+    scan: &mut FileSystem<StripedDevice>,
+    cp: &mut FileSystem<StripedDevice>,
 ) -> Vec<String> {
     let (a, b) = match (tree(scan), tree(cp)) {
         (Ok(a), Ok(b)) => (a, b),

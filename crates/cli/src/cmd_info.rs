@@ -91,7 +91,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
     let statfs = fs.statfs();
     let (u, i, p) = fs.uip();
     let c = u64::from(statfs.chunk_bytes);
-    let layout = Layout::new(g)?;
+    let layout = Layout::new(g.striped())?;
     let info = Info {
         image: img.clone(),
         total_bytes: g.total_bytes(),

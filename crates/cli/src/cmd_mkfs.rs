@@ -72,14 +72,15 @@ pub fn make(args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
     let image = &args.image;
     // A bad --geometry or --profile is reported before any file is touched.
     let wanted = args.device.config()?;
-    nandkit_fs::FsConfig::profile(&args.fs.profile, wanted.geometry.total_blocks() as u32)
-        .with_context(|| {
+    nandkit_fs::FsConfig::profile(&args.fs.profile, wanted.geometry.blocks_per_chip).with_context(
+        || {
             format!(
                 "--profile {} (known: {})",
                 args.fs.profile,
                 nandkit_fs::PROFILES.join(", ")
             )
-        })?;
+        },
+    )?;
     if image.is_dir() {
         bail!("{}: is a directory, not a flash image", image.display());
     }
@@ -168,6 +169,8 @@ fn format(
     created: bool,
 ) -> anyhow::Result<MkfsReport> {
     let device = dev.config().clone();
+    // The file system sees the chips as one striped device (MA).
+    let dev = nandkit_flash::StripedFlash::new(dev);
     let config = fs_args.config(&dev)?;
     let profile = config.profile.clone();
     let fs = FileSystem::format(dev, config, Arc::new(SystemClock))

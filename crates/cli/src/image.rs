@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use nandkit_flash::{DeviceOptions, FlashDevice, FlashError};
+use nandkit_flash::{DeviceOptions, FlashDevice, FlashError, StripedDevice, StripedFlash};
 use nandkit_fs::{FileSystem, FsError, MountOptions, SystemClock};
 
 /// The file system type `df -T` and /proc/mounts show for a nandkit mount.
@@ -532,14 +532,14 @@ pub fn mount_read_only(
     image: &Path,
     dev: FlashDevice,
     force_scan: bool,
-) -> anyhow::Result<FileSystem<FlashDevice>> {
+) -> anyhow::Result<FileSystem<StripedDevice>> {
     let options = MountOptions {
         read_only: true,
         force_scan,
         clock: Arc::new(SystemClock),
         atime: nandkit_fs::AtimePolicy::Never,
     };
-    FileSystem::mount(dev, options).map_err(|e| mount_error(image, e))
+    FileSystem::mount(StripedFlash::new(dev), options).map_err(|e| mount_error(image, e))
 }
 
 /// A mount failure as the user should read it.

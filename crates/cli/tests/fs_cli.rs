@@ -337,3 +337,19 @@ fn every_command_has_help_with_examples() {
         assert!(text.contains(&format!("nandkit {cmd}")), "{cmd}:\n{text}");
     }
 }
+
+/// MA: an image of 4 chips formats, checks and mounts through its striped view.
+#[test]
+fn an_array_image_formats_and_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("array.img");
+    let o = nandkit(&["mkfs", s(&img), "-g", "tiny", "--chips", "4"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("4 chips"), "{}", stdout(&o));
+    let o = nandkit(&["fsck", s(&img)]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    let o = nandkit(&["info", s(&img), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["device"]["geometry"]["chips"], 4, "{v}");
+}

@@ -127,6 +127,16 @@ impl Geometry {
         u64::from(self.blocks_per_chip) * u64::from(self.chips)
     }
 
+    /// The array as its striped view shows it (see `StripedFlash`): one chip whose block is
+    /// block b of every chip.
+    pub fn striped(&self) -> Geometry {
+        Geometry {
+            pages_per_block: self.pages_per_block * self.chips,
+            chips: 1,
+            ..*self
+        }
+    }
+
     /// The same total capacity split over `chips` chips (MA Table 2: 1 GiB as 1, 2 or 4 MTDs).
     pub fn split_over(&self, chips: u32) -> Result<Geometry, FlashError> {
         let total_blocks = u64::from(self.blocks_per_chip) * u64::from(self.chips);

@@ -40,5 +40,8 @@ pub use power::PowerCut;
 pub use preset::{preset, presets, Preset, DEFAULT_PRESET};
 pub use stats::{ChipStats, DeviceStats};
 pub use striped::StripedFlash;
+
+/// A simulated array as a file system uses it: its chips striped into one device.
+pub type StripedDevice = StripedFlash<FlashDevice>;
 pub use timing::Timing;
 pub use wear::{CellType, WearModel};

@@ -64,14 +64,25 @@ impl<F: Flash> StripedFlash<F> {
     }
 }
 
+/// The array's own controls (power cuts, counters, clock) stay reachable through the view:
+/// only the addressing changes.
+impl<F: Flash> std::ops::Deref for StripedFlash<F> {
+    type Target = F;
+
+    fn deref(&self) -> &F {
+        &self.inner
+    }
+}
+
+impl<F: Flash> std::ops::DerefMut for StripedFlash<F> {
+    fn deref_mut(&mut self) -> &mut F {
+        &mut self.inner
+    }
+}
+
 impl<F: Flash> Flash for StripedFlash<F> {
     fn geometry(&self) -> Geometry {
-        let g = self.inner.geometry();
-        Geometry {
-            pages_per_block: g.pages_per_block * self.chips,
-            chips: 1,
-            ..g
-        }
+        self.inner.geometry().striped()
     }
 
     fn read_page(

@@ -99,6 +99,7 @@ impl<F: Flash> FileSystem<F> {
         });
         let (buf, oob) = self.layout.encode_page(&tags, &special.encode());
         let addr = self.layout.block_addr(block).page(page);
+        self.settle()?;
         let r = self.dev.program_page(addr, &buf, &oob);
         self.stats.anchor_pages_written += 1;
         r.map_err(|e| self.fail(e))
@@ -283,6 +284,7 @@ impl<F: Flash> FileSystem<F> {
                 .copied()
                 .unwrap_or(FIRST_EPOCH)
                 + 1;
+            self.settle()?;
             match self.dev.erase_block(self.layout.block_addr(blk)) {
                 Ok(()) => {}
                 Err(FlashError::PowerLost) => return Err(self.fail(FlashError::PowerLost)),
@@ -319,6 +321,7 @@ impl<F: Flash> FileSystem<F> {
             if self.dev.is_bad(self.layout.block_addr(blk))? {
                 continue;
             }
+            self.settle()?;
             match self.dev.erase_block(self.layout.block_addr(blk)) {
                 Ok(()) => {}
                 Err(FlashError::PowerLost) => return Err(self.fail(FlashError::PowerLost)),

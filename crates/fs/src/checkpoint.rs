@@ -175,6 +175,7 @@ impl<F: Flash> FileSystem<F> {
             });
             let (page, oob) = self.layout.encode_page(&tags, &special.encode());
             let addr = self.layout.block_addr(block).page((k % ppb) as u32);
+            self.settle()?;
             let r = self.dev.program_page(addr, &page, &oob);
             self.blocks.update(block, |b| b.next_page += 1);
             match r {
@@ -208,13 +209,18 @@ impl<F: Flash> FileSystem<F> {
         if !usable || p.pages as usize > p.blocks.len() * ppb as usize || p.pages == 0 {
             return Ok(false);
         }
-        let mut bytes = Vec::new();
-        for k in 0..p.pages {
-            let block = p.blocks[(k / ppb) as usize];
+        for &block in &p.blocks {
             if self.dev.is_bad(self.layout.block_addr(block))? {
                 return Ok(false);
             }
-            let (data, oob, ok) = self.read_full(self.layout.pno(block, k % ppb))?;
+        }
+        // Every page at once: on an array they lie over all the chips and read in parallel.
+        let pnos: Vec<u32> = (0..p.pages)
+            .map(|k| self.layout.pno(p.blocks[(k / ppb) as usize], k % ppb))
+            .collect();
+        let pages = self.read_pages(&pnos)?;
+        let mut bytes = Vec::new();
+        for (k, (data, oob, ok)) in (0..p.pages).zip(pages) {
             let is_ckpt = matches!(
                 self.layout.decode_tags(&oob),
                 crate::format::TagRead::Valid(Tags::Special(s)) if s.kind == SpecialKind::Checkpoint
@@ -395,14 +401,16 @@ impl<F: Flash> FileSystem<F> {
                     let b = s.block;
                     if b as usize >= n
                         || self.blocks.get(b).state != BlockState::Active
-                        || s.pending.entries.len() != self.blocks.get(b).next_page as usize
+                        || s.pending.entries.len() > self.blocks.get(b).next_page as usize
                     {
                         return Ok(false);
                     }
-                    Some(OpenBlock {
-                        block: b,
-                        pending: s.pending.entries,
-                    })
+                    Some(OpenBlock::new(
+                        b,
+                        s.pending.entries,
+                        self.blocks.get(b).base_serial,
+                        self.layout.chunk_bytes,
+                    ))
                 }
             };
         }

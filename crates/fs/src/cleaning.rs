@@ -37,9 +37,18 @@ impl<F: Flash> FileSystem<F> {
     /// Moves every valid page out of `block`, then erases it (or retires it if it failed).
     pub(crate) fn clean_block(&mut self, block: u32) -> Result<()> {
         debug_assert!(self.blocks.is_candidate(block));
-        for pno in self.blocks.valid_pages(block) {
-            self.relocate(pno)?;
-        }
+        // The valid pages are read in one batch and their copies programmed in another:
+        // on an array, every chip reads and programs its share at once.
+        let valid = self.blocks.valid_pages(block);
+        let reads = self.read_pages(&valid)?;
+        self.in_batch(|fs| {
+            for (pno, read) in valid.into_iter().zip(reads) {
+                if fs.blocks.is_valid(pno) {
+                    fs.relocate(pno, read)?;
+                }
+            }
+            Ok(())
+        })?;
         debug_assert_eq!(self.blocks.get(block).valid, 0);
         self.stats.blocks_cleaned += 1;
         let flags = self.blocks.get(block).flags;
@@ -53,15 +62,15 @@ impl<F: Flash> FileSystem<F> {
         }
     }
 
-    /// Copies one valid page elsewhere and repoints its owner.
-    fn relocate(&mut self, pno: u32) -> Result<()> {
+    /// Copies one valid page (as read: data, OOB, ECC ok) elsewhere and repoints its owner.
+    fn relocate(&mut self, pno: u32, (page, oob, ok): crate::batch::RawPage) -> Result<()> {
         // A chunk being punched is dropped, not copied: a copy would be newer than the
         // punch's floor and come back after a crash (see `punch`).
         if self.punching.remove(&pno) {
             self.blocks.invalidate(pno);
             return Ok(());
         }
-        let read = match self.read_raw(pno)? {
+        let read = match self.parse_page(page, &oob, ok) {
             Some(r) if !r.damaged => r,
             _ => {
                 // Unreadable or damaged: copying would hide the damage behind fresh
@@ -132,7 +141,7 @@ impl<F: Flash> FileSystem<F> {
         };
         let new = self.program(hint, tags, &data)?;
         self.stats.pages_copied += 1;
-        if self.repoint(&tags, pno, new) {
+        if self.repoint_page(&tags, pno, new) {
             self.blocks.invalidate(pno);
         } else {
             // The page holds something its owner does not expect (it was overwritten or
@@ -145,7 +154,7 @@ impl<F: Flash> FileSystem<F> {
     }
 
     /// Whatever referenced page `old` now references `new`. False if nothing did.
-    fn repoint(&mut self, tags: &Tags, old: u32, new: u32) -> bool {
+    pub(crate) fn repoint_page(&mut self, tags: &Tags, old: u32, new: u32) -> bool {
         let mut found = false;
         match *tags {
             Tags::Data(d) => {
@@ -201,6 +210,7 @@ impl<F: Flash> FileSystem<F> {
     /// Erases a block and returns it to the empty pool; a block that fails goes bad.
     pub(crate) fn erase_block(&mut self, block: u32) -> Result<()> {
         let addr = self.layout.block_addr(block);
+        self.settle()?;
         match self.dev.erase_block(addr) {
             Ok(()) => {
                 debug_assert_eq!(self.blocks.get(block).valid, 0);
@@ -221,6 +231,7 @@ impl<F: Flash> FileSystem<F> {
 
     /// Marks a block bad for good.
     pub(crate) fn retire_block(&mut self, block: u32) -> Result<()> {
+        self.settle()?;
         match self.dev.mark_bad(self.layout.block_addr(block)) {
             Ok(()) => {}
             Err(e) if !matches!(e, FlashError::PowerLost) => {}

@@ -98,17 +98,13 @@ impl<F: Flash> FileSystem<F> {
 
     /// Pages of block `b` that hold headers of `ino`.
     fn header_pages_in(&mut self, b: u32, ino: Ino) -> Result<Vec<u32>> {
-        use crate::format::special::Special;
-        use crate::format::summary::{Summary, SummaryEntry};
+        use crate::format::summary::SummaryEntry;
         use crate::format::tags::{TagRead, Tags};
         let blk = *self.blocks.get(b);
         let ppb = self.layout.pages_per_block;
         if blk.overhead > 0 && blk.next_page > 0 {
-            let (data, _, ok) = self.read_full(self.layout.pno(b, blk.next_page - 1))?;
-            let summary = Special::decode(&data)
-                .filter(|_| ok)
-                .and_then(|s| Summary::from_special(&s, self.layout.chunk_bytes, ppb as usize));
-            if let Some(s) = summary {
+            let summary = self.summary_chain(b, blk.next_page - 1, None)?;
+            if let Some((s, _)) = summary {
                 return Ok(s
                     .entries
                     .iter()

@@ -50,15 +50,34 @@ impl<F: Flash> FileSystem<F> {
         }
         let len = (buf.len() as u64).min(size - offset) as usize;
         let c = u64::from(self.layout.chunk_bytes);
+        // Chunks on flash are fetched together, a batch at a time (in parallel on an
+        // array); cached chunks and holes are copied on the way.
+        let mut on_flash: Vec<(u32, u32, usize, usize, usize)> = Vec::new();
         let mut done = 0;
         while done < len {
             let pos = offset + done as u64;
             let chunk = (pos / c) as u32;
             let within = (pos % c) as usize;
             let n = (c as usize - within).min(len - done);
-            let out = &mut buf[done..done + n];
-            self.read_chunk_into(ino, chunk, within, out)?;
+            let cached = self.caches.get(&ino).is_some_and(|w| w.chunk == chunk);
+            match self.obj(ino)?.chunks.get(chunk) {
+                pno if !cached && pno != NO_PAGE && pno != LOST_PAGE => {
+                    on_flash.push((pno, chunk, within, done, n));
+                }
+                _ => self.read_chunk_into(ino, chunk, within, &mut buf[done..done + n])?,
+            }
             done += n;
+        }
+        for group in on_flash.chunks(self.layout.pages_per_block as usize) {
+            let pnos: Vec<u32> = group.iter().map(|g| g.0).collect();
+            let reads = self.read_pages(&pnos)?;
+            for (&(pno, chunk, within, at, n), (page, oob, ok)) in group.iter().zip(reads) {
+                let read = self.parse_page(page, &oob, ok);
+                let data = Self::expected_data(read, pno, ino, chunk)?;
+                for (i, b) in buf[at..at + n].iter_mut().enumerate() {
+                    *b = data.get(within + i).copied().unwrap_or(0);
+                }
+            }
         }
         self.accessed(ino)?;
         Ok(len)
@@ -127,24 +146,33 @@ impl<F: Flash> FileSystem<F> {
         if offset > size {
             self.extend(ino, offset)?;
         }
-        let mut done = 0;
-        while done < data.len() {
-            let pos = offset + done as u64;
-            let chunk = (pos / c) as u32;
-            let within = (pos % c) as usize;
-            let n = (c as usize - within).min(data.len() - done);
-            match self.write_chunk(ino, chunk, within, &data[done..done + n]) {
-                Ok(()) => done += n,
-                Err(FsError::NoSpace) if done > 0 => break,
-                Err(e) => {
-                    // Nothing was written: neither is the file extended.
-                    if offset > size {
-                        self.shrink_back(ino, size);
-                    }
-                    return Err(e);
+        // Whole chunks go to flash as batches: on an array, several chips at once.
+        let written = self.in_batch(|fs| {
+            let mut done = 0;
+            while done < data.len() {
+                let pos = offset + done as u64;
+                let chunk = (pos / c) as u32;
+                let within = (pos % c) as usize;
+                let n = (c as usize - within).min(data.len() - done);
+                match fs.write_chunk(ino, chunk, within, &data[done..done + n]) {
+                    Ok(()) => done += n,
+                    Err(FsError::NoSpace) if done > 0 => break,
+                    Err(e) => return Err(e),
                 }
+                fs.settle_if_full()?;
             }
-        }
+            Ok(done)
+        });
+        let done = match written {
+            Ok(done) => done,
+            Err(e) => {
+                // Nothing was written: neither is the file extended.
+                if offset > size {
+                    self.shrink_back(ino, size);
+                }
+                return Err(e);
+            }
+        };
         let now = Time::from_ns(self.now());
         let o = self.obj_mut(ino)?;
         o.size = o.size.max(offset + done as u64);

@@ -112,11 +112,34 @@ pub struct Tomb {
     pub headers_on_flash: u32,
 }
 
-/// The open block of a write stream and the summary entries of its pages so far.
+/// The open block of a write stream and the summary entries of its pages since its last
+/// summary page (page 0, unless the block's tags needed more than one summary page).
 #[derive(Clone, Debug)]
 pub struct OpenBlock {
     pub block: u32,
     pub pending: Vec<SummaryEntry>,
+    /// Bytes the pending entries take in a summary payload (with all their facts).
+    pub pending_bytes: usize,
+}
+
+impl OpenBlock {
+    pub fn new(block: u32, pending: Vec<SummaryEntry>, base_serial: u64, page_size: u32) -> Self {
+        let pending_bytes = pending
+            .iter()
+            .map(|e| crate::format::summary::Summary::entry_len(e, base_serial, page_size))
+            .sum();
+        Self {
+            block,
+            pending,
+            pending_bytes,
+        }
+    }
+
+    pub fn push(&mut self, e: SummaryEntry, base_serial: u64, page_size: u32) {
+        self.pending_bytes +=
+            crate::format::summary::Summary::entry_len(&e, base_serial, page_size);
+        self.pending.push(e);
+    }
 }
 
 pub struct FileSystem<F: Flash> {
@@ -168,6 +191,8 @@ pub struct FileSystem<F: Flash> {
     pub(crate) metadata: Option<Box<dyn MetadataStore<F>>>,
     /// The pages of a hole being punched, while its header is written (see `punch`).
     pub(crate) punching: HashSet<u32>,
+    /// Data pages placed but not yet programmed (see `batch`).
+    pub(crate) batch: crate::batch::Batch,
 }
 
 impl<F: Flash> FileSystem<F> {
@@ -194,6 +219,7 @@ impl<F: Flash> FileSystem<F> {
             handles: HashMap::new(),
             hollow: HashSet::new(),
             punching: HashSet::new(),
+            batch: Default::default(),
             atime: AtimePolicy::default(),
             anchors: Anchors::default(),
             next_serial: 1,
@@ -323,6 +349,7 @@ impl<F: Flash> FileSystem<F> {
             let done = store.unmount(&mut self);
             self.metadata = Some(store);
             written = done?;
+            self.settle()?;
             self.dev.sync()?;
         }
         Ok((self.dev, written))
@@ -568,6 +595,7 @@ impl<F: Flash> FileSystem<F> {
         for ino in inos {
             self.fsync(ino)?;
         }
+        self.settle()?;
         self.dev.sync()?;
         Ok(())
     }

@@ -21,8 +21,7 @@ use serde::Serialize;
 
 use crate::blocks::BlockState;
 use crate::format::record::Record;
-use crate::format::special::Special;
-use crate::format::summary::{Summary, SummaryEntry};
+use crate::format::summary::SummaryEntry;
 use crate::format::tags::Tags;
 use crate::fs::FileSystem;
 use crate::object::LOST_PAGE;
@@ -270,16 +269,14 @@ impl<F: Flash> FileSystem<F> {
     /// Every block summary must say of each valid page what its owner says.
     fn check_summaries(&mut self, r: &mut FsckReport, owners: &[(u32, Owner)]) {
         let owner_of: HashMap<u32, Owner> = owners.iter().copied().collect();
-        let ppb = self.layout.pages_per_block;
         for b in 0..self.layout.blocks {
             let blk = *self.blocks.get(b);
             if blk.state != BlockState::Full || blk.overhead == 0 || blk.next_page == 0 {
                 continue;
             }
             let spno = self.layout.pno(b, blk.next_page - 1);
-            let summary = match self.read_full(spno) {
-                Ok((data, _, true)) => Special::decode(&data)
-                    .and_then(|s| Summary::from_special(&s, self.layout.chunk_bytes, ppb as usize)),
+            let summary = match self.summary_chain(b, blk.next_page - 1, None) {
+                Ok(Some((s, _))) => Some(s),
                 _ => None,
             };
             let Some(summary) = summary else {

@@ -7,7 +7,8 @@ use crate::error::{FsError, Result};
 use crate::format::tags::{self, DataTags, TagLayout, Tags};
 
 /// Geometry as the file system sees it. Page numbers (`pno`) count pages over the whole
-/// device: `block * pages_per_block + page`, with blocks numbered chip after chip.
+/// device: `block * pages_per_block + page`. An array of chips appears as one chip (its
+/// striped view), so the file system's block is a block of every chip.
 #[derive(Clone, Copy, Debug)]
 pub struct Layout {
     pub geometry: Geometry,
@@ -30,6 +31,16 @@ impl Layout {
                 tags::SMALL_TAG_BYTES
             ))
         })?;
+        if geometry.chips != 1 {
+            // Blocks numbered chip after chip would leave every chip but one idle: an
+            // array is used through its striped view (`nandkit_flash::StripedFlash`),
+            // which presents one chip whose block is a block of every chip.
+            return Err(FsError::NotFormatted(format!(
+                "the file system runs on one device; present the {} chips through their \
+                 striped view",
+                geometry.chips
+            )));
+        }
         if geometry.pages_per_block < 4 || geometry.page_size_bytes < 512 {
             return Err(FsError::NotFormatted(
                 "the file system needs pages of at least 512 bytes and 4 pages per block".into(),

@@ -16,6 +16,7 @@
 pub mod alloc;
 mod anchor;
 mod atime;
+mod batch;
 pub mod blocks;
 mod checkpoint;
 pub mod clean;

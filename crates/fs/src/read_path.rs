@@ -10,7 +10,8 @@ use crate::error::{FsError, Result};
 use crate::format::crc;
 use crate::format::record::Record;
 use crate::format::special::Special;
-use crate::format::tags::{self, TagRead, Tags};
+use crate::format::summary::Summary;
+use crate::format::tags::{self, SpecialKind, TagRead, Tags};
 use crate::fs::FileSystem;
 use crate::types::Ino;
 
@@ -32,6 +33,7 @@ impl<F: Flash> FileSystem<F> {
         let g = self.layout.geometry;
         let mut page = vec![0u8; g.page_size_bytes as usize];
         let mut oob = vec![0u8; g.oob_size_bytes as usize];
+        self.settle()?;
         let addr = self.layout.page_addr(pno);
         let ok = match self.dev.read_page(addr, &mut page, &mut oob) {
             Ok(ecc) => {
@@ -44,7 +46,7 @@ impl<F: Flash> FileSystem<F> {
         Ok((page, oob, ok))
     }
 
-    fn note_ecc(&mut self, pno: u32, ecc: EccReport) {
+    pub(crate) fn note_ecc(&mut self, pno: u32, ecc: EccReport) {
         if ecc.scrub {
             let b = self.layout.block_of(pno);
             self.blocks.update(b, |blk| blk.flags |= SCRUB);
@@ -56,6 +58,7 @@ impl<F: Flash> FileSystem<F> {
         self.check_alive()?;
         let g = self.layout.geometry;
         let mut oob = vec![0u8; g.oob_size_bytes as usize];
+        self.settle()?;
         let addr = self.layout.page_addr(pno);
         match self.dev.read_oob(addr, &mut oob) {
             Ok(_) => Ok(self.layout.decode_tags(&oob)),
@@ -118,7 +121,18 @@ impl<F: Flash> FileSystem<F> {
 
     /// Reads a data page that must hold `chunk` of `ino`, checking everything.
     pub(crate) fn read_expected_data(&mut self, pno: u32, ino: Ino, chunk: u32) -> Result<Vec<u8>> {
-        match self.read_raw(pno)? {
+        let read = self.read_raw(pno)?;
+        Self::expected_data(read, pno, ino, chunk)
+    }
+
+    /// A page as read (see `read_raw`) if it holds `chunk` of `ino` undamaged.
+    pub(crate) fn expected_data(
+        read: Option<PageRead>,
+        pno: u32,
+        ino: Ino,
+        chunk: u32,
+    ) -> Result<Vec<u8>> {
+        match read {
             Some(r) if matches!(r.tags, Tags::Data(d) if d.obj == ino && d.chunk == chunk) => {
                 if r.damaged {
                     Err(FsError::Io(format!(
@@ -151,5 +165,51 @@ impl<F: Flash> FileSystem<F> {
                 "page {pno} does not hold the header of object {ino}"
             ))),
         }
+    }
+    /// The summary of block `b` whose last summary page is `q`, joined back to page 0
+    /// through its segments (see `format::summary`), and how many summary pages that took.
+    /// `last`: page `q` as already read (data, OOB, ECC ok). `None` if any link is missing
+    /// or damaged: the caller then reads the block page by page.
+    pub(crate) fn summary_chain(
+        &mut self,
+        b: u32,
+        q: u32,
+        last: Option<crate::batch::RawPage>,
+    ) -> Result<Option<(Summary, u32)>> {
+        let mut segments: Vec<Summary> = Vec::new();
+        let mut page = q;
+        let mut read = last;
+        loop {
+            let (data, oob, ok) = match read.take() {
+                Some(r) => r,
+                None => self.read_full(self.layout.pno(b, page))?,
+            };
+            let is_summary = matches!(
+                self.layout.decode_tags(&oob),
+                TagRead::Valid(Tags::Special(s)) if s.kind == SpecialKind::Summary
+            );
+            let Some(sum) = Special::decode(&data)
+                .filter(|_| ok && is_summary)
+                .and_then(|sp| Summary::from_special(&sp, self.layout.chunk_bytes, page as usize))
+            else {
+                return Ok(None);
+            };
+            let covered = sum.entries.len() as u32;
+            segments.push(sum);
+            if covered == page {
+                break;
+            }
+            // The pages before this segment end with the previous segment's summary.
+            page -= covered + 1;
+        }
+        let count = segments.len() as u32;
+        let mut joined = segments.pop().expect("at least one segment");
+        while let Some(later) = segments.pop() {
+            match Summary::after(joined, later) {
+                Some(s) => joined = s,
+                None => return Ok(None),
+            }
+        }
+        Ok(Some((joined, count)))
     }
 }

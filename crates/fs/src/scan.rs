@@ -232,16 +232,13 @@ impl<F: Flash> FileSystem<F> {
                 return Ok(Shape::Checkpoint)
             }
             TagRead::Valid(Tags::Special(s)) if s.kind == SpecialKind::Summary && ok => {
-                if let Some(summary) = Special::decode(&data)
-                    .and_then(|sp| {
-                        Summary::from_special(&sp, self.layout.chunk_bytes, ppb as usize)
-                    })
-                    .filter(|sum| sum.entries.len() == last as usize)
+                if let Some((summary, pages)) =
+                    self.summary_chain(b, last, Some((data.clone(), oob.clone(), ok)))?
                 {
                     self.apply_summary(b, &summary, seen)?;
                     self.blocks.update(b, |blk| {
                         blk.next_page = ppb;
-                        blk.overhead = 1;
+                        blk.overhead = pages;
                         blk.base_serial = summary.base_serial;
                     });
                     return Ok(Shape::Full);
@@ -439,6 +436,9 @@ impl<F: Flash> FileSystem<F> {
         let ppb = self.layout.pages_per_block;
         let mut found: Vec<Seen> = Vec::new();
         let mut programmed = 0;
+        // A summary page that ends a segment (it does not reach back to page 0): if
+        // nothing is programmed after it, the block was sealed there.
+        let mut segment_end = None;
         for page in 0..ppb {
             let pno = self.layout.pno(b, page);
             let (data, oob, ok) = self.read_full(pno)?;
@@ -447,6 +447,7 @@ impl<F: Flash> FileSystem<F> {
                 break;
             }
             programmed = page + 1;
+            segment_end = None;
             let Some(read) = self.parse_page(data, &oob, ok).filter(|r| !r.damaged) else {
                 continue; // torn or damaged
             };
@@ -470,6 +471,7 @@ impl<F: Flash> FileSystem<F> {
                         });
                         return Ok(Shape::Full);
                     }
+                    segment_end = Some(page);
                 }
                 Tags::Special(_) => {}
                 Tags::Data(d) => found.push(Seen {
@@ -494,6 +496,18 @@ impl<F: Flash> FileSystem<F> {
                         });
                     }
                 }
+            }
+        }
+        if let Some(q) = segment_end {
+            if let Some((sum, pages)) = self.summary_chain(b, q, None)? {
+                // Sealed after several segments: the chain is the truth, as above.
+                self.apply_summary(b, &sum, seen)?;
+                self.blocks.update(b, |blk| {
+                    blk.next_page = q + 1;
+                    blk.overhead = pages;
+                    blk.base_serial = sum.base_serial;
+                });
+                return Ok(Shape::Full);
             }
         }
         let base = found

@@ -15,6 +15,7 @@
 use nandkit_flash::{Flash, FlashError};
 
 use crate::alloc::{WriteCause, WriteHint};
+use crate::batch::Posted;
 use crate::blocks::{BlockState, NO_SUMMARY, RETIRE};
 use crate::error::{FsError, Result};
 use crate::format::record::Record;
@@ -34,6 +35,9 @@ pub(crate) const SMALL_AGE_LIMIT: u64 = (1 << SMALL_SERIAL_BITS) - SMALL_WINDOW_
 /// Large layout: a block whose last page ends a run that started at most this many pages
 /// in needs no summary (a mount reads those few pages' tags instead).
 const RUN_MAX_PREFIX_LARGE: u32 = 2;
+
+/// Most bytes a header's summary entry takes (tag, object, version, facts).
+const MAX_HEADER_ENTRY_BYTES: usize = 1 + 5 + 10 + 1 + 5 + 10;
 
 /// Erased blocks that flushing already-accepted file data leaves alone: one for cleaning,
 /// one for the headers deletes write.
@@ -116,6 +120,12 @@ impl<F: Flash> FileSystem<F> {
     ) -> Result<u32> {
         self.check_writable()?;
         self.erase_stale_checkpoint()?;
+        // Data pages in a batch scope are posted; anything else is programmed now, after
+        // whatever was posted (see `batch`).
+        let post = self.batching() && matches!(tags, Tags::Data(_));
+        if !post {
+            self.settle()?;
+        }
         let ppb = self.layout.pages_per_block;
         let mut erased_for_retry = false;
         loop {
@@ -138,8 +148,16 @@ impl<F: Flash> FileSystem<F> {
                         continue;
                     }
                 }
-            } else if let Tags::Data(d) = &mut tags {
-                d.run_start = None;
+            } else {
+                if let Tags::Data(d) = &mut tags {
+                    d.run_start = None;
+                }
+                if !self.summary_has_room(stream, &tags, data.len()) {
+                    // This page's entry would not fit the block's summary page: the
+                    // entries so far get theirs here, and a new segment starts.
+                    self.write_segment_summary(stream)?;
+                    continue;
+                }
             }
             // A data page's serial is given now, after any cleaning this write set off:
             // the newest version of a chunk must have the highest serial.
@@ -148,7 +166,16 @@ impl<F: Flash> FileSystem<F> {
             }
             let (buf, oob) = self.layout.encode_page(&tags, data);
             let addr = self.layout.block_addr(block).page(page);
-            let result = self.dev.program_page(addr, &buf, &oob);
+            let result = if post {
+                self.post(Posted {
+                    pno: self.layout.pno(block, page),
+                    page: buf,
+                    oob,
+                });
+                Ok(())
+            } else {
+                self.dev.program_page(addr, &buf, &oob)
+            };
             match result {
                 Ok(()) => {
                     self.blocks.update(block, |b| b.next_page += 1);
@@ -159,8 +186,9 @@ impl<F: Flash> FileSystem<F> {
                         self.count_header(h.obj);
                     }
                     if let Some(e) = self.summary_entry(&tags, data.len()) {
+                        let base = self.blocks.get(block).base_serial;
                         if let Some(open) = self.streams[stream].as_mut() {
-                            open.pending.push(e);
+                            open.push(e, base, self.layout.chunk_bytes);
                         }
                     }
                     if page == ppb - 1 {
@@ -208,14 +236,53 @@ impl<F: Flash> FileSystem<F> {
         let ppb = self.layout.pages_per_block;
         self.blocks.update(block, |b| b.next_page += 1);
         self.stats.pages_spoiled += 1;
+        let base = self.blocks.get(block).base_serial;
         if let Some(open) = self.streams[stream].as_mut() {
-            open.pending.push(SummaryEntry::Garbage);
+            open.push(SummaryEntry::Garbage, base, self.layout.chunk_bytes);
         }
         if self.blocks.get(block).next_page >= ppb {
             self.blocks.update(block, |b| b.flags |= NO_SUMMARY);
             self.blocks.set_state(block, BlockState::Full);
             self.streams[stream] = None;
         }
+    }
+
+    /// Whether the stream's pending summary still fits one page with the entry of a page
+    /// about to be written (its serial not yet taken: the next one).
+    fn summary_has_room(&self, stream: usize, tags: &Tags, len: usize) -> bool {
+        let Some(open) = self.streams[stream].as_ref() else {
+            return true;
+        };
+        let mut tags = *tags;
+        if let Tags::Data(d) = &mut tags {
+            d.serial = Serial::Full(self.next_serial);
+        }
+        let base = self.blocks.get(open.block).base_serial;
+        let page = self.layout.chunk_bytes;
+        let extra = self
+            .summary_entry(&tags, len)
+            .map_or(0, |e| Summary::entry_len(&e, base, page));
+        Summary::fits(open.pending.len() + 1, open.pending_bytes + extra, page)
+    }
+
+    /// Writes the summary of the stream's pages since its last summary at the next page,
+    /// leaving the block open (see `format::summary`: segments).
+    fn write_segment_summary(&mut self, stream: usize) -> Result<()> {
+        self.settle()?;
+        let Some(open) = self.streams[stream].as_mut() else {
+            return Ok(());
+        };
+        let block = open.block;
+        let summary = Summary {
+            base_serial: self.blocks.get(block).base_serial,
+            entries: std::mem::take(&mut open.pending),
+        };
+        open.pending_bytes = 0;
+        let ended = self.write_summary_page(block, &summary, false)?;
+        if ended {
+            self.streams[stream] = None;
+        }
+        Ok(())
     }
 
     /// What a block's summary says of a page just written.
@@ -279,8 +346,16 @@ impl<F: Flash> FileSystem<F> {
                 && b.next_page > 0
                 && (self.next_serial + u64::from(pages) + 1).saturating_sub(b.base_serial)
                     >= SMALL_AGE_LIMIT;
-            // The header pages, and the summary after them on the last page.
-            if !aged && b.next_page + pages < ppb {
+            // The header pages, and the summary after them on the last page; and their
+            // entries must fit the pending summary, or a segment summary would take a page.
+            let fits = self.streams[stream].as_ref().is_none_or(|open| {
+                Summary::fits(
+                    open.pending.len() + pages as usize,
+                    open.pending_bytes + pages as usize * MAX_HEADER_ENTRY_BYTES,
+                    self.layout.chunk_bytes,
+                )
+            });
+            if !aged && fits && b.next_page + pages < ppb {
                 return Ok(());
             }
             self.close_stream(stream)?;
@@ -331,6 +406,8 @@ impl<F: Flash> FileSystem<F> {
 
     /// Writes the summary of a stream's open block (at its next page) and closes it.
     pub(crate) fn close_stream(&mut self, stream: usize) -> Result<()> {
+        // Posted pages of this block go first; a failure among them may close it.
+        self.settle()?;
         let Some(open) = self.streams[stream].take() else {
             return Ok(());
         };
@@ -345,6 +422,13 @@ impl<F: Flash> FileSystem<F> {
     /// an earlier one when sealing) and marks it full. A block the summary cannot be
     /// written to is flagged, so cleaning reclaims it first.
     pub(crate) fn write_summary(&mut self, block: u32, summary: &Summary) -> Result<()> {
+        self.write_summary_page(block, summary, true).map(|_| ())
+    }
+
+    /// Writes a summary at the block's next free page. `last`: the block is full after it;
+    /// otherwise it stays open unless it has no page left after the summary (or failed).
+    /// True if the block is full now.
+    fn write_summary_page(&mut self, block: u32, summary: &Summary, last: bool) -> Result<bool> {
         let ppb = self.layout.pages_per_block;
         let mut summary = summary.clone();
         loop {
@@ -352,7 +436,7 @@ impl<F: Flash> FileSystem<F> {
             if page >= ppb {
                 self.blocks.update(block, |b| b.flags |= NO_SUMMARY);
                 self.blocks.set_state(block, BlockState::Full);
-                return Ok(());
+                return Ok(true);
             }
             let special = summary
                 .to_special(self.layout.chunk_bytes as usize)
@@ -362,18 +446,22 @@ impl<F: Flash> FileSystem<F> {
             });
             let (buf, oob) = self.layout.encode_page(&tags, &special.encode());
             let addr = self.layout.block_addr(block).page(page);
+            self.settle()?;
             match self.dev.program_page(addr, &buf, &oob) {
                 Ok(()) => {
                     self.blocks.update(block, |b| {
                         b.next_page += 1;
                         b.overhead += 1;
                     });
-                    self.blocks.set_state(block, BlockState::Full);
                     self.stats.summary_pages_written += 1;
+                    if !last && page + 1 < ppb {
+                        return Ok(false);
+                    }
+                    self.blocks.set_state(block, BlockState::Full);
                     if page + 1 < ppb {
                         self.stats.blocks_sealed += 1;
                     }
-                    return Ok(());
+                    return Ok(true);
                 }
                 Err(FlashError::NotErased(_)) => {
                     self.blocks.update(block, |b| b.next_page += 1);
@@ -386,7 +474,7 @@ impl<F: Flash> FileSystem<F> {
                         b.flags |= RETIRE | NO_SUMMARY;
                     });
                     self.blocks.set_state(block, BlockState::Full);
-                    return Ok(());
+                    return Ok(true);
                 }
                 Err(e) => return Err(self.fail(e)),
             }
@@ -438,10 +526,12 @@ impl<F: Flash> FileSystem<F> {
             b.next_page = 0;
             b.overhead = 0;
         });
-        self.streams[stream] = Some(OpenBlock {
+        self.streams[stream] = Some(OpenBlock::new(
             block,
-            pending: Vec::new(),
-        });
+            Vec::new(),
+            base,
+            self.layout.chunk_bytes,
+        ));
         Ok(block)
     }
 

@@ -492,7 +492,8 @@ fn base_image(dir: &Path, dev: Dev, clean: bool) -> PathBuf {
     let path = dir.join(format!("{}-{clean}.img", dev.name()));
     let flash =
         FlashDevice::create_image(&path, dev.config(), true, DeviceOptions::default()).unwrap();
-    let mut fs = FileSystem::format(flash, yaffs(dev), clock()).unwrap();
+    let mut fs =
+        FileSystem::format(nandkit_flash::StripedFlash::new(flash), yaffs(dev), clock()).unwrap();
     populate(&mut fs, 1);
     let flash = if clean {
         fs.unmount().unwrap()
@@ -839,8 +840,8 @@ fn checkpoint_page_copied_into_a_data_block() {
         );
         // A scan (the checkpoint would still load: the copy is not at a block's start).
         let flash = FlashDevice::open_image(&work, DeviceOptions::default()).unwrap();
-        let mut fs =
-            FileSystem::mount(flash, scan_opts()).unwrap_or_else(|e| panic!("{ctx}: mount: {e}"));
+        let mut fs = FileSystem::mount(nandkit_flash::StripedFlash::new(flash), scan_opts())
+            .unwrap_or_else(|e| panic!("{ctx}: mount: {e}"));
         assert_eq!(fs.mount_method(), MountMethod::Scan);
         let f = fs.create(ROOT_INO, b"new", file()).unwrap().ino;
         fs.write(f, 0, &pattern(1, 5000)).unwrap();

@@ -50,7 +50,8 @@ fn base_image(tmp: &Path, dev: Dev, clean: bool) -> Base {
     let path = tmp.join(format!("{}-{clean}.img", dev.name()));
     let flash =
         FlashDevice::create_image(&path, dev.config(), true, DeviceOptions::default()).unwrap();
-    let mut fs = FileSystem::format(flash, yaffs(dev), clock()).unwrap();
+    let mut fs =
+        FileSystem::format(nandkit_flash::StripedFlash::new(flash), yaffs(dev), clock()).unwrap();
     let c = fs.chunk_bytes() as usize;
     let sub = fs.create(ROOT_INO, b"sub", dir()).unwrap().ino;
     let mut files = Vec::new();
@@ -368,7 +369,9 @@ fn file_system_record_copy_lost() {
             let size = dev.config().geometry.page_size_bytes as usize;
             // What fsck says of the undamaged image, mounted read-only.
             copy_image(&base.path, &work);
-            let mut fs = FileSystem::mount(open(&work), ro_opts()).unwrap();
+            let mut fs =
+                FileSystem::mount(nandkit_flash::StripedFlash::new(open(&work)), ro_opts())
+                    .unwrap();
             let pristine = fs.fsck().problems;
             drop(fs);
             let damage = |which: &[usize], loss: Loss| {
@@ -397,8 +400,9 @@ fn file_system_record_copy_lost() {
                     );
                     damage(&[which], loss);
                     // Read-only: the loss is seen and left alone.
-                    let mut fs = FileSystem::mount(open(&work), ro_opts())
-                        .unwrap_or_else(|e| panic!("{ctx}: read-only mount: {e}"));
+                    let mut fs =
+                        FileSystem::mount(nandkit_flash::StripedFlash::new(open(&work)), ro_opts())
+                            .unwrap_or_else(|e| panic!("{ctx}: read-only mount: {e}"));
                     check_files(&mut fs, &base.files, &ctx);
                     let mut want = pristine.clone();
                     want.push(format!(
@@ -420,11 +424,17 @@ fn file_system_record_copy_lost() {
                             "{ctx}: page 0 of anchor block {b} after the repair"
                         );
                     }
-                    let mut fs = FileSystem::mount(open(&work), ro_opts()).unwrap();
+                    let mut fs =
+                        FileSystem::mount(nandkit_flash::StripedFlash::new(open(&work)), ro_opts())
+                            .unwrap();
                     assert_fsck(&mut fs, &format!("{ctx}, remounted read-only"));
                     check_files(&mut fs, &base.files, &format!("{ctx}, remounted"));
                     drop(fs);
-                    let mut fs = FileSystem::mount(open(&work), scan_opts()).unwrap();
+                    let mut fs = FileSystem::mount(
+                        nandkit_flash::StripedFlash::new(open(&work)),
+                        scan_opts(),
+                    )
+                    .unwrap();
                     assert_fsck(&mut fs, &format!("{ctx}, scanned"));
                     check_files(&mut fs, &base.files, &format!("{ctx}, scanned"));
                 }
@@ -435,7 +445,8 @@ fn file_system_record_copy_lost() {
                 );
                 damage(&[0, 1], loss);
                 for options in [ro_opts(), opts()] {
-                    match FileSystem::mount(open(&work), options) {
+                    match FileSystem::mount(nandkit_flash::StripedFlash::new(open(&work)), options)
+                    {
                         Ok(_) => panic!("{ctx}: mounted without a file system record"),
                         Err(e) => assert!(
                             matches!(e, FsError::NotFormatted(_)) && e.errno() == 22,

@@ -947,6 +947,28 @@ fn crash_namespace_mix() {
     }
 }
 
+/// The same sweeps on an array of 4 chips seen striped (MA): multi-chunk writes and
+/// cleaning go to flash in batches over the chips, and a cut can land on any op of a batch.
+#[test]
+fn crash_array_small_files_and_big_file() {
+    let ops = sweep(Dev::Array, "small-files", small_files, 1, 1);
+    assert!(ops > 50, "{ops}");
+    let ops = sweep(Dev::Array, "big-file", big_file, 2, 1);
+    assert!(ops > 80, "{ops}");
+}
+
+#[test]
+fn crash_array_namespace_mix_and_random() {
+    let ops = sweep(Dev::Array, "namespace-mix", namespace_mix, 3, 1);
+    assert!(ops > 40, "{ops}");
+    sweep(Dev::Array, "random", random_workload, 100, 1);
+}
+
+#[test]
+fn crash_array_during_cleaning() {
+    cleaning_sweep(Dev::Array, 0, 3);
+}
+
 /// The checker itself: a wrong durable model or a half-done namespace change must fail.
 #[test]
 fn verify_rejects_wrong_recoveries() {
@@ -1409,18 +1431,29 @@ fn crash_random_workload_every_op() {
 fn gc_snapshot(dev: Dev) -> nandkit_flash::FlashDevice {
     let mut fs = format(dev);
     let c = fs.chunk_bytes() as usize;
+    // The array has as many pages in fewer, larger blocks: fill the same share of it.
+    let (cold_n, hot_n) = match dev {
+        Dev::Array => {
+            let free = fs.statfs().free_chunks as usize;
+            (free * 72 / 100, free * 15 / 100)
+        }
+        _ => (2900, 600),
+    };
     let cold = fs.create(ROOT_INO, b"cold", file()).unwrap().ino;
-    fs.write(cold, 0, &pattern(1, 2900 * c)).unwrap();
+    fs.write(cold, 0, &pattern(1, cold_n * c)).unwrap();
     let hot = fs.create(ROOT_INO, b"hot", file()).unwrap().ino;
-    fs.write(hot, 0, &pattern(2, 600 * c)).unwrap();
+    fs.write(hot, 0, &pattern(2, hot_n * c)).unwrap();
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
-    for i in 0..400u64 {
-        let off = rng.gen_range(0..600) * c as u64;
+    // Until the cleaner has been at work (at once on the small devices).
+    let mut i = 0u64;
+    while i < 400 || (fs.stats().blocks_cleaned == 0 && i < 20_000) {
+        i += 1;
+        let off = rng.gen_range(0..hot_n as u64) * c as u64;
         fs.write(hot, off, &pattern(100 + i, c)).unwrap();
     }
     fs.sync().unwrap();
     assert!(fs.stats().blocks_cleaned > 0, "setup did not clean");
-    fs.unmount().unwrap()
+    fs.unmount().unwrap().into_inner()
 }
 
 /// Overwrites on the nearly full device, with fsyncs, a few small files made and deleted.
@@ -1428,8 +1461,15 @@ fn gc_workload(d: &mut Driver, seed: u64) -> Result<()> {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
     let c = d.fs.chunk_bytes() as u64;
     let hot = d.names[&(ROOT_INO, b"hot".to_vec())];
-    for i in 0..90u64 {
-        let off = rng.gen_range(0..600 * c - 3 * c);
+    let hot_size = d.fs.getattr(hot)?.size;
+    // Twice the rounds on an array, whose blocks are 4 times larger: a few of them fill.
+    let rounds = if d.fs.device().geometry().pages_per_block > 64 {
+        180
+    } else {
+        90
+    };
+    for i in 0..rounds {
+        let off = rng.gen_range(0..hot_size - 3 * c);
         let len = rng.gen_range(c / 2..3 * c) as usize;
         d.write(hot, off, &pattern(seed * 1000 + i, len))?;
         if i % 3 == 2 {
@@ -1497,7 +1537,7 @@ fn cleaning_sweep(dev: Dev, shard: u64, shards: u64) {
     let total = d.fs.device().state_ops() - base;
     let st = d.fs.stats().clone();
     assert!(
-        st.blocks_cleaned >= 5 && st.pages_copied > 100,
+        st.blocks_cleaned >= if dev == Dev::Array { 2 } else { 5 } && st.pages_copied > 100,
         "the workload hardly cleaned on {}: {st:?}",
         dev.name()
     );
@@ -1601,7 +1641,9 @@ fn mount_repair_sweep(dev: Dev) {
                 nandkit_flash::DeviceOptions::default(),
             )
             .unwrap();
-            let fs = FileSystem::format(flash, yaffs(dev), clock()).unwrap();
+            let fs =
+                FileSystem::format(nandkit_flash::StripedFlash::new(flash), yaffs(dev), clock())
+                    .unwrap();
             let (d, r) = run_cut(fs, w, seed, Some(PowerCut::AtOp(n)));
             assert!(r.is_err(), "{ctx}: finished uncut");
             let Driver { fs, m } = d;
@@ -1780,8 +1822,12 @@ fn crash_during_format() {
                     ),
                 }
                 // mkfs again, uncut, over whatever the cut left.
-                let mut fs = FileSystem::format(shared.into_inner(), yaffs(dev), clock())
-                    .unwrap_or_else(|e| panic!("{ctx}: mkfs again: {e}"));
+                let mut fs = FileSystem::format(
+                    nandkit_flash::StripedFlash::new(shared.into_inner()),
+                    yaffs(dev),
+                    clock(),
+                )
+                .unwrap_or_else(|e| panic!("{ctx}: mkfs again: {e}"));
                 check_empty(&mut fs, &ctx);
                 keep_working(fs, Dentries::new(), &ctx);
             }
@@ -1808,7 +1854,9 @@ fn crash_during_reformat() {
         let total = {
             let flash = clone_device(&mut old);
             let before = flash.state_ops();
-            let fs = FileSystem::format(flash, yaffs(dev), clock()).unwrap();
+            let fs =
+                FileSystem::format(nandkit_flash::StripedFlash::new(flash), yaffs(dev), clock())
+                    .unwrap();
             fs.device().state_ops() - before
         };
         let (mut kept, mut refused, mut empty) = (0, 0, 0);
@@ -1834,8 +1882,12 @@ fn crash_during_reformat() {
                         "{ctx}: mount refused with {e:?}, not a clean NotFormatted"
                     );
                     refused += 1;
-                    let fs = FileSystem::format(flash, yaffs(dev), clock())
-                        .unwrap_or_else(|e| panic!("{ctx}: mkfs again: {e}"));
+                    let fs = FileSystem::format(
+                        nandkit_flash::StripedFlash::new(flash),
+                        yaffs(dev),
+                        clock(),
+                    )
+                    .unwrap_or_else(|e| panic!("{ctx}: mkfs again: {e}"));
                     keep_working(fs, Dentries::new(), &ctx);
                 }
                 Ok(()) => {
@@ -1910,7 +1962,14 @@ impl Images {
             Start::Format => {
                 copy_image(&self.blank, &self.work);
                 let flash = open_image(&self.work);
-                Driver::new(FileSystem::format(flash, yaffs(self.dev), clock()).unwrap())
+                Driver::new(
+                    FileSystem::format(
+                        nandkit_flash::StripedFlash::new(flash),
+                        yaffs(self.dev),
+                        clock(),
+                    )
+                    .unwrap(),
+                )
             }
             Start::Image(base, m) => {
                 copy_image(base, &self.work);
@@ -2055,7 +2114,14 @@ fn unmounted_image(images: &Images, name: &str, w: Workload, seed: u64) -> (Path
     let path = images.dir.path().join(name);
     copy_image(&images.blank, &path);
     let flash = open_image(&path);
-    let mut d = Driver::new(FileSystem::format(flash, yaffs(images.dev), clock()).unwrap());
+    let mut d = Driver::new(
+        FileSystem::format(
+            nandkit_flash::StripedFlash::new(flash),
+            yaffs(images.dev),
+            clock(),
+        )
+        .unwrap(),
+    );
     w(&mut d, seed).unwrap();
     let Driver { fs, mut m } = d;
     m.all_synced();
@@ -2093,7 +2159,14 @@ fn anchor_full_image(images: &Images) -> (PathBuf, Durable) {
     let ppb = dev.config().geometry.pages_per_block;
     let path = images.dir.path().join("anchor-full.img");
     copy_image(&images.blank, &path);
-    let mut d = Driver::new(FileSystem::format(open_image(&path), yaffs(dev), clock()).unwrap());
+    let mut d = Driver::new(
+        FileSystem::format(
+            nandkit_flash::StripedFlash::new(open_image(&path)),
+            yaffs(dev),
+            clock(),
+        )
+        .unwrap(),
+    );
     let f = d.file(ROOT_INO, b"cycle").unwrap();
     let anchors = d.fs.anchor_blocks();
     // Page 0 holds the record; each clean unmount appends a pointer after it: ppb - 1 of
@@ -2163,7 +2236,7 @@ fn unmounted_snapshot_of(fs: Fs, w: Workload, seed: u64) -> (FlashDevice, Durabl
     r.unwrap_or_else(|e| panic!("setup: {e}"));
     let Driver { fs, mut m } = d;
     m.all_synced();
-    (fs.unmount().unwrap(), m)
+    (fs.unmount().unwrap().into_inner(), m)
 }
 
 /// Mounts the snapshot from its checkpoint, runs `w` cut at each of its ops, and checks the
@@ -2302,11 +2375,17 @@ fn small_device(dev: Dev) -> Fs {
     let bytes = match dev {
         Dev::Tiny => 2 << 20,    // 16 blocks of 64 pages
         Dev::Small => 512 << 10, // 32 blocks of 32 pages
+        Dev::Array => 8 << 20,   // 16 blocks of 4 x 64 pages
     };
     let config = dev.config().with_total_bytes(bytes).unwrap();
-    let blocks = config.geometry.total_blocks() as u32;
+    let blocks = config.geometry.blocks_per_chip;
     let fs_config = FsConfig::profile("yaffs", blocks).unwrap();
-    FileSystem::format(FlashDevice::ram(config).unwrap(), fs_config, clock()).unwrap()
+    FileSystem::format(
+        nandkit_flash::StripedFlash::new(FlashDevice::ram(config).unwrap()),
+        fs_config,
+        clock(),
+    )
+    .unwrap()
 }
 
 /// Chunks of the 200-chunk file.

@@ -352,7 +352,7 @@ fn full_snapshot(dev: Dev) -> (FlashDevice, BTreeMap<Ino, FileHistory>) {
         h.adopt(read_all(&mut fs, ino).unwrap());
         files.insert(ino, h);
     }
-    (fs.unmount().unwrap(), files)
+    (fs.unmount().unwrap().into_inner(), files)
 }
 
 #[test]

@@ -73,7 +73,12 @@ fn truncate_100mb_to_zero_and_back() {
     );
     let blocks = config.geometry.total_blocks() as u32;
     let fs_config = FsConfig::profile("yaffs", blocks).unwrap();
-    let mut fs = FileSystem::format(FlashDevice::ram(config).unwrap(), fs_config, clock()).unwrap();
+    let mut fs = FileSystem::format(
+        nandkit_flash::StripedFlash::new(FlashDevice::ram(config).unwrap()),
+        fs_config,
+        clock(),
+    )
+    .unwrap();
     let f = fs.create(ROOT_INO, b"huge", file()).unwrap().ino;
     for i in 0..SIZE / MIB {
         fs.write(f, i * MIB, &pattern(i, MIB as usize)).unwrap();

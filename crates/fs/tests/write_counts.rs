@@ -53,7 +53,7 @@ fn a_sequential_mebibyte_costs_514_programs() {
     let flash = FlashDevice::ram(config).unwrap();
     let blocks = flash.geometry().total_blocks() as u32;
     let cfg = FsConfig::profile("yaffs", blocks).unwrap();
-    let mut fs = FileSystem::format(flash, cfg, clock()).unwrap();
+    let mut fs = FileSystem::format(nandkit_flash::StripedFlash::new(flash), cfg, clock()).unwrap();
     let before = programs(&mut fs);
     let f = fs.create(ROOT_INO, b"big", file()).unwrap().ino;
     fs.open(f).unwrap();

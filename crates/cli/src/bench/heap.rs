@@ -8,7 +8,7 @@
 
 use anyhow::{ensure, Context};
 use clap::Args;
-use nandkit_flash::FlashDevice;
+use nandkit_flash::StripedDevice;
 use nandkit_fs::{FileSystem, MountMethod, ROOT_INO};
 use serde::Serialize;
 
@@ -224,10 +224,10 @@ fn run_case(
 /// Mounts and measures the heap the mount call leaves allocated; hands the device back
 /// untouched (nothing is written).
 fn measure_mount(
-    dev: FlashDevice,
+    dev: StripedDevice,
     force_scan: bool,
     objects: u64,
-) -> anyhow::Result<(FlashDevice, MountHeap)> {
+) -> anyhow::Result<(StripedDevice, MountHeap)> {
     let options = mount_options(force_scan);
     let sim_start = nandkit_flash::Flash::now_ns(&dev);
     let before = counter::live_bytes() as i64;

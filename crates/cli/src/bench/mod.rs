@@ -8,6 +8,8 @@
 
 mod fuse;
 mod heap;
+mod iozone;
+mod ma_mount;
 mod mount;
 mod random_overwrite;
 mod seq_write;
@@ -19,7 +21,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use nandkit_flash::{ChipStats, Flash, FlashDevice};
+use nandkit_flash::{ChipStats, Flash, FlashDevice, StripedDevice, StripedFlash};
 use nandkit_fs::{
     CleanerKind, Clock, CountingClock, FileSystem, FsConfig, FsError, FsStats, Ino, Kind,
     MountMethod, MountOptions, NewObject,
@@ -89,7 +91,25 @@ enum BenchCommand {
             nandkit bench fuse --calls 10000 --log-appends 0 --no-reference"
     )]
     Fuse(fuse::FuseArgs),
+    /// MA's IOzone runs: O_SYNC writes in records, on P chips striped (simulated MB/s).
+    #[command(
+        long_about = iozone::LONG_ABOUT,
+        after_help = "Target (MA issue): seq-write, 16 MiB records on tlc-1g: P = 4 >= 3.6x \
+            of P = 1, P = 2 >= 1.85x.\n\n\
+            Examples:\n  \
+            nandkit bench iozone --geometry tlc-1g --chips 4 --mode seq-write --record 16MiB --json\n  \
+            nandkit bench iozone --geometry tlc-1g --mode rand-write --sweep"
+    )]
+    Iozone(iozone::IozoneArgs),
+    /// MA's mount times (Figure 6) on P chips: new, one big file, many small files.
+    #[command(long_about = ma_mount::LONG_ABOUT, after_help = "Examples:\n  \
+            nandkit bench ma-mount --chips 4 --json\n  \
+            nandkit bench ma-mount --chips 1 --quick")]
+    MaMount(ma_mount::MaMountArgs),
 }
+
+/// A file system as the benchmarks run it: on a RAM array seen striped.
+pub type Fs = FileSystem<StripedDevice>;
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     match args.command {
@@ -98,6 +118,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Heap(a) => heap::run(a),
         BenchCommand::Mount(a) => mount::run(a),
         BenchCommand::Fuse(a) => fuse::run(a),
+        BenchCommand::Iozone(a) => iozone::run(a),
+        BenchCommand::MaMount(a) => ma_mount::run(a),
     }
 }
 
@@ -117,7 +139,7 @@ fn parse_cleaner(text: &str) -> Result<CleanerKind, String> {
 }
 
 impl FsArgs {
-    pub fn config(&self, dev: &FlashDevice) -> anyhow::Result<FsConfig> {
+    pub fn config(&self, dev: &impl Flash) -> anyhow::Result<FsConfig> {
         let blocks = dev.geometry().total_blocks() as u32;
         let mut config = FsConfig::profile(&self.profile, blocks)
             .with_context(|| format!("--profile {}", self.profile))?;
@@ -145,8 +167,8 @@ pub fn mount_options(force_scan: bool) -> MountOptions {
 pub fn format(
     config: nandkit_flash::DeviceConfig,
     fs_args: &FsArgs,
-) -> anyhow::Result<FileSystem<FlashDevice>> {
-    let dev = FlashDevice::ram(config).context("creating the RAM device")?;
+) -> anyhow::Result<FileSystem<StripedDevice>> {
+    let dev = StripedFlash::new(FlashDevice::ram(config).context("creating the RAM device")?);
     let fs_config = fs_args.config(&dev)?;
     FileSystem::format(dev, fs_config, bench_clock()).context("formatting")
 }
@@ -179,7 +201,7 @@ pub fn noise(len: usize, seed: u64) -> Vec<u8> {
 
 /// Writes `size` bytes to `ino` from offset 0 in writes of `write_size` bytes.
 pub fn write_sequential(
-    fs: &mut FileSystem<FlashDevice>,
+    fs: &mut FileSystem<StripedDevice>,
     ino: Ino,
     size: u64,
     write_size: u64,
@@ -211,7 +233,7 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    pub fn take(fs: &mut FileSystem<FlashDevice>) -> Snapshot {
+    pub fn take(fs: &mut FileSystem<StripedDevice>) -> Snapshot {
         let dev = fs.device_mut().stats().total();
         Snapshot {
             host: Instant::now(),
@@ -329,9 +351,9 @@ pub struct MountTiming {
 
 /// Mounts `dev` and times it (host and simulated).
 pub fn timed_mount(
-    dev: FlashDevice,
+    dev: StripedDevice,
     force_scan: bool,
-) -> anyhow::Result<(FileSystem<FlashDevice>, MountTiming)> {
+) -> anyhow::Result<(FileSystem<StripedDevice>, MountTiming)> {
     let options = mount_options(force_scan);
     let sim_start = dev.now_ns();
     let t = Instant::now();

@@ -4,7 +4,7 @@
 
 use anyhow::{ensure, Context};
 use clap::Args;
-use nandkit_flash::{Flash, FlashDevice};
+use nandkit_flash::{Flash, StripedDevice};
 use nandkit_fs::blocks::BlockState;
 use nandkit_fs::{FileSystem, Ino, Kind, MountMethod, ROOT_INO};
 use serde::Serialize;
@@ -198,11 +198,11 @@ pub fn run(args: MountArgs) -> anyhow::Result<()> {
 
 /// Mounts, counting reads, time and heap; hands the device back.
 fn measure(
-    mut dev: FlashDevice,
+    mut dev: StripedDevice,
     force_scan: bool,
     objects: u64,
     used_blocks: u64,
-) -> anyhow::Result<(FlashDevice, MountCost)> {
+) -> anyhow::Result<(StripedDevice, MountCost)> {
     let reads_before = dev.stats().total();
     let sim_start = dev.now_ns();
     let before = counter::live_bytes() as i64;

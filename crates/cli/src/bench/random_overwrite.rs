@@ -5,7 +5,7 @@
 
 use anyhow::{ensure, Context};
 use clap::Args;
-use nandkit_flash::FlashDevice;
+use nandkit_flash::StripedDevice;
 use nandkit_fs::blocks::BlockState;
 use nandkit_fs::{CleanerKind, FileSystem, Ino, ROOT_INO};
 use rand::{Rng, SeedableRng};
@@ -281,7 +281,7 @@ pub fn run(args: RandomOverwriteArgs) -> anyhow::Result<()> {
 /// the first one (it picks which bytes of `data` go out).
 #[allow(clippy::too_many_arguments)]
 fn overwrite(
-    fs: &mut FileSystem<FlashDevice>,
+    fs: &mut FileSystem<StripedDevice>,
     ino: Ino,
     rng: &mut Xoshiro256PlusPlus,
     data: &[u8],

@@ -4,7 +4,7 @@
 
 use anyhow::{ensure, Context};
 use clap::Args;
-use nandkit_flash::{Flash, FlashDevice};
+use nandkit_flash::{Flash, StripedDevice};
 use nandkit_fs::{FileSystem, MountMethod, ROOT_INO};
 use serde::Serialize;
 
@@ -158,7 +158,10 @@ pub fn run(args: SeqWriteArgs) -> anyhow::Result<()> {
 }
 
 /// The file must have survived the remount whole; then the device goes back untouched.
-fn check_and_release(mut fs: FileSystem<FlashDevice>, size: u64) -> anyhow::Result<FlashDevice> {
+fn check_and_release(
+    mut fs: FileSystem<StripedDevice>,
+    size: u64,
+) -> anyhow::Result<StripedDevice> {
     let ino = fs
         .resolve("/seq")
         .context("the file is gone after remount")?;

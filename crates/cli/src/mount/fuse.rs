@@ -25,7 +25,7 @@ use fuser::{
     ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen,
     ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
-use nandkit_flash::FlashDevice;
+use nandkit_flash::StripedDevice;
 
 use super::acl;
 use super::commit::Writers;
@@ -38,7 +38,7 @@ use nandkit_fs::{
 };
 
 /// The mounted file system, shared with the code that unmounts it when the session ends.
-pub type SharedFs = Arc<Mutex<Option<FileSystem<FlashDevice>>>>;
+pub type SharedFs = Arc<Mutex<Option<FileSystem<StripedDevice>>>>;
 
 /// `st_blksize`: the I/O size tools such as cp use. Much larger than a flash page, so each
 /// FUSE request carries many chunks.
@@ -214,7 +214,7 @@ impl NandFuse {
     }
 
     /// Bytes free for new data.
-    fn room(fs: &FileSystem<FlashDevice>) -> u64 {
+    fn room(fs: &FileSystem<StripedDevice>) -> u64 {
         let s = fs.statfs();
         s.free_chunks.saturating_mul(u64::from(s.chunk_bytes))
     }
@@ -275,7 +275,7 @@ impl NandFuse {
     /// setuid/setgid bits `perm_after` says go (given the bits and the file's group).
     fn drop_privileges(
         &self,
-        fs: &mut FileSystem<FlashDevice>,
+        fs: &mut FileSystem<StripedDevice>,
         ino: Ino,
         perm_after: impl FnOnce(u32, u32) -> Option<u32>,
     ) -> Result<(), FsError> {
@@ -350,7 +350,7 @@ impl NandFuse {
     /// system already handed back for unmounting, answers EIO.
     fn with_fs<T>(
         &self,
-        f: impl FnOnce(&mut FileSystem<FlashDevice>) -> Result<T, FsError>,
+        f: impl FnOnce(&mut FileSystem<StripedDevice>) -> Result<T, FsError>,
     ) -> Result<T, Errno> {
         let mut guard = self.fs.lock().map_err(|_| Errno::EIO)?;
         let fs = guard.as_mut().ok_or(Errno::EIO)?;

@@ -371,7 +371,7 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
         },
     )?;
     let fs = FileSystem::mount(
-        dev,
+        nandkit_flash::StripedFlash::new(dev),
         MountOptions {
             read_only: p.config.read_only,
             force_scan: false,

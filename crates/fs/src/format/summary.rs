@@ -3,6 +3,12 @@
 //! payload of a special page written as the block's last page when the block fills, or at
 //! the first free page when the file system seals a block early (see docs/format.md).
 //!
+//! A summary at page q with n entries describes pages q - n .. q. When n < q the block's
+//! tags did not fit one page (large blocks: a striped array's block is p chips' blocks):
+//! page q - n - 1 holds the summary of the pages before it, and so on back to page 0. The
+//! write path starts a new segment, writing the summary so far, whenever the next entry
+//! would not fit.
+//!
 //! Payload: varint entry count, then per page before the summary one entry:
 //!
 //! | tag | entry |
@@ -79,6 +85,57 @@ impl Summary {
                 *facts = None;
             }
         }
+    }
+
+    /// Bytes `payload` gives an entry (with its facts; they may be dropped to fit).
+    pub fn entry_len(e: &SummaryEntry, base_serial: u64, page_size: u32) -> usize {
+        let delta = |s: u64| super::varint_len(zigzag((s as i64).wrapping_sub(base_serial as i64)));
+        match *e {
+            SummaryEntry::Garbage => 1,
+            SummaryEntry::Data {
+                obj,
+                chunk,
+                n_bytes,
+                serial,
+            } => {
+                let tail = if n_bytes == page_size {
+                    0
+                } else {
+                    super::varint_len(u64::from(n_bytes))
+                };
+                1 + super::varint_len(u64::from(obj))
+                    + super::varint_len(u64::from(chunk))
+                    + delta(serial)
+                    + tail
+            }
+            SummaryEntry::Header {
+                obj,
+                version,
+                facts,
+            } => {
+                let facts = facts.map_or(0, |f| {
+                    1 + super::varint_len(u64::from(f.parent)) + super::varint_len(f.size)
+                });
+                1 + super::varint_len(u64::from(obj)) + delta(version) + facts
+            }
+        }
+    }
+
+    /// Whether a summary of `entries` more entries, `bytes` of them, fits one page.
+    pub fn fits(entries: usize, bytes: usize, page_size: u32) -> bool {
+        super::varint_len(entries as u64) + bytes <= Special::capacity(page_size as usize)
+    }
+
+    /// Joins the summary of an earlier segment of a block (ending just before the summary
+    /// page at which this one starts) with this one: one summary of both, the earlier
+    /// summary's own page counted as garbage.
+    pub fn after(mut earlier: Summary, later: Summary) -> Option<Summary> {
+        if earlier.base_serial != later.base_serial {
+            return None;
+        }
+        earlier.entries.push(SummaryEntry::Garbage);
+        earlier.entries.extend(later.entries);
+        Some(earlier)
     }
 
     pub(crate) fn payload(&self, page_size: u32) -> Vec<u8> {

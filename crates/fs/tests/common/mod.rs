@@ -5,10 +5,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use nandkit_flash::{preset, BlockAddr, DeviceConfig, Flash, FlashDevice, PageAddr};
+use nandkit_flash::{
+    preset, BlockAddr, DeviceConfig, Flash, FlashDevice, PageAddr, StripedDevice, StripedFlash,
+};
 use nandkit_fs::*;
 
-pub type Fs = FileSystem<FlashDevice>;
+/// Every test device is seen through its striped view (one chip: the chip itself).
+pub type Fs = FileSystem<StripedDevice>;
 
 /// The two geometries every file system test runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,6 +22,9 @@ pub enum Dev {
     /// bad-block marker and MTD's Hamming ECC), 32 pages/block, 128 blocks: the small tag
     /// layout, 512-byte chunks.
     Small,
+    /// "tiny" split over 4 chips and striped (MA): 16 blocks of 4 x 64 pages, so every
+    /// write of 4 chunks or more programs several chips in one batch.
+    Array,
 }
 
 impl Dev {
@@ -31,18 +37,25 @@ impl Dev {
                 .expect("smallblock preset")
                 .with_total_bytes(2 << 20)
                 .expect("2 MiB smallblock"),
+            Dev::Array => preset("tiny")
+                .expect("tiny preset")
+                .with_total_bytes(16 << 20)
+                .expect("16 MiB tiny")
+                .with_chips(4)
+                .expect("tiny over 4 chips"),
         };
         no_bit_errors(c)
     }
 
+    /// Blocks of the device as the file system sees it (striped).
     pub fn blocks(self) -> u32 {
-        self.config().geometry.total_blocks() as u32
+        self.config().geometry.blocks_per_chip
     }
 
     /// Bytes of file data one flash page holds.
     pub fn chunk(self) -> usize {
         match self {
-            Dev::Tiny => 2048,
+            Dev::Tiny | Dev::Array => 2048,
             Dev::Small => 512,
         }
     }
@@ -51,6 +64,7 @@ impl Dev {
         match self {
             Dev::Tiny => "tiny",
             Dev::Small => "small-2m",
+            Dev::Array => "tiny-16m-x4",
         }
     }
 }
@@ -94,11 +108,27 @@ pub fn yaffs(dev: Dev) -> FsConfig {
 /// A freshly formatted file system on a new RAM device.
 pub fn format(dev: Dev) -> Fs {
     let flash = FlashDevice::ram(dev.config()).expect("ram device");
-    FileSystem::format(flash, yaffs(dev), clock()).expect("format")
+    FileSystem::format(StripedFlash::new(flash), yaffs(dev), clock()).expect("format")
 }
 
-pub fn mount(flash: FlashDevice) -> Result<Fs> {
-    FileSystem::mount(flash, opts())
+/// Mounts a device (an array through its striped view).
+pub fn mount(flash: impl Into<Array>) -> Result<Fs> {
+    FileSystem::mount(flash.into().0, opts())
+}
+
+/// A device for `mount`: a bare device is striped on the way (one chip: itself).
+pub struct Array(pub StripedDevice);
+
+impl From<FlashDevice> for Array {
+    fn from(d: FlashDevice) -> Self {
+        Array(StripedFlash::new(d))
+    }
+}
+
+impl From<StripedDevice> for Array {
+    fn from(d: StripedDevice) -> Self {
+        Array(d)
+    }
 }
 
 /// Power fails (nothing is flushed), power returns, and the device is mounted (scan).

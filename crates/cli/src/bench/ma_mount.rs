@@ -1,0 +1,164 @@
+//! `nandkit bench ma-mount`: the MA paper's mount-time scenarios (Figure 6) on P chips.
+
+use anyhow::{ensure, Context};
+use clap::Args;
+use nandkit_fs::{MountMethod, ROOT_INO};
+use serde::Serialize;
+
+use super::{directory, format, noise, print_json, regular_file, timed_mount, FsArgs, Progress};
+use crate::device_args::DeviceArgs;
+
+pub const LONG_ABOUT: &str =
+    "For each scenario of the MA paper's Figure 6, formats a RAM device of P chips \
+    (capacity constant as P changes), fills it (nothing; one 50 MB file; one 100 MB file; \
+    16,000 or 35,000 files of 2 KB, 1,000 to a directory), unmounts cleanly, then mounts \
+    the default way (from the checkpoint the unmount wrote) and by a forced full scan. \
+    Reported: simulated and host milliseconds and flash reads of each mount.\n\n\
+    A scan reads one page per block (its summary) and more for blocks without one; on P \
+    chips a block is P chips' blocks, so there are P times fewer of them. A checkpoint \
+    mount reads the checkpoint's pages, which lie over all chips.";
+
+#[derive(Args)]
+pub struct MaMountArgs {
+    #[command(flatten)]
+    device: DeviceArgs,
+    #[command(flatten)]
+    fs: FsArgs,
+    /// Only the new file system and the 50 MB file (seconds, for smoke tests).
+    #[arg(long)]
+    quick: bool,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Row {
+    bench: &'static str,
+    geometry: String,
+    chips: u32,
+    scenario: String,
+    /// The default mount (from the checkpoint).
+    mount_sim_ms: f64,
+    mount_host_ms: f64,
+    mount_method: MountMethod,
+    mount_reads: u64,
+    scan_mount_sim_ms: f64,
+    scan_mount_host_ms: f64,
+    scan_mount_reads: u64,
+}
+
+enum Fill {
+    Nothing,
+    OneFile(u64),
+    SmallFiles(u64),
+}
+
+const SCENARIOS: [(&str, Fill); 5] = [
+    ("new", Fill::Nothing),
+    ("one 50 MB file", Fill::OneFile(50_000_000)),
+    ("one 100 MB file", Fill::OneFile(100_000_000)),
+    ("16,000 files of 2 KB", Fill::SmallFiles(16_000)),
+    ("35,000 files of 2 KB", Fill::SmallFiles(35_000)),
+];
+
+pub fn run(args: MaMountArgs) -> anyhow::Result<()> {
+    let mut rows = Vec::new();
+    let take = if args.quick { 2 } else { SCENARIOS.len() };
+    for (name, fill) in &SCENARIOS[..take] {
+        let row = scenario(&args, name, fill)?;
+        if !args.json {
+            if rows.is_empty() {
+                println!(
+                    "{:<22} {:>5} {:>16} {:>8} {:>14} {:>8}",
+                    "scenario", "chips", "checkpoint ms", "reads", "scan ms", "reads"
+                );
+            }
+            println!(
+                "{:<22} {:>5} {:>16.2} {:>8} {:>14.2} {:>8}",
+                row.scenario,
+                row.chips,
+                row.mount_sim_ms,
+                row.mount_reads,
+                row.scan_mount_sim_ms,
+                row.scan_mount_reads
+            );
+        }
+        rows.push(row);
+    }
+    if args.json {
+        print_json(&rows)?;
+    }
+    Ok(())
+}
+
+fn scenario(args: &MaMountArgs, name: &str, fill: &Fill) -> anyhow::Result<Row> {
+    let config = args.device.config()?;
+    let geometry = config.name.clone();
+    let chips = config.geometry.chips;
+    let mut fs = format(config, &args.fs)?;
+    match *fill {
+        Fill::Nothing => {}
+        Fill::OneFile(bytes) => {
+            let ino = fs.create(ROOT_INO, b"big", regular_file())?.ino;
+            let step = 1 << 20;
+            let data = noise(step as usize, 1);
+            let mut progress = Progress::bytes(bytes, "writing", args.json);
+            let mut off = 0;
+            while off < bytes {
+                let n = step.min(bytes - off) as usize;
+                let done = fs.write(ino, off, &data[..n]).context("writing")?;
+                ensure!(done == n, "short write at {off}: the device is full");
+                off += n as u64;
+                progress.inc(n as u64);
+            }
+            progress.finish();
+            fs.fsync(ino)?;
+        }
+        Fill::SmallFiles(n) => {
+            let data = noise(2000, 2);
+            let mut progress = Progress::items(n, "files", args.json);
+            let mut dir = ROOT_INO;
+            for i in 0..n {
+                if i % 1000 == 0 {
+                    let dname = format!("d{}", i / 1000);
+                    dir = fs.create(ROOT_INO, dname.as_bytes(), directory())?.ino;
+                }
+                let fname = format!("f{i}");
+                let ino = fs.create(dir, fname.as_bytes(), regular_file())?.ino;
+                fs.write(ino, 0, &data).context("writing")?;
+                fs.fsync(ino)?;
+                progress.inc(1);
+            }
+            progress.finish();
+        }
+    }
+    let dev = fs.unmount().context("unmounting")?;
+    let (mount, reads, fs) = measure(dev, false)?;
+    let (scan, scan_reads, _) = measure(fs.into_device(), true)?;
+    Ok(Row {
+        bench: "ma-mount",
+        geometry,
+        chips,
+        scenario: name.to_string(),
+        mount_sim_ms: mount.sim_ms,
+        mount_host_ms: mount.host_ms,
+        mount_method: mount.method,
+        mount_reads: reads,
+        scan_mount_sim_ms: scan.sim_ms,
+        scan_mount_host_ms: scan.host_ms,
+        scan_mount_reads: scan_reads,
+    })
+}
+
+/// One timed mount and the flash reads it made.
+fn measure(
+    mut dev: nandkit_flash::StripedDevice,
+    force_scan: bool,
+) -> anyhow::Result<(super::MountTiming, u64, super::Fs)> {
+    let before = dev.stats().total();
+    let (mut fs, timing) = timed_mount(dev, force_scan)?;
+    let after = fs.device_mut().stats().total();
+    let reads = after.page_reads + after.oob_reads - before.page_reads - before.oob_reads;
+    Ok((timing, reads, fs))
+}
