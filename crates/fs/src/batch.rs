@@ -61,10 +61,9 @@ impl<F: Flash> FileSystem<F> {
         } else {
             Ok(())
         };
-        match out {
-            Ok(v) => settled.map(|()| v),
-            Err(e) => Err(e),
-        }
+        let v = out?;
+        settled?;
+        Ok(v)
     }
 
     /// Whether a data page placed now may be posted instead of programmed.

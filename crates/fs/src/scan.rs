@@ -233,7 +233,7 @@ impl<F: Flash> FileSystem<F> {
             }
             TagRead::Valid(Tags::Special(s)) if s.kind == SpecialKind::Summary && ok => {
                 if let Some((summary, pages)) =
-                    self.summary_chain(b, last, Some((data.clone(), oob.clone(), ok)))?
+                    self.summary_chain(b, last, Some((data, oob, ok)))?
                 {
                     self.apply_summary(b, &summary, seen)?;
                     self.blocks.update(b, |blk| {

@@ -89,36 +89,9 @@ impl Summary {
 
     /// Bytes `payload` gives an entry (with its facts; they may be dropped to fit).
     pub fn entry_len(e: &SummaryEntry, base_serial: u64, page_size: u32) -> usize {
-        let delta = |s: u64| super::varint_len(zigzag((s as i64).wrapping_sub(base_serial as i64)));
-        match *e {
-            SummaryEntry::Garbage => 1,
-            SummaryEntry::Data {
-                obj,
-                chunk,
-                n_bytes,
-                serial,
-            } => {
-                let tail = if n_bytes == page_size {
-                    0
-                } else {
-                    super::varint_len(u64::from(n_bytes))
-                };
-                1 + super::varint_len(u64::from(obj))
-                    + super::varint_len(u64::from(chunk))
-                    + delta(serial)
-                    + tail
-            }
-            SummaryEntry::Header {
-                obj,
-                version,
-                facts,
-            } => {
-                let facts = facts.map_or(0, |f| {
-                    1 + super::varint_len(u64::from(f.parent)) + super::varint_len(f.size)
-                });
-                1 + super::varint_len(u64::from(obj)) + delta(version) + facts
-            }
-        }
+        let mut b = Vec::with_capacity(32);
+        put_entry(&mut b, e, base_serial, page_size);
+        b.len()
     }
 
     /// Whether a summary of `entries` more entries, `bytes` of them, fits one page.
@@ -139,43 +112,10 @@ impl Summary {
     }
 
     pub(crate) fn payload(&self, page_size: u32) -> Vec<u8> {
-        let base = self.base_serial as i64;
-        let delta = |s: u64| zigzag((s as i64).wrapping_sub(base));
         let mut b = Vec::new();
         b.put_varint(self.entries.len() as u64);
         for e in &self.entries {
-            match *e {
-                SummaryEntry::Garbage => b.put_u8(0),
-                SummaryEntry::Data {
-                    obj,
-                    chunk,
-                    n_bytes,
-                    serial,
-                } => {
-                    let full = n_bytes == page_size;
-                    b.put_u8(if full { 1 } else { 2 });
-                    b.put_varint(u64::from(obj));
-                    b.put_varint(u64::from(chunk));
-                    b.put_varint(delta(serial));
-                    if !full {
-                        b.put_varint(u64::from(n_bytes));
-                    }
-                }
-                SummaryEntry::Header {
-                    obj,
-                    version,
-                    facts,
-                } => {
-                    b.put_u8(if facts.is_some() { 3 } else { 4 });
-                    b.put_varint(u64::from(obj));
-                    b.put_varint(delta(version));
-                    if let Some(f) = facts {
-                        b.put_u8(f.kind.map_or(0, Kind::code) | u8::from(f.needs_read) << 4);
-                        b.put_varint(u64::from(f.parent));
-                        b.put_varint(f.size);
-                    }
-                }
-            }
+            put_entry(&mut b, e, self.base_serial, page_size);
         }
         b
     }
@@ -251,6 +191,43 @@ impl Summary {
             base_serial: s.id,
             entries,
         })
+    }
+}
+
+/// Appends one entry as `payload` lays it out.
+fn put_entry(b: &mut Vec<u8>, e: &SummaryEntry, base_serial: u64, page_size: u32) {
+    let delta = |s: u64| zigzag((s as i64).wrapping_sub(base_serial as i64));
+    match *e {
+        SummaryEntry::Garbage => b.put_u8(0),
+        SummaryEntry::Data {
+            obj,
+            chunk,
+            n_bytes,
+            serial,
+        } => {
+            let full = n_bytes == page_size;
+            b.put_u8(if full { 1 } else { 2 });
+            b.put_varint(u64::from(obj));
+            b.put_varint(u64::from(chunk));
+            b.put_varint(delta(serial));
+            if !full {
+                b.put_varint(u64::from(n_bytes));
+            }
+        }
+        SummaryEntry::Header {
+            obj,
+            version,
+            facts,
+        } => {
+            b.put_u8(if facts.is_some() { 3 } else { 4 });
+            b.put_varint(u64::from(obj));
+            b.put_varint(delta(version));
+            if let Some(f) = facts {
+                b.put_u8(f.kind.map_or(0, Kind::code) | u8::from(f.needs_read) << 4);
+                b.put_varint(u64::from(f.parent));
+                b.put_varint(f.size);
+            }
+        }
     }
 }
 
