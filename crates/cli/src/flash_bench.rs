@@ -87,7 +87,7 @@ struct Report {
     parallel: Vec<ParallelCheck>,
 }
 
-fn executor_kind(e: ExecutorArg) -> ExecutorKind {
+pub fn executor_kind(e: ExecutorArg) -> ExecutorKind {
     match e {
         ExecutorArg::Sim => ExecutorKind::Simulated,
         ExecutorArg::Threaded => ExecutorKind::Threaded,

@@ -326,6 +326,27 @@ fn iozone_json_contract_and_shape() {
     ]);
     assert!(f(&re, "speedup_vs_p1") > 1.5, "{re}");
     assert_eq!(u(&re, "bytes"), 1 << 20);
+    // MA's threaded executor (a worker per chip) gives the same simulated results.
+    let threaded = |executor: &str| {
+        bench_json(&[
+            "iozone",
+            "-g",
+            "tiny",
+            "--chips",
+            "4",
+            "--record",
+            "64KiB",
+            "--file-size",
+            "1MiB",
+            "--executor",
+            executor,
+        ])
+    };
+    let (sim, thr) = (threaded("sim"), threaded("threaded"));
+    assert_eq!(thr["executor"], "threaded");
+    assert_eq!(f(&sim, "sim_ms"), f(&thr, "sim_ms"), "{sim} {thr}");
+    assert_eq!(u(&sim, "page_programs"), u(&thr, "page_programs"));
+    assert!(f(&thr, "host_us_per_record") > 0.0, "{thr}");
 }
 
 /// MA Figure 6's scenarios: rows with `scenario` and `mount_sim_ms`; the scan mount of
@@ -357,5 +378,11 @@ fn ma_mount_json_contract() {
         // The checkpoint mount's few reads are not compared here: on this small device
         // the anchor search reads two pages more in the array's larger blocks.
         assert!(f(b, "mount_sim_ms") > 0.0, "{b}");
+        // Figure 9, RAM by P: fewer, larger blocks make the per-block tables smaller.
+        assert!(f(b, "mount_heap_bytes") > 0.0, "{b}");
+        assert!(
+            f(b, "mount_heap_bytes") < f(a, "mount_heap_bytes"),
+            "{a} {b}"
+        );
     }
 }

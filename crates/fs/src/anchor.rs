@@ -100,7 +100,7 @@ impl<F: Flash> FileSystem<F> {
         let (buf, oob) = self.layout.encode_page(&tags, &special.encode());
         let addr = self.layout.block_addr(block).page(page);
         self.settle()?;
-        let r = self.dev.program_page(addr, &buf, &oob);
+        let r = self.dev.get_mut().program_page(addr, &buf, &oob);
         self.stats.anchor_pages_written += 1;
         r.map_err(|e| self.fail(e))
     }
@@ -124,7 +124,7 @@ impl<F: Flash> FileSystem<F> {
     pub(crate) fn find_anchors(&mut self) -> Result<()> {
         let mut found: Option<(u32, Special, FsRecord)> = None;
         for b in 0..self.layout.blocks {
-            if self.dev.is_bad(self.layout.block_addr(b))? {
+            if self.dev.get_mut().is_bad(self.layout.block_addr(b))? {
                 continue;
             }
             // Block 0 is read in full; elsewhere the tags say first whether to bother.
@@ -191,7 +191,7 @@ impl<F: Flash> FileSystem<F> {
         for (i, &blk) in record.anchors.iter().enumerate() {
             let page0 = if blk == first {
                 Some(first_page.clone())
-            } else if self.dev.is_bad(self.layout.block_addr(blk))? {
+            } else if self.dev.get_mut().is_bad(self.layout.block_addr(blk))? {
                 None
             } else {
                 self.read_anchor_page(blk, 0)?
@@ -285,7 +285,7 @@ impl<F: Flash> FileSystem<F> {
                 .unwrap_or(FIRST_EPOCH)
                 + 1;
             self.settle()?;
-            match self.dev.erase_block(self.layout.block_addr(blk)) {
+            match self.dev.get_mut().erase_block(self.layout.block_addr(blk)) {
                 Ok(()) => {}
                 Err(FlashError::PowerLost) => return Err(self.fail(FlashError::PowerLost)),
                 Err(_) => return Ok(false),
@@ -318,11 +318,11 @@ impl<F: Flash> FileSystem<F> {
                 continue;
             }
             let blk = self.anchors.blocks[i];
-            if self.dev.is_bad(self.layout.block_addr(blk))? {
+            if self.dev.get_mut().is_bad(self.layout.block_addr(blk))? {
                 continue;
             }
             self.settle()?;
-            match self.dev.erase_block(self.layout.block_addr(blk)) {
+            match self.dev.get_mut().erase_block(self.layout.block_addr(blk)) {
                 Ok(()) => {}
                 Err(FlashError::PowerLost) => return Err(self.fail(FlashError::PowerLost)),
                 Err(_) => continue,

@@ -8,6 +8,7 @@ use nandkit_flash::Flash;
 
 use crate::error::Result;
 use crate::fs::{AtimePolicy, FileSystem};
+use crate::object::Details;
 use crate::types::{Ino, Time};
 
 /// Relatime's "a day old" rule.
@@ -22,17 +23,23 @@ impl<F: Flash> FileSystem<F> {
         self.accessed(ino)
     }
 
-    /// `ino` was read: moves its access time to now if the policy asks for it.
-    pub(crate) fn accessed(&mut self, ino: Ino) -> Result<()> {
-        if self.read_only || self.dead.is_some() || self.atime == AtimePolicy::Never {
-            return Ok(());
+    /// Whether a read of `ino` now would move its access time: a shared reader asks this
+    /// and calls [`FileSystem::access`] (which needs the file system exclusively) only when
+    /// it says so, which under relatime is rarely. `true` when it cannot tell without
+    /// loading the object's details.
+    pub fn atime_due(&self, ino: Ino) -> bool {
+        if self.read_only || self.is_dead() || self.atime == AtimePolicy::Never {
+            return false;
         }
-        self.load(ino)?;
-        let now = Time::from_ns(self.now());
-        let policy = self.atime;
-        let o = self.obj_mut(ino)?;
-        let d = o.d_mut();
-        let due = match policy {
+        match self.obj(ino).ok().and_then(|o| o.details.as_deref()) {
+            Some(d) => self.moves(d, Time::from_ns(self.now())),
+            None => true,
+        }
+    }
+
+    /// Whether the policy moves an access time of `d` to `now`.
+    fn moves(&self, d: &Details, now: Time) -> bool {
+        let due = match self.atime {
             AtimePolicy::Strict => true,
             AtimePolicy::Relatime => {
                 d.atime <= d.mtime
@@ -41,8 +48,24 @@ impl<F: Flash> FileSystem<F> {
             }
             AtimePolicy::Never => false,
         };
-        if due && d.atime != now {
-            d.atime = now;
+        due && d.atime != now
+    }
+
+    /// `ino` was read: moves its access time to now if the policy asks for it.
+    pub(crate) fn accessed(&mut self, ino: Ino) -> Result<()> {
+        if self.read_only || self.is_dead() || self.atime == AtimePolicy::Never {
+            return Ok(());
+        }
+        self.load(ino)?;
+        let now = Time::from_ns(self.now());
+        let moves = self
+            .obj(ino)?
+            .details
+            .as_deref()
+            .is_some_and(|d| self.moves(d, now));
+        if moves {
+            let o = self.obj_mut(ino)?;
+            o.d_mut().atime = now;
             o.set_dirty(true);
         }
         Ok(())

@@ -93,11 +93,12 @@ impl<F: Flash> FileSystem<F> {
     /// Programs every posted page, in the order posted, as one batch; then writes again
     /// elsewhere any that failed.
     pub(crate) fn settle(&mut self) -> Result<()> {
+        self.absorb_scrubs();
         if self.batch.posted.is_empty() || self.batch.settling {
             return Ok(());
         }
         let posted = std::mem::take(&mut self.batch.posted);
-        if self.dead.is_some() {
+        if self.is_dead() {
             // The device is gone; what was posted was never promised durable.
             return Ok(());
         }
@@ -109,7 +110,7 @@ impl<F: Flash> FileSystem<F> {
                 oob: p.oob.clone(),
             })
             .collect();
-        let done = self.dev.submit(commands);
+        let done = self.dev.get_mut().submit(commands);
         let mut failed = Vec::new();
         for (p, c) in posted.into_iter().zip(done) {
             match c.result {
@@ -183,10 +184,22 @@ impl<F: Flash> FileSystem<F> {
         Ok(())
     }
 
+    /// Whether no page is posted: what a shared reader relies on (batch scopes need
+    /// `&mut self` and settle before they end).
+    pub(crate) fn settled(&self) -> bool {
+        self.batch.posted.is_empty()
+    }
+
     /// Reads whole pages in one submit: (data, OOB, ECC ok) per page, in order.
     pub(crate) fn read_pages(&mut self, pnos: &[u32]) -> Result<Vec<RawPage>> {
-        self.check_alive()?;
         self.settle()?;
+        self.read_pages_now(pnos)
+    }
+
+    /// `read_pages` for a shared reader, with nothing posted.
+    pub(crate) fn read_pages_now(&self, pnos: &[u32]) -> Result<Vec<RawPage>> {
+        self.check_alive()?;
+        debug_assert!(self.settled(), "a shared read with pages posted");
         let commands = pnos
             .iter()
             .map(|&pno| Command::Read {
@@ -195,7 +208,8 @@ impl<F: Flash> FileSystem<F> {
             .collect();
         let g = self.layout.geometry;
         let mut out = Vec::with_capacity(pnos.len());
-        for (&pno, c) in pnos.iter().zip(self.dev.submit(commands)) {
+        let done = self.dev.lock().submit(commands);
+        for (&pno, c) in pnos.iter().zip(done) {
             match c.result {
                 Ok(Reply::Read { data, oob, ecc }) => {
                     self.note_ecc(pno, ecc);

@@ -176,7 +176,7 @@ impl<F: Flash> FileSystem<F> {
             let (page, oob) = self.layout.encode_page(&tags, &special.encode());
             let addr = self.layout.block_addr(block).page((k % ppb) as u32);
             self.settle()?;
-            let r = self.dev.program_page(addr, &page, &oob);
+            let r = self.dev.get_mut().program_page(addr, &page, &oob);
             self.blocks.update(block, |b| b.next_page += 1);
             match r {
                 Ok(()) => self.stats.checkpoint_pages_written += 1,
@@ -210,7 +210,7 @@ impl<F: Flash> FileSystem<F> {
             return Ok(false);
         }
         for &block in &p.blocks {
-            if self.dev.is_bad(self.layout.block_addr(block))? {
+            if self.dev.get_mut().is_bad(self.layout.block_addr(block))? {
                 return Ok(false);
             }
         }

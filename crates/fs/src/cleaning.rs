@@ -23,6 +23,8 @@ impl<F: Flash> FileSystem<F> {
     pub fn gc(&mut self, max_blocks: u32) -> Result<u32> {
         self.check_writable()?;
         self.erase_stale_checkpoint()?;
+        // Blocks shared readers asked to scrub come first, as any flagged block does.
+        self.absorb_scrubs();
         let mut done = 0;
         while done < max_blocks {
             let Some(victim) = self.cleaner.pick(&self.blocks, Need::Explicit) else {
@@ -211,7 +213,7 @@ impl<F: Flash> FileSystem<F> {
     pub(crate) fn erase_block(&mut self, block: u32) -> Result<()> {
         let addr = self.layout.block_addr(block);
         self.settle()?;
-        match self.dev.erase_block(addr) {
+        match self.dev.get_mut().erase_block(addr) {
             Ok(()) => {
                 debug_assert_eq!(self.blocks.get(block).valid, 0);
                 self.blocks.update(block, |b| {
@@ -232,7 +234,7 @@ impl<F: Flash> FileSystem<F> {
     /// Marks a block bad for good.
     pub(crate) fn retire_block(&mut self, block: u32) -> Result<()> {
         self.settle()?;
-        match self.dev.mark_bad(self.layout.block_addr(block)) {
+        match self.dev.get_mut().mark_bad(self.layout.block_addr(block)) {
             Ok(()) => {}
             Err(e) if !matches!(e, FlashError::PowerLost) => {}
             Err(e) => return Err(self.fail(e)),

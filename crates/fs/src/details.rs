@@ -206,7 +206,7 @@ impl<F: Flash> FileSystem<F> {
         let d = self.dirs.get_mut(&dir).expect("checked above");
         d.index = Some(index);
         d.unnamed = unreadable;
-        if !self.repairs.is_empty() && !self.read_only && self.dead.is_none() {
+        if !self.repairs.is_empty() && !self.read_only && !self.is_dead() {
             self.apply_repairs()?;
         }
         Ok(())

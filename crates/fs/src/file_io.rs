@@ -41,7 +41,18 @@ impl<F: Flash> FileSystem<F> {
     }
 
     /// Reads up to `buf.len()` bytes at `offset`; returns how many (0 at end of file).
+    /// The access time moves as the mount's policy says.
     pub fn read(&mut self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        self.settle()?;
+        let n = self.read_shared(ino, offset, buf)?;
+        self.accessed(ino)?;
+        Ok(n)
+    }
+
+    /// `read` for a caller that shares the file system with other readers (`&self`): the
+    /// bytes only. The access time is the caller's to move afterwards, with
+    /// [`FileSystem::access`] when [`FileSystem::atime_due`] says so.
+    pub fn read_shared(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {
         self.check_alive()?;
         self.file(ino)?;
         let size = self.obj(ino)?.size;
@@ -64,13 +75,13 @@ impl<F: Flash> FileSystem<F> {
                 pno if !cached && pno != NO_PAGE && pno != LOST_PAGE => {
                     on_flash.push((pno, chunk, within, done, n));
                 }
-                _ => self.read_chunk_into(ino, chunk, within, &mut buf[done..done + n])?,
+                _ => self.read_chunk_now(ino, chunk, within, &mut buf[done..done + n])?,
             }
             done += n;
         }
         for group in on_flash.chunks(self.layout.pages_per_block as usize) {
             let pnos: Vec<u32> = group.iter().map(|g| g.0).collect();
-            let reads = self.read_pages(&pnos)?;
+            let reads = self.read_pages_now(&pnos)?;
             for (&(pno, chunk, within, at, n), (page, oob, ok)) in group.iter().zip(reads) {
                 let read = self.parse_page(page, &oob, ok);
                 let data = Self::expected_data(read, pno, ino, chunk)?;
@@ -79,7 +90,6 @@ impl<F: Flash> FileSystem<F> {
                 }
             }
         }
-        self.accessed(ino)?;
         Ok(len)
     }
 
@@ -91,6 +101,12 @@ impl<F: Flash> FileSystem<F> {
         within: usize,
         out: &mut [u8],
     ) -> Result<()> {
+        self.settle()?;
+        self.read_chunk_now(ino, chunk, within, out)
+    }
+
+    /// `read_chunk_into` for a shared reader, with nothing posted.
+    fn read_chunk_now(&self, ino: Ino, chunk: u32, within: usize, out: &mut [u8]) -> Result<()> {
         if let Some(cache) = self.caches.get(&ino) {
             if cache.chunk == chunk {
                 out.copy_from_slice(&cache.data[within..within + out.len()]);
@@ -105,7 +121,7 @@ impl<F: Flash> FileSystem<F> {
                 )))
             }
             pno => {
-                let data = self.read_expected_data(pno, ino, chunk)?;
+                let data = self.read_expected_data_now(pno, ino, chunk)?;
                 for (i, b) in out.iter_mut().enumerate() {
                     *b = data.get(within + i).copied().unwrap_or(0);
                 }

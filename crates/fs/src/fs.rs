@@ -5,7 +5,8 @@
 //! in `anchor`, checks in `fsck`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use nandkit_flash::Flash;
 use serde::Serialize;
@@ -23,6 +24,9 @@ use crate::layout::Layout;
 use crate::meta::MetadataStore;
 use crate::object::{Details, Object, WriteCache, NO_PAGE};
 use crate::types::{Attr, Ino, Kind, SetAttr, StatFs, NAME_MAX, ROOT_INO};
+
+/// Why every call fails once the device lost power under the file system.
+pub(crate) const POWER_LOST: &str = "power lost; remount";
 
 /// How to mount.
 #[derive(Clone)]
@@ -143,7 +147,7 @@ impl OpenBlock {
 }
 
 pub struct FileSystem<F: Flash> {
-    pub(crate) dev: F,
+    pub(crate) dev: crate::device_cell::DeviceCell<F>,
     pub(crate) layout: Layout,
     pub(crate) config: FsConfig,
     pub(crate) blocks: BlockTable,
@@ -178,7 +182,11 @@ pub struct FileSystem<F: Flash> {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) read_only: bool,
     /// Set when the device failed under us (power lost): every call fails from then on.
-    pub(crate) dead: Option<String>,
+    /// Atomic because a shared reader can be the one to see the loss.
+    pub(crate) dead: AtomicBool,
+    /// Blocks whose reads by shared readers asked for a scrub; flagged in the block table
+    /// by the next exclusive call (see `read_path::note_ecc`).
+    pub(crate) scrub_later: Mutex<Vec<u32>>,
     pub(crate) stats: FsStats,
     pub(crate) mount_method: MountMethod,
     /// Objects whose header must be rewritten (names resolved by a newer claim, orphans
@@ -206,7 +214,7 @@ impl<F: Flash> FileSystem<F> {
             cleaner: clean::make(&config),
             allocator,
             streams,
-            dev,
+            dev: crate::device_cell::DeviceCell::new(dev),
             layout,
             config,
             objects: HashMap::new(),
@@ -228,7 +236,8 @@ impl<F: Flash> FileSystem<F> {
             checkpoint_blocks: Vec::new(),
             clock,
             read_only: false,
-            dead: None,
+            dead: AtomicBool::new(false),
+            scrub_later: Mutex::new(Vec::new()),
             stats: FsStats::default(),
             mount_method: MountMethod::Format,
             repairs: Vec::new(),
@@ -247,7 +256,7 @@ impl<F: Flash> FileSystem<F> {
         fs.check_layout_limits()?;
         for b in 0..fs.layout.blocks {
             let addr = fs.layout.block_addr(b);
-            if fs.dev.is_bad(addr)? {
+            if fs.dev.get_mut().is_bad(addr)? {
                 fs.blocks.set_state(b, BlockState::Bad);
                 continue;
             }
@@ -350,22 +359,24 @@ impl<F: Flash> FileSystem<F> {
             self.metadata = Some(store);
             written = done?;
             self.settle()?;
-            self.dev.sync()?;
+            self.dev.get_mut().sync()?;
         }
-        Ok((self.dev, written))
+        Ok((self.dev.into_inner(), written))
     }
 
     /// The device, with nothing flushed: what a crash leaves.
     pub fn into_device(self) -> F {
-        self.dev
+        self.dev.into_inner()
     }
 
-    pub fn device(&self) -> &F {
-        &self.dev
+    /// The device, for a look at its state (clock, counters, power). The guard is the
+    /// device lock shared readers take: drop it before the next file system call.
+    pub fn device(&self) -> std::sync::MutexGuard<'_, F> {
+        self.dev.lock()
     }
 
     pub fn device_mut(&mut self) -> &mut F {
-        &mut self.dev
+        self.dev.get_mut()
     }
 
     pub fn config(&self) -> &FsConfig {
@@ -436,10 +447,14 @@ impl<F: Flash> FileSystem<F> {
     }
 
     pub(crate) fn check_alive(&self) -> Result<()> {
-        match &self.dead {
-            Some(why) => Err(FsError::Io(why.clone())),
-            None => Ok(()),
+        if self.is_dead() {
+            return Err(FsError::Io(POWER_LOST.into()));
         }
+        Ok(())
+    }
+
+    pub(crate) fn is_dead(&self) -> bool {
+        self.dead.load(Ordering::Relaxed)
     }
 
     pub(crate) fn check_writable(&self) -> Result<()> {
@@ -596,7 +611,7 @@ impl<F: Flash> FileSystem<F> {
             self.fsync(ino)?;
         }
         self.settle()?;
-        self.dev.sync()?;
+        self.dev.get_mut().sync()?;
         Ok(())
     }
 
@@ -702,4 +717,11 @@ impl<F: Flash> FileSystem<F> {
             Err(_) => false,
         }
     }
+}
+
+/// Shared readers hold `&FileSystem` on several threads at once.
+#[allow(dead_code)]
+fn file_system_is_sync<F: Flash>() {
+    fn sync<T: Sync>() {}
+    sync::<FileSystem<F>>();
 }

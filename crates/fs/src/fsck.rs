@@ -57,8 +57,11 @@ impl<F: Flash> FileSystem<F> {
                 r.problems.push(s);
             }
         };
-        if let Some(why) = &self.dead {
-            p(&mut r, format!("file system is dead: {why}"));
+        if self.is_dead() {
+            p(
+                &mut r,
+                format!("file system is dead: {}", crate::fs::POWER_LOST),
+            );
             return r;
         }
         for (i, &e) in self.anchors.epochs.iter().enumerate() {

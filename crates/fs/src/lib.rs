@@ -24,6 +24,7 @@ mod cleaning;
 pub mod clock;
 pub mod config;
 mod details;
+mod device_cell;
 pub mod error;
 mod file_io;
 mod floors;

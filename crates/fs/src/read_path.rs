@@ -29,13 +29,20 @@ impl<F: Flash> FileSystem<F> {
     /// buffers hold the bytes as read). A correctable read that asks for a scrub flags
     /// the block.
     pub(crate) fn read_full(&mut self, pno: u32) -> Result<(Vec<u8>, Vec<u8>, bool)> {
+        self.settle()?;
+        self.read_full_now(pno)
+    }
+
+    /// `read_full` for a shared reader, with nothing posted.
+    pub(crate) fn read_full_now(&self, pno: u32) -> Result<(Vec<u8>, Vec<u8>, bool)> {
         self.check_alive()?;
+        debug_assert!(self.settled(), "a shared read with pages posted");
         let g = self.layout.geometry;
         let mut page = vec![0u8; g.page_size_bytes as usize];
         let mut oob = vec![0u8; g.oob_size_bytes as usize];
-        self.settle()?;
         let addr = self.layout.page_addr(pno);
-        let ok = match self.dev.read_page(addr, &mut page, &mut oob) {
+        let read = self.dev.lock().read_page(addr, &mut page, &mut oob);
+        let ok = match read {
             Ok(ecc) => {
                 self.note_ecc(pno, ecc);
                 true
@@ -46,9 +53,29 @@ impl<F: Flash> FileSystem<F> {
         Ok((page, oob, ok))
     }
 
-    pub(crate) fn note_ecc(&mut self, pno: u32, ecc: EccReport) {
+    /// A correctable read that asks for a scrub: the block is flagged (by the next
+    /// exclusive call, as a shared reader cannot touch the block table), and cleaning
+    /// moves its data before the errors grow past what ECC corrects.
+    pub(crate) fn note_ecc(&self, pno: u32, ecc: EccReport) {
         if ecc.scrub {
             let b = self.layout.block_of(pno);
+            self.scrub_later
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(b);
+        }
+    }
+
+    /// Flags the blocks shared readers asked to scrub.
+    pub(crate) fn absorb_scrubs(&mut self) {
+        let later = self
+            .scrub_later
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if later.is_empty() {
+            return;
+        }
+        for b in std::mem::take(later) {
             self.blocks.update(b, |blk| blk.flags |= SCRUB);
         }
     }
@@ -60,7 +87,7 @@ impl<F: Flash> FileSystem<F> {
         let mut oob = vec![0u8; g.oob_size_bytes as usize];
         self.settle()?;
         let addr = self.layout.page_addr(pno);
-        match self.dev.read_oob(addr, &mut oob) {
+        match self.dev.get_mut().read_oob(addr, &mut oob) {
             Ok(_) => Ok(self.layout.decode_tags(&oob)),
             Err(FlashError::Uncorrectable { .. }) => Ok(TagRead::Garbage),
             Err(e) => Err(self.fail(e)),
@@ -115,13 +142,25 @@ impl<F: Flash> FileSystem<F> {
     /// Reads a page with its tags and checks it. `None` when the tags are erased or
     /// garbage.
     pub(crate) fn read_raw(&mut self, pno: u32) -> Result<Option<PageRead>> {
-        let (page, oob, ok) = self.read_full(pno)?;
+        self.settle()?;
+        self.read_raw_now(pno)
+    }
+
+    /// `read_raw` for a shared reader, with nothing posted.
+    pub(crate) fn read_raw_now(&self, pno: u32) -> Result<Option<PageRead>> {
+        let (page, oob, ok) = self.read_full_now(pno)?;
         Ok(self.parse_page(page, &oob, ok))
     }
 
     /// Reads a data page that must hold `chunk` of `ino`, checking everything.
     pub(crate) fn read_expected_data(&mut self, pno: u32, ino: Ino, chunk: u32) -> Result<Vec<u8>> {
-        let read = self.read_raw(pno)?;
+        self.settle()?;
+        self.read_expected_data_now(pno, ino, chunk)
+    }
+
+    /// `read_expected_data` for a shared reader, with nothing posted.
+    pub(crate) fn read_expected_data_now(&self, pno: u32, ino: Ino, chunk: u32) -> Result<Vec<u8>> {
+        let read = self.read_raw_now(pno)?;
         Self::expected_data(read, pno, ino, chunk)
     }
 

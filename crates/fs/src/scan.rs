@@ -129,7 +129,7 @@ impl<F: Flash> FileSystem<F> {
             if self.anchors.blocks.contains(&b) {
                 continue;
             }
-            if self.dev.is_bad(self.layout.block_addr(b))? {
+            if self.dev.get_mut().is_bad(self.layout.block_addr(b))? {
                 self.blocks.set_state(b, BlockState::Bad);
                 continue;
             }

@@ -61,9 +61,9 @@ impl<F: Flash> FileSystem<F> {
     }
 
     /// Marks the file system dead after the device failed under it.
-    pub(crate) fn fail(&mut self, e: FlashError) -> FsError {
+    pub(crate) fn fail(&self, e: FlashError) -> FsError {
         if matches!(e, FlashError::PowerLost) {
-            self.dead = Some("power lost; remount".into());
+            self.dead.store(true, std::sync::atomic::Ordering::Relaxed);
         }
         FsError::Flash(e)
     }
@@ -174,7 +174,7 @@ impl<F: Flash> FileSystem<F> {
                 });
                 Ok(())
             } else {
-                self.dev.program_page(addr, &buf, &oob)
+                self.dev.get_mut().program_page(addr, &buf, &oob)
             };
             match result {
                 Ok(()) => {
@@ -447,7 +447,7 @@ impl<F: Flash> FileSystem<F> {
             let (buf, oob) = self.layout.encode_page(&tags, &special.encode());
             let addr = self.layout.block_addr(block).page(page);
             self.settle()?;
-            match self.dev.program_page(addr, &buf, &oob) {
+            match self.dev.get_mut().program_page(addr, &buf, &oob) {
                 Ok(()) => {
                     self.blocks.update(block, |b| {
                         b.next_page += 1;
@@ -573,6 +573,7 @@ impl<F: Flash> FileSystem<F> {
             if self.streams[stream].is_some() {
                 return Ok(());
             }
+            self.absorb_scrubs();
             match self.cleaner.pick(&self.blocks, crate::clean::Need::Space) {
                 Some(victim) => self.clean_block(victim)?,
                 None => return Err(FsError::NoSpace),
@@ -583,6 +584,7 @@ impl<F: Flash> FileSystem<F> {
 
     /// Cleans until more than `floor` blocks are erased, or fails with ENOSPC.
     pub(crate) fn clean_while_empty_at_most(&mut self, floor: u32) -> Result<()> {
+        self.absorb_scrubs();
         while self.blocks.empty <= floor {
             match self.cleaner.pick(&self.blocks, crate::clean::Need::Space) {
                 Some(victim) => self.clean_block(victim)?,

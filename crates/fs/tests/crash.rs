@@ -1857,7 +1857,8 @@ fn crash_during_reformat() {
             let fs =
                 FileSystem::format(nandkit_flash::StripedFlash::new(flash), yaffs(dev), clock())
                     .unwrap();
-            fs.device().state_ops() - before
+            let after = fs.device().state_ops();
+            after - before
         };
         let (mut kept, mut refused, mut empty) = (0, 0, 0);
         for n in 0..total {

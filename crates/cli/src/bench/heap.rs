@@ -201,7 +201,7 @@ fn run_case(
     let populate = PhaseStats::between(&start, &end, chunk_bytes);
     let objects = fs.statfs().objects;
 
-    let sim_before = nandkit_flash::Flash::now_ns(fs.device());
+    let sim_before = nandkit_flash::Flash::now_ns(&*fs.device());
     let t = std::time::Instant::now();
     let dev = fs.unmount().context("unmounting")?;
     let unmount_host_s = t.elapsed().as_secs_f64();
@@ -237,7 +237,7 @@ fn measure_mount(
     let host_ms = t.elapsed().as_secs_f64() * 1e3;
     let after = counter::live_bytes() as i64;
     let peak = counter::peak_bytes() as i64;
-    let sim_ms = (nandkit_flash::Flash::now_ns(fs.device()) - sim_start) as f64 / 1e6;
+    let sim_ms = (nandkit_flash::Flash::now_ns(&*fs.device()) - sim_start) as f64 / 1e6;
     let found = fs.statfs().objects;
     ensure!(
         found == objects,

@@ -16,7 +16,11 @@ pub const LONG_ABOUT: &str =
     Reported: simulated and host milliseconds and flash reads of each mount.\n\n\
     A scan reads one page per block (its summary) and more for blocks without one; on P \
     chips a block is P chips' blocks, so there are P times fewer of them. A checkpoint \
-    mount reads the checkpoint's pages, which lie over all chips.";
+    mount reads the checkpoint's pages, which lie over all chips.\n\n\
+    mount_heap_bytes is the heap the mounted file system holds (the paper's Figure 9, RAM \
+    by P). Its per-block tables shrink as P grows (fewer, larger blocks). MA-UBIFS's RAM \
+    grew with P from one kernel thread per device; nandkit's threaded executor (used by \
+    `mount --realtime`) likewise adds one worker thread per chip, whose stack is not heap.";
 
 #[derive(Args)]
 pub struct MaMountArgs {
@@ -43,6 +47,9 @@ struct Row {
     mount_host_ms: f64,
     mount_method: MountMethod,
     mount_reads: u64,
+    /// Heap the mounted file system holds (MA's Figure 9: RAM by P), after the checkpoint
+    /// mount; the RAM device's own bytes are not counted.
+    mount_heap_bytes: u64,
     scan_mount_sim_ms: f64,
     scan_mount_host_ms: f64,
     scan_mount_reads: u64,
@@ -70,18 +77,19 @@ pub fn run(args: MaMountArgs) -> anyhow::Result<()> {
         if !args.json {
             if rows.is_empty() {
                 println!(
-                    "{:<22} {:>5} {:>16} {:>8} {:>14} {:>8}",
-                    "scenario", "chips", "checkpoint ms", "reads", "scan ms", "reads"
+                    "{:<22} {:>5} {:>16} {:>8} {:>14} {:>8} {:>10}",
+                    "scenario", "chips", "checkpoint ms", "reads", "scan ms", "reads", "heap KiB"
                 );
             }
             println!(
-                "{:<22} {:>5} {:>16.2} {:>8} {:>14.2} {:>8}",
+                "{:<22} {:>5} {:>16.2} {:>8} {:>14.2} {:>8} {:>10.1}",
                 row.scenario,
                 row.chips,
                 row.mount_sim_ms,
                 row.mount_reads,
                 row.scan_mount_sim_ms,
-                row.scan_mount_reads
+                row.scan_mount_reads,
+                row.mount_heap_bytes as f64 / 1024.0
             );
         }
         rows.push(row);
@@ -134,8 +142,8 @@ fn scenario(args: &MaMountArgs, name: &str, fill: &Fill) -> anyhow::Result<Row> 
         }
     }
     let dev = fs.unmount().context("unmounting")?;
-    let (mount, reads, fs) = measure(dev, false)?;
-    let (scan, scan_reads, _) = measure(fs.into_device(), true)?;
+    let (mount, reads, heap, fs) = measure(dev, false)?;
+    let (scan, scan_reads, _, _) = measure(fs.into_device(), true)?;
     Ok(Row {
         bench: "ma-mount",
         geometry,
@@ -145,20 +153,23 @@ fn scenario(args: &MaMountArgs, name: &str, fill: &Fill) -> anyhow::Result<Row> 
         mount_host_ms: mount.host_ms,
         mount_method: mount.method,
         mount_reads: reads,
+        mount_heap_bytes: heap,
         scan_mount_sim_ms: scan.sim_ms,
         scan_mount_host_ms: scan.host_ms,
         scan_mount_reads: scan_reads,
     })
 }
 
-/// One timed mount and the flash reads it made.
+/// One timed mount, the flash reads it made and the heap the mounted file system holds.
 fn measure(
     mut dev: nandkit_flash::StripedDevice,
     force_scan: bool,
-) -> anyhow::Result<(super::MountTiming, u64, super::Fs)> {
+) -> anyhow::Result<(super::MountTiming, u64, u64, super::Fs)> {
     let before = dev.stats().total();
+    let heap_before = crate::heap::live_bytes();
     let (mut fs, timing) = timed_mount(dev, force_scan)?;
+    let heap = crate::heap::live_bytes().saturating_sub(heap_before) as u64;
     let after = fs.device_mut().stats().total();
     let reads = after.page_reads + after.oob_reads - before.page_reads - before.oob_reads;
-    Ok((timing, reads, fs))
+    Ok((timing, reads, heap, fs))
 }

@@ -10,6 +10,7 @@ mod fuse;
 mod heap;
 mod iozone;
 mod ma_mount;
+mod ma_realtime;
 mod mount;
 mod random_overwrite;
 mod seq_write;
@@ -106,6 +107,16 @@ enum BenchCommand {
             nandkit bench ma-mount --chips 4 --json\n  \
             nandkit bench ma-mount --chips 1 --quick")]
     MaMount(ma_mount::MaMountArgs),
+    /// MA in wall time: O_SYNC writes onto a `--realtime` mount of P chips (needs FUSE).
+    #[command(
+        long_about = ma_realtime::LONG_ABOUT,
+        after_help = "Target (MA issue): P = 4 >= 3x faster than P = 1 in wall time \
+            (dd bs=16M oflag=sync).\n\n\
+            Examples:\n  \
+            nandkit bench ma-realtime\n  \
+            nandkit bench ma-realtime --chips 1,2,4,8 --file-size 32MiB --json"
+    )]
+    MaRealtime(ma_realtime::MaRealtimeArgs),
 }
 
 /// A file system as the benchmarks run it: on a RAM array seen striped.
@@ -120,6 +131,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Fuse(a) => fuse::run(a),
         BenchCommand::Iozone(a) => iozone::run(a),
         BenchCommand::MaMount(a) => ma_mount::run(a),
+        BenchCommand::MaRealtime(a) => ma_realtime::run(a),
     }
 }
 
@@ -168,7 +180,17 @@ pub fn format(
     config: nandkit_flash::DeviceConfig,
     fs_args: &FsArgs,
 ) -> anyhow::Result<FileSystem<StripedDevice>> {
-    let dev = StripedFlash::new(FlashDevice::ram(config).context("creating the RAM device")?);
+    format_on(config, fs_args, nandkit_flash::DeviceOptions::default())
+}
+
+/// `format` on a device run as `options` say (executor, real time).
+pub fn format_on(
+    config: nandkit_flash::DeviceConfig,
+    fs_args: &FsArgs,
+    options: nandkit_flash::DeviceOptions,
+) -> anyhow::Result<FileSystem<StripedDevice>> {
+    let ram = FlashDevice::ram_with(config, options).context("creating the RAM device")?;
+    let dev = StripedFlash::new(ram);
     let fs_config = fs_args.config(&dev)?;
     FileSystem::format(dev, fs_config, bench_clock()).context("formatting")
 }

@@ -76,7 +76,7 @@ pub fn start(
                     inv.wait_for(WRITE_BACK_WAIT);
                 }
             }
-            let Ok(mut guard) = shared.lock() else {
+            let Ok(mut guard) = shared.write() else {
                 return;
             };
             let Some(fs) = guard.as_mut() else {

@@ -16,7 +16,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
@@ -38,7 +38,7 @@ use nandkit_fs::{
 };
 
 /// The mounted file system, shared with the code that unmounts it when the session ends.
-pub type SharedFs = Arc<Mutex<Option<FileSystem<StripedDevice>>>>;
+pub type SharedFs = Arc<RwLock<Option<FileSystem<StripedDevice>>>>;
 
 /// `st_blksize`: the I/O size tools such as cp use. Much larger than a flash page, so each
 /// FUSE request carries many chunks.
@@ -346,14 +346,25 @@ impl NandFuse {
         Ok(done as u32)
     }
 
-    /// Runs `f` on the file system under its lock. A lock poisoned by a panic, or a file
-    /// system already handed back for unmounting, answers EIO.
+    /// Runs `f` on the file system with its lock held exclusively. A lock poisoned by a
+    /// panic, or a file system already handed back for unmounting, answers EIO.
     fn with_fs<T>(
         &self,
         f: impl FnOnce(&mut FileSystem<StripedDevice>) -> Result<T, FsError>,
     ) -> Result<T, Errno> {
-        let mut guard = self.fs.lock().map_err(|_| Errno::EIO)?;
+        let mut guard = self.fs.write().map_err(|_| Errno::EIO)?;
         let fs = guard.as_mut().ok_or(Errno::EIO)?;
+        f(fs).map_err(|e| errno(&e))
+    }
+
+    /// Runs `f` on the file system with its lock shared: reads run together (each takes
+    /// the device only for its submit).
+    fn with_fs_shared<T>(
+        &self,
+        f: impl FnOnce(&FileSystem<StripedDevice>) -> Result<T, FsError>,
+    ) -> Result<T, Errno> {
+        let guard = self.fs.read().map_err(|_| Errno::EIO)?;
+        let fs = guard.as_ref().ok_or(Errno::EIO)?;
         f(fs).map_err(|e| errno(&e))
     }
 
@@ -768,7 +779,18 @@ impl Filesystem for NandFuse {
         reply: ReplyData,
     ) {
         let mut buf = vec![0u8; size as usize];
-        match ino32(ino).and_then(|i| self.with_fs(|fs| fs.read(i, offset, &mut buf))) {
+        let read = ino32(ino).and_then(|i| {
+            let (n, due) = self.with_fs_shared(|fs| {
+                let n = fs.read_shared(i, offset, &mut buf)?;
+                Ok((n, fs.atime_due(i)))
+            })?;
+            if due {
+                // The bytes are read; a file unlinked meanwhile has no time left to move.
+                let _ = self.with_fs(|fs| fs.access(i));
+            }
+            Ok(n)
+        });
+        match read {
             Ok(n) => reply.data(&buf[..n]),
             Err(e) => reply.error(e),
         }

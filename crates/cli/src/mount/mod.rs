@@ -37,12 +37,12 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::io::FromRawFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use clap::{ArgAction, Args};
-use nandkit_flash::{DeviceOptions, Flash};
+use nandkit_flash::{DeviceOptions, ExecutorKind, Flash};
 use nandkit_fs::{FileSystem, MountOptions};
 
 use crate::bench::FsArgs;
@@ -111,7 +111,8 @@ pub struct MountArgs {
     /// the mount is up.
     #[arg(long, short = 'f')]
     foreground: bool,
-    /// Run the simulated device in real time: sleep for each flash operation's latency.
+    /// Run the simulated device in real time: sleep for each flash operation's latency
+    /// (one worker thread per chip, so the chips of an array sleep in parallel).
     #[arg(long)]
     realtime: bool,
     /// Mount options (see below).
@@ -305,7 +306,7 @@ fn serve(p: &Prepared, ready: Option<ReadyPipe>) -> anyhow::Result<()> {
     announcement.session_ended();
     hold_for_tests();
     let fs = shared
-        .lock()
+        .write()
         .map_err(|_| anyhow::anyhow!("a request handler panicked; not writing a checkpoint"))?
         .take();
     let keeps_checkpoints = fs.as_ref().is_some_and(|fs| fs.config().checkpoint);
@@ -367,7 +368,13 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
         &p.image,
         DeviceOptions {
             realtime: p.realtime,
-            ..DeviceOptions::default()
+            // In real time each chip sleeps through its operations: a worker thread per
+            // chip (MA's executor) lets P chips sleep at once, so wall time scales with P.
+            executor: if p.realtime {
+                ExecutorKind::Threaded
+            } else {
+                ExecutorKind::Simulated
+            },
         },
     )?;
     let fs = FileSystem::mount(
@@ -385,7 +392,7 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
         let s = fs.statfs();
         s.total_chunks.saturating_mul(u64::from(s.chunk_bytes))
     };
-    let shared: fuse::SharedFs = Arc::new(Mutex::new(Some(fs)));
+    let shared: fuse::SharedFs = Arc::new(RwLock::new(Some(fs)));
     let invalidations = Arc::new(invalidate::Invalidations::default());
     let writers = Arc::new(commit::Writers::default());
     let guard = Arc::new(OnceLock::new());
@@ -403,7 +410,7 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
     let session = fuser::Session::new(handler, &p.mountpoint, &p.config.fuser_config(&p.image))
         .map_err(|e| {
             // Nothing was served: hand the file system back cleanly (a checkpoint as usual).
-            if let Some(fs) = shared.lock().ok().and_then(|mut g| g.take()) {
+            if let Some(fs) = shared.write().ok().and_then(|mut g| g.take()) {
                 let _ = fs.unmount();
             }
             let hint = if e.kind() == std::io::ErrorKind::PermissionDenied {

@@ -28,7 +28,7 @@ pub struct WriteHint {
     pub chunk: u32,
 }
 
-pub trait Allocator: Send {
+pub trait Allocator: Send + Sync {
     fn name(&self) -> &'static str;
     /// How many write streams (open blocks) this policy uses.
     fn streams(&self) -> usize;

@@ -21,7 +21,7 @@ pub enum Need {
     Explicit,
 }
 
-pub trait Cleaner: Send {
+pub trait Cleaner: Send + Sync {
     fn name(&self) -> &'static str;
     /// A block to reclaim now, or `None` to reclaim nothing. Only blocks for which
     /// `BlockTable::is_candidate` holds may be returned.

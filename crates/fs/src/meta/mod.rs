@@ -21,7 +21,7 @@ pub enum MetadataKind {
     FlashLog,
 }
 
-pub trait MetadataStore<F: Flash>: Send {
+pub trait MetadataStore<F: Flash>: Send + Sync {
     fn name(&self) -> &'static str;
     /// Makes `rec` the durable header of `ino`, giving it its version. Returns the flash
     /// page it now occupies (`None` for a store that keeps headers off flash).
