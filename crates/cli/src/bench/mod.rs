@@ -13,6 +13,7 @@ mod ma_mount;
 mod mount;
 mod random_overwrite;
 mod seq_write;
+mod trace;
 
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -106,6 +107,14 @@ enum BenchCommand {
             nandkit bench ma-mount --chips 4 --json\n  \
             nandkit bench ma-mount --chips 1 --quick")]
     MaMount(ma_mount::MaMountArgs),
+    /// MA's smartphone trace replay (Figure 10) on P chips: mean response time.
+    #[command(long_about = trace::LONG_ABOUT, after_help = "Examples:\n  \
+            nandkit bench trace --trace Movie --chips 4\n  \
+            nandkit bench trace --trace CameraVideo --sweep\n  \
+            nandkit bench trace --trace WebBrowsing --chips 2 --scale 0.1 --json\n  \
+            nandkit bench trace --trace AngryBird --emit angrybird.csv\n  \
+            nandkit bench trace --trace-file my-trace.csv --chips 4")]
+    Trace(trace::TraceArgs),
 }
 
 /// A file system as the benchmarks run it: on a RAM array seen striped.
@@ -120,6 +129,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Fuse(a) => fuse::run(a),
         BenchCommand::Iozone(a) => iozone::run(a),
         BenchCommand::MaMount(a) => ma_mount::run(a),
+        BenchCommand::Trace(a) => trace::run(a),
     }
 }
 
