@@ -386,3 +386,54 @@ fn ma_mount_json_contract() {
         );
     }
 }
+
+/// MA Figure 10's replay: `mean_response_ms` and the trace's counts, on a small quick
+/// scale; an emitted trace replays as a file to the same figures; a bad trace file is an
+/// error naming its line.
+#[test]
+fn trace_json_contract() {
+    let quick = ["-g", "tiny", "--scale", "0.01"];
+    let mut args = vec!["trace", "--trace", "WebBrowsing", "--chips", "2"];
+    args.extend_from_slice(&quick);
+    let r = bench_json(&args);
+    assert_eq!(r["bench"], "trace");
+    assert_eq!(r["trace"], "WebBrowsing");
+    assert_eq!(r["geometry"], "tiny");
+    assert_eq!(u(&r, "chips"), 2);
+    assert_eq!(u(&r, "seed"), 1);
+    assert!(f(&r, "mean_response_ms") > 0.0, "{r}");
+    assert!(f(&r, "p99_response_ms") >= f(&r, "p50_response_ms"), "{r}");
+    assert!(f(&r, "normalized_to_p1") > 0.0, "{r}");
+    let (reads, writes) = (u(&r, "reads"), u(&r, "writes"));
+    assert!(reads > 0 && writes > 0, "{r}");
+    assert_eq!(u(&r, "requests"), reads + writes);
+    check_phase(&r);
+
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("web.csv");
+    let csv = csv.to_str().unwrap();
+    let mut emit = vec!["bench", "trace", "--trace", "webbrowsing", "--emit", csv];
+    emit.extend_from_slice(&quick);
+    let out = nandkit(&emit);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let replayed = bench_json(&["trace", "--trace-file", csv, "-g", "tiny", "--chips", "2"]);
+    assert_eq!(replayed["source"], "file");
+    for field in ["requests", "bytes_written", "bytes_read"] {
+        assert_eq!(replayed[field], r[field], "{field}");
+    }
+    assert_eq!(replayed["mean_response_ms"], r["mean_response_ms"]);
+
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(
+        &bad,
+        "arrival_us,op,file,offset,size\n0,read,a,0,1\n5,seek,a,0,1\n",
+    )
+    .unwrap();
+    let out = nandkit(&["bench", "trace", "--trace-file", bad.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("line 3: op 'seek'"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -14,6 +14,7 @@ mod ma_realtime;
 mod mount;
 mod random_overwrite;
 mod seq_write;
+mod trace;
 
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -117,6 +118,14 @@ enum BenchCommand {
             nandkit bench ma-realtime --chips 1,2,4,8 --file-size 32MiB --json"
     )]
     MaRealtime(ma_realtime::MaRealtimeArgs),
+    /// MA's smartphone trace replay (Figure 10) on P chips: mean response time.
+    #[command(long_about = trace::LONG_ABOUT, after_help = "Examples:\n  \
+            nandkit bench trace --trace Movie --chips 4\n  \
+            nandkit bench trace --trace CameraVideo --sweep\n  \
+            nandkit bench trace --trace WebBrowsing --chips 2 --scale 0.1 --json\n  \
+            nandkit bench trace --trace AngryBird --emit angrybird.csv\n  \
+            nandkit bench trace --trace-file my-trace.csv --chips 4")]
+    Trace(trace::TraceArgs),
 }
 
 /// A file system as the benchmarks run it: on a RAM array seen striped.
@@ -132,6 +141,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Iozone(a) => iozone::run(a),
         BenchCommand::MaMount(a) => ma_mount::run(a),
         BenchCommand::MaRealtime(a) => ma_realtime::run(a),
+        BenchCommand::Trace(a) => trace::run(a),
     }
 }
 

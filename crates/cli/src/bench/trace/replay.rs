@@ -1,0 +1,418 @@
+//! Replaying a trace on the file system in simulated time, one request at a time.
+//!
+//! Setup (not measured) creates the files that exist before the trace starts and fills each
+//! up to the last byte the trace touches in it, so every read finds data. The replay is a
+//! single queue: request i starts at max(its arrival, the end of request i - 1); its
+//! response time is its completion minus its arrival. While the queue is empty the device
+//! clock is moved on to the next arrival. A write is durable before it completes (write,
+//! then fsync: O_SYNC), as are a create (fsync of the new file) and a delete (the file
+//! system writes the header that records it before returning).
+//!
+//! Only flash time passes in the simulation: the file system's CPU time, and any thread
+//! hand-off between a dispatcher and per-chip workers, cost nothing here.
+
+use std::collections::HashMap;
+
+use anyhow::{bail, ensure, Context};
+use nandkit_flash::Flash;
+use nandkit_fs::{Ino, ROOT_INO};
+use serde::Serialize;
+
+use super::super::{noise, regular_file, Fs, Progress};
+use super::format::{Op, Request};
+
+/// The files setup made, by name.
+pub struct Prepared {
+    inos: HashMap<String, Ino>,
+    /// Bytes setup wrote.
+    pub bytes: u64,
+}
+
+impl Prepared {
+    pub fn files(&self) -> usize {
+        self.inos.len()
+    }
+}
+
+/// Files that exist before the trace starts (whose first request is not `create`), in order
+/// of first mention, with the bytes each must hold: the furthest byte a read or write
+/// reaches before the file is first deleted.
+pub fn initial_files(trace: &[Request]) -> Vec<(String, u64)> {
+    // Per file: index into `files`, or None if the trace creates it; and whether its first
+    // life is still going.
+    let mut seen: HashMap<&str, (Option<usize>, bool)> = HashMap::new();
+    let mut files: Vec<(String, u64)> = Vec::new();
+    for r in trace {
+        let entry = seen.entry(&r.file).or_insert_with(|| {
+            if r.op == Op::Create {
+                (None, false)
+            } else {
+                files.push((r.file.clone(), 0));
+                (Some(files.len() - 1), true)
+            }
+        });
+        if let (Some(i), true) = *entry {
+            match r.op {
+                Op::Read | Op::Write => files[i].1 = files[i].1.max(r.offset + r.size),
+                Op::Delete | Op::Create => entry.1 = false,
+            }
+        }
+    }
+    files
+}
+
+/// Creates and fills the trace's initial files (fsynced; not measured).
+pub fn prepare(fs: &mut Fs, trace: &[Request], seed: u64, quiet: bool) -> anyhow::Result<Prepared> {
+    let files = initial_files(trace);
+    let total: u64 = files.iter().map(|f| f.1).sum();
+    let statfs = fs.statfs();
+    let free = statfs.free_chunks * u64::from(statfs.chunk_bytes);
+    ensure!(
+        total <= free,
+        "the trace's files hold {:.1} MiB before it starts, more than the file system's \
+         {:.1} MiB free; use a bigger --device-size or --geometry",
+        total as f64 / (1 << 20) as f64,
+        free as f64 / (1 << 20) as f64
+    );
+    let max_file = fs.max_file_size();
+    let step = 1 << 20;
+    let data = noise(step as usize, seed ^ 0x5e70);
+    let mut progress = Progress::bytes(total, "setting up", quiet);
+    let mut inos = HashMap::new();
+    for (name, bytes) in files {
+        ensure!(
+            bytes <= max_file,
+            "the trace reaches byte {bytes} of '{name}', beyond the largest file ({max_file})"
+        );
+        let ino = fs
+            .create(ROOT_INO, name.as_bytes(), regular_file())
+            .with_context(|| format!("creating '{name}'"))?
+            .ino;
+        let mut offset = 0;
+        while offset < bytes {
+            let n = step.min(bytes - offset) as usize;
+            let done = fs
+                .write(ino, offset, &data[..n])
+                .with_context(|| format!("filling '{name}' at {offset}"))?;
+            ensure!(
+                done == n,
+                "filling '{name}': the device is full at {offset}"
+            );
+            offset += n as u64;
+            progress.inc(n as u64);
+        }
+        fs.fsync(ino)
+            .with_context(|| format!("fsync of '{name}'"))?;
+        inos.insert(name, ino);
+    }
+    progress.finish();
+    Ok(Prepared { inos, bytes: total })
+}
+
+/// One request as the file system served it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Served {
+    pub op: Op,
+    /// Queueing: from arrival until the previous request completed.
+    pub wait_ns: u64,
+    /// From its start to its completion.
+    pub service_ns: u64,
+    /// Bytes read or written.
+    pub bytes: u64,
+}
+
+impl Served {
+    pub fn response_ns(&self) -> u64 {
+        self.wait_ns + self.service_ns
+    }
+}
+
+/// Replays `trace` on `fs`, set up by `prepare`. Arrival 0 is the device clock when the
+/// replay starts.
+pub fn replay(
+    fs: &mut Fs,
+    mut prepared: Prepared,
+    trace: &[Request],
+    seed: u64,
+    quiet: bool,
+) -> anyhow::Result<Vec<Served>> {
+    let largest = |op: Op| {
+        trace
+            .iter()
+            .filter(|r| r.op == op)
+            .map(|r| r.size as usize)
+            .max()
+            .unwrap_or(0)
+    };
+    let data = noise(largest(Op::Write), seed);
+    let mut buf = vec![0u8; largest(Op::Read)];
+    let t0 = fs.device().now_ns();
+    let mut served = Vec::with_capacity(trace.len());
+    let mut progress = Progress::items(trace.len() as u64, "replaying", quiet);
+    for (i, r) in trace.iter().enumerate() {
+        let arrival = r
+            .arrival_us
+            .checked_mul(1000)
+            .and_then(|ns| ns.checked_add(t0))
+            .with_context(|| format!("request {}: arrival time out of range", i + 1))?;
+        let now = fs.device().now_ns();
+        if now < arrival {
+            fs.device_mut().advance_clock_ns(arrival - now);
+        }
+        let start = fs.device().now_ns();
+        let bytes = serve(fs, &mut prepared.inos, r, &data, &mut buf).with_context(|| {
+            format!(
+                "request {} ({} of '{}', {} bytes at {})",
+                i + 1,
+                r.op.name(),
+                r.file,
+                r.size,
+                r.offset
+            )
+        })?;
+        let end = fs.device().now_ns();
+        served.push(Served {
+            op: r.op,
+            wait_ns: start - arrival,
+            service_ns: end - start,
+            bytes,
+        });
+        progress.inc(1);
+    }
+    progress.finish();
+    Ok(served)
+}
+
+/// Serves one request; returns the bytes it moved.
+fn serve(
+    fs: &mut Fs,
+    inos: &mut HashMap<String, Ino>,
+    r: &Request,
+    data: &[u8],
+    buf: &mut [u8],
+) -> anyhow::Result<u64> {
+    let ino_of = |inos: &HashMap<String, Ino>| {
+        inos.get(&r.file)
+            .copied()
+            .with_context(|| format!("no file '{}' at this point of the trace", r.file))
+    };
+    let size = r.size as usize;
+    Ok(match r.op {
+        Op::Read => fs.read(ino_of(inos)?, r.offset, &mut buf[..size])? as u64,
+        Op::Write => {
+            let ino = ino_of(inos)?;
+            let done = fs.write(ino, r.offset, &data[..size])?;
+            if done != size {
+                bail!("short write ({done} bytes): the device is full");
+            }
+            fs.fsync(ino)?;
+            r.size
+        }
+        Op::Create => {
+            let ino = fs.create(ROOT_INO, r.file.as_bytes(), regular_file())?.ino;
+            fs.fsync(ino)?;
+            inos.insert(r.file.clone(), ino);
+            0
+        }
+        Op::Delete => {
+            fs.unlink(ROOT_INO, r.file.as_bytes())?;
+            inos.remove(&r.file);
+            0
+        }
+    })
+}
+
+/// Response times and volumes of a replay.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct Summary {
+    pub requests: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub creates: u64,
+    pub deletes: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// Mean response time (completion - arrival) over all requests.
+    pub mean_response_ms: f64,
+    pub p50_response_ms: f64,
+    pub p99_response_ms: f64,
+    pub max_response_ms: f64,
+    /// Mean time requests waited for the one before them.
+    pub mean_wait_ms: f64,
+    /// Mean time the file system spent on a request.
+    pub mean_service_ms: f64,
+    pub mean_read_response_ms: f64,
+    pub mean_write_response_ms: f64,
+}
+
+impl Summary {
+    pub fn of(served: &[Served]) -> Summary {
+        let count = |op: Op| served.iter().filter(|s| s.op == op).count() as u64;
+        let bytes = |op: Op| served.iter().filter(|s| s.op == op).map(|s| s.bytes).sum();
+        let mean_ms = |it: &mut dyn Iterator<Item = u64>| {
+            let (mut n, mut sum) = (0u64, 0u128);
+            for ns in it {
+                n += 1;
+                sum += u128::from(ns);
+            }
+            if n == 0 {
+                f64::NAN
+            } else {
+                sum as f64 / n as f64 / 1e6
+            }
+        };
+        let mut sorted: Vec<u64> = served.iter().map(Served::response_ns).collect();
+        sorted.sort_unstable();
+        let response_of = |op: Op| {
+            mean_ms(
+                &mut served
+                    .iter()
+                    .filter(move |s| s.op == op)
+                    .map(Served::response_ns),
+            )
+        };
+        Summary {
+            requests: served.len() as u64,
+            reads: count(Op::Read),
+            writes: count(Op::Write),
+            creates: count(Op::Create),
+            deletes: count(Op::Delete),
+            bytes_read: bytes(Op::Read),
+            bytes_written: bytes(Op::Write),
+            mean_response_ms: mean_ms(&mut sorted.iter().copied()),
+            p50_response_ms: percentile_ms(&sorted, 0.50),
+            p99_response_ms: percentile_ms(&sorted, 0.99),
+            max_response_ms: sorted.last().map_or(f64::NAN, |&ns| ns as f64 / 1e6),
+            mean_wait_ms: mean_ms(&mut served.iter().map(|s| s.wait_ns)),
+            mean_service_ms: mean_ms(&mut served.iter().map(|s| s.service_ns)),
+            mean_read_response_ms: response_of(Op::Read),
+            mean_write_response_ms: response_of(Op::Write),
+        }
+    }
+}
+
+/// Nearest-rank percentile of sorted values, in ms (NaN, JSON null, if there are none).
+fn percentile_ms(sorted: &[u64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1] as f64 / 1e6
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::super::{format as mkfs, FsArgs};
+    use super::super::format::parse;
+    use super::*;
+
+    fn tiny_fs() -> Fs {
+        let config = nandkit_flash::preset("tiny").unwrap();
+        let args = FsArgs {
+            profile: "yaffs".into(),
+            cleaner: None,
+        };
+        mkfs(config, &args).unwrap()
+    }
+
+    fn run(csv: &str) -> Vec<Served> {
+        let trace = parse(csv.as_bytes()).unwrap();
+        let mut fs = tiny_fs();
+        let prepared = prepare(&mut fs, &trace, 1, true).unwrap();
+        replay(&mut fs, prepared, &trace, 1, true).unwrap()
+    }
+
+    /// One 2 KiB page read on the tiny preset: tR 25 us, then 2,048 + 64 bytes over a
+    /// 40 MB/s bus (52.8 us).
+    const PAGE_READ_NS: u64 = 25_000 + 52_800;
+
+    #[test]
+    fn setup_fills_what_the_trace_touches_before_its_first_delete() {
+        let trace = parse(
+            b"arrival_us,op,file,offset,size\n\
+              0,read,a,4096,100\n\
+              1,write,b,0,10\n\
+              2,create,c,0,0\n\
+              3,write,a,8192,1\n\
+              4,delete,a,0,0\n\
+              5,create,a,0,0\n\
+              6,write,a,0,99999\n\
+              7,read,c,0,5\n",
+        )
+        .unwrap();
+        assert_eq!(
+            initial_files(&trace),
+            vec![("a".to_string(), 8193), ("b".to_string(), 10)]
+        );
+    }
+
+    #[test]
+    fn requests_far_apart_do_not_wait() {
+        // Page-aligned one-page reads 10 ms apart: each costs exactly one page read.
+        let served = run("arrival_us,op,file,offset,size\n\
+                          0,read,f,0,2048\n\
+                          10000,read,f,2048,2048\n");
+        for s in &served {
+            assert_eq!(s.wait_ns, 0);
+            assert_eq!(s.service_ns, PAGE_READ_NS);
+        }
+    }
+
+    #[test]
+    fn back_to_back_requests_queue() {
+        // Both arrive at 0: the second waits for the first, then takes its own page read.
+        let served = run("arrival_us,op,file,offset,size\n\
+                          0,read,f,0,2048\n\
+                          0,read,f,2048,2048\n\
+                          50,read,f,4096,2048\n");
+        assert_eq!(served[0].response_ns(), PAGE_READ_NS);
+        assert_eq!(served[1].wait_ns, PAGE_READ_NS);
+        assert_eq!(served[1].response_ns(), 2 * PAGE_READ_NS);
+        // The third arrives at 50 us, while the second is being read; it waits until
+        // 2 x 77.8 us.
+        assert_eq!(served[2].wait_ns, 2 * PAGE_READ_NS - 50_000);
+        let summary = Summary::of(&served);
+        assert_eq!(summary.reads, 3);
+        assert_eq!(summary.bytes_read, 3 * 2048);
+        let total_ns = PAGE_READ_NS + 2 * PAGE_READ_NS + (3 * PAGE_READ_NS - 50_000);
+        let mean_ms = total_ns as f64 / 3.0 / 1e6;
+        assert!((summary.mean_response_ms - mean_ms).abs() < 1e-12);
+        assert_eq!(summary.p50_response_ms, 2.0 * PAGE_READ_NS as f64 / 1e6);
+    }
+
+    #[test]
+    fn a_write_is_durable_before_it_completes() {
+        let served = run("arrival_us,op,file,offset,size\n\
+                          0,create,log,0,0\n\
+                          1000,write,log,0,100\n\
+                          900000,read,log,0,100\n");
+        // The write programs at least its data page and the file's header (200 us each
+        // on the tiny preset, plus transfers) before it completes.
+        assert!(served[1].service_ns >= 2 * 200_000, "{:?}", served[1]);
+        assert_eq!(served[2].bytes, 100);
+        let summary = Summary::of(&served);
+        assert_eq!(
+            (summary.creates, summary.writes, summary.bytes_written),
+            (1, 1, 100)
+        );
+    }
+
+    #[test]
+    fn a_full_device_is_an_error_not_a_panic() {
+        let trace =
+            parse(b"arrival_us,op,file,offset,size\n0,read,big,0,1\n0,read,big,67108863,1\n")
+                .unwrap();
+        let mut fs = tiny_fs();
+        let e = prepare(&mut fs, &trace, 1, true).err().unwrap();
+        assert!(e.to_string().contains("free"), "{e}");
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let sorted: Vec<u64> = (1..=100).map(|ms| ms * 1_000_000).collect();
+        assert_eq!(percentile_ms(&sorted, 0.5), 50.0);
+        assert_eq!(percentile_ms(&sorted, 0.99), 99.0);
+        assert_eq!(percentile_ms(&[7_000_000], 0.99), 7.0);
+        assert!(percentile_ms(&[], 0.5).is_nan());
+    }
+}
