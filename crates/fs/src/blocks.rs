@@ -84,6 +84,8 @@ pub struct BlockTable {
     header_pages: u64,
     /// Candidates with flags (retire, scrub, no summary): cleaned first.
     flagged: BTreeSet<u32>,
+    /// Blocks in state `Bad` (statfs asks at every open: no walk of the table).
+    bad: u32,
 }
 
 const NOT_FILED: u32 = u32::MAX;
@@ -114,6 +116,7 @@ impl BlockTable {
             valid_pages: 0,
             header_pages: 0,
             flagged: BTreeSet::new(),
+            bad: 0,
         }
     }
 
@@ -165,6 +168,12 @@ impl BlockTable {
         }
         if state == BlockState::Empty {
             self.empty += 1;
+        }
+        if b.state == BlockState::Bad {
+            self.bad -= 1;
+        }
+        if state == BlockState::Bad {
+            self.bad += 1;
         }
         b.state = state;
         self.refile(block);
@@ -284,10 +293,14 @@ impl BlockTable {
     }
 
     pub fn good_blocks(&self) -> u32 {
-        self.blocks
-            .iter()
-            .filter(|b| b.state != BlockState::Bad)
-            .count() as u32
+        debug_assert_eq!(
+            self.bad as usize,
+            self.blocks
+                .iter()
+                .filter(|b| b.state == BlockState::Bad)
+                .count()
+        );
+        self.len() - self.bad
     }
 
     pub fn valid_total(&self) -> u64 {

@@ -22,6 +22,16 @@ use crate::fs::FileSystem;
 use crate::object::{WriteCache, LOST_PAGE, NO_PAGE};
 use crate::types::{Ino, Kind, Time};
 
+/// Copies `data[within..]` into `out`; bytes past what the page stored (a chunk written
+/// shorter than the file now reaches) read as zeros.
+fn copy_stored(data: &[u8], within: usize, out: &mut [u8]) {
+    let have = data.len().saturating_sub(within).min(out.len());
+    if have > 0 {
+        out[..have].copy_from_slice(&data[within..within + have]);
+    }
+    out[have..].fill(0);
+}
+
 impl<F: Flash> FileSystem<F> {
     pub(crate) fn file(&self, ino: Ino) -> Result<()> {
         // A hollow file's data is gone (see `holds`): only its attributes answer.
@@ -85,9 +95,7 @@ impl<F: Flash> FileSystem<F> {
             for (&(pno, chunk, within, at, n), (page, oob, ok)) in group.iter().zip(reads) {
                 let read = self.parse_page(page, &oob, ok);
                 let data = Self::expected_data(read, pno, ino, chunk)?;
-                for (i, b) in buf[at..at + n].iter_mut().enumerate() {
-                    *b = data.get(within + i).copied().unwrap_or(0);
-                }
+                copy_stored(&data, within, &mut buf[at..at + n]);
             }
         }
         Ok(len)
@@ -122,9 +130,7 @@ impl<F: Flash> FileSystem<F> {
             }
             pno => {
                 let data = self.read_expected_data_now(pno, ino, chunk)?;
-                for (i, b) in out.iter_mut().enumerate() {
-                    *b = data.get(within + i).copied().unwrap_or(0);
-                }
+                copy_stored(&data, within, out);
             }
         }
         Ok(())

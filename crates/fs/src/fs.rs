@@ -567,15 +567,7 @@ impl<F: Flash> FileSystem<F> {
     }
 
     pub fn statfs(&self) -> StatFs {
-        let ppb = u64::from(self.layout.pages_per_block);
-        // One page of each block holds its summary.
-        let per_block = ppb - 1;
-        let good = u64::from(self.blocks.good_blocks());
-        let kept =
-            u64::from(self.config.reserve_blocks) + u64::from(self.checkpoint_reserve_blocks()) + 2; // the anchor blocks
-        let total = good.saturating_sub(kept) * per_block;
-        // Holes fallocate reserved count as used: they are promised to their files.
-        let used = self.blocks.valid_total() + self.reserved_chunks();
+        let (total, used) = self.space();
         StatFs {
             chunk_bytes: self.layout.chunk_bytes,
             total_chunks: total,
@@ -589,6 +581,39 @@ impl<F: Flash> FileSystem<F> {
                 .saturating_sub(1) as u64,
             name_max: NAME_MAX as u32,
         }
+    }
+
+    /// Chunks free for new data: statfs's `free_chunks` without its count of objects
+    /// (the mount asks at every open, fallocate and punch at every call).
+    pub fn free_chunks(&self) -> u64 {
+        let (total, used) = self.space();
+        total.saturating_sub(used)
+    }
+
+    /// A lower bound of `free_chunks` that costs no walk of the files' maps: every chunk
+    /// of every fallocate reservation counted as still unwritten.
+    pub fn free_chunks_floor(&self) -> u64 {
+        let (total, valid) = self.space_without_reserves();
+        total.saturating_sub(valid + self.reserved_span())
+    }
+
+    /// (Chunks the file system can hold, chunks in use or promised.)
+    fn space(&self) -> (u64, u64) {
+        let (total, valid) = self.space_without_reserves();
+        (total, valid + self.reserved_chunks())
+    }
+
+    /// (Chunks the file system can hold, chunks in valid pages.)
+    pub(crate) fn space_without_reserves(&self) -> (u64, u64) {
+        let ppb = u64::from(self.layout.pages_per_block);
+        // One page of each block holds its summary.
+        let per_block = ppb - 1;
+        let good = u64::from(self.blocks.good_blocks());
+        let kept =
+            u64::from(self.config.reserve_blocks) + u64::from(self.checkpoint_reserve_blocks()) + 2; // the anchor blocks
+        let total = good.saturating_sub(kept) * per_block;
+        // Holes fallocate reserved count as used: they are promised to their files.
+        (total, self.blocks.valid_total())
     }
 
     /// Is anything written or changed that is not on flash yet (a buffered chunk, a

@@ -102,7 +102,7 @@ impl<F: Flash> FileSystem<F> {
         // reserved yet; chunks the zeroing frees stay counted), the edges and the header.
         let (old, new, extra) = self.widened_reserve(ino, offset, end)?;
         let o = self.obj(ino)?;
-        if extra > 0 && self.statfs().free_chunks < extra + 3 {
+        if extra > 0 && self.free_chunks() < extra + 3 {
             return Err(FsError::NoSpace);
         }
         let size = o.size;

@@ -80,7 +80,7 @@ impl<F: Flash> FileSystem<F> {
         // Always against statfs (room net of every reservation): the shared check below
         // leaves a file system without reservations to the allocator, which would let
         // the first reservation promise more than the device holds.
-        if self.statfs().free_chunks < extra + 1 {
+        if self.free_chunks() < extra + 1 {
             return Err(FsError::NoSpace);
         }
         let now = self.now();
@@ -112,6 +112,14 @@ impl<F: Flash> FileSystem<F> {
         result
     }
 
+    /// Chunks of every reservation, written or not.
+    pub(crate) fn reserved_span(&self) -> u64 {
+        self.reserves
+            .values()
+            .map(|r| u64::from(r.end.saturating_sub(r.start)))
+            .sum()
+    }
+
     /// Chunks reserved by fallocate and not written yet.
     pub(crate) fn reserved_chunks(&self) -> u64 {
         self.reserves
@@ -137,8 +145,13 @@ impl<F: Flash> FileSystem<F> {
         if self.reserves.is_empty() {
             return Ok(());
         }
-        let s = self.statfs();
-        if s.free_chunks < pages {
+        // Called at every write while any file holds a reservation: first the cheap
+        // bound that counts every reserved chunk as a hole, and only when that is tight
+        // the exact count (which walks each reserved range's map).
+        if self.free_chunks_floor() >= pages {
+            return Ok(());
+        }
+        if self.free_chunks() < pages {
             return Err(FsError::NoSpace);
         }
         Ok(())

@@ -874,6 +874,10 @@ fn fallocate_reserves_room() {
         fs.fallocate(f, 0, want * c, false).unwrap();
         assert_eq!(fs.getattr(f).unwrap().size, want * c);
         assert!(fs.statfs().free_chunks <= free - want);
+        // The cheap bound counts every reserved chunk as unwritten: exact while none is.
+        assert_eq!(fs.free_chunks_floor(), fs.free_chunks());
+        fs.write(f, 0, &pattern(3, c as usize)).unwrap();
+        assert!(fs.free_chunks_floor() <= fs.free_chunks());
         let kept = fs.create(ROOT_INO, b"k", file()).unwrap().ino;
         fs.fallocate(kept, 0, c, true).unwrap();
         assert_eq!(fs.getattr(kept).unwrap().size, 0, "KEEP_SIZE");

@@ -213,20 +213,24 @@ impl NandFuse {
         }
     }
 
-    /// Bytes free for new data.
-    fn room(fs: &FileSystem<StripedDevice>) -> u64 {
-        let s = fs.statfs();
-        s.free_chunks.saturating_mul(u64::from(s.chunk_bytes))
+    /// Whether the room left covers what the kernel may hold dirty (see `space_guard`),
+    /// asked under the file system's lock. The cheap lower bound of the room (every
+    /// reserved chunk counted as unwritten) answers on all but a nearly full device.
+    fn room_for_cache(&self, fs: &FileSystem<StripedDevice>) -> bool {
+        let Some(guard) = self.guard.get() else {
+            return false;
+        };
+        let bytes = |chunks: u64| chunks.saturating_mul(u64::from(fs.chunk_bytes()));
+        guard.cache_writes(bytes(fs.free_chunks_floor()))
+            || guard.cache_writes(bytes(fs.free_chunks()))
     }
 
-    /// How a file opened with `flags` is served, given `room` bytes free. Cached pages
-    /// stay good across opens: only this mount changes the data. With the write-back
-    /// cache an open for writing gets direct I/O unless the room left covers what the
-    /// kernel may hold dirty (see `space_guard`).
-    fn open_flags(&self, flags: i32, room: u64) -> FopenFlags {
-        let direct = self.opts.writeback
-            && writes(flags)
-            && !self.guard.get().is_some_and(|g| g.cache_writes(room));
+    /// How a file opened with `flags` is served, given whether there is room for the
+    /// kernel's dirty pages. Cached pages stay good across opens: only this mount changes
+    /// the data. With the write-back cache an open for writing gets direct I/O unless the
+    /// room left covers what the kernel may hold dirty (see `space_guard`).
+    fn open_flags(&self, flags: i32, room_for_cache: bool) -> FopenFlags {
+        let direct = self.opts.writeback && writes(flags) && !room_for_cache;
         if direct {
             FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_DIRECT_IO
         } else {
@@ -753,7 +757,7 @@ impl Filesystem for NandFuse {
                 if reads && !self.opts.read_only {
                     fs.access(i)?;
                 }
-                Ok(Self::room(fs))
+                Ok(self.room_for_cache(fs))
             })
         });
         match opened {
@@ -1095,7 +1099,9 @@ impl Filesystem for NandFuse {
             umask,
             true,
         );
-        let room = self.with_fs(|fs| Ok(Self::room(fs))).unwrap_or(0);
+        let room = self
+            .with_fs(|fs| Ok(self.room_for_cache(fs)))
+            .unwrap_or(false);
         match r {
             Ok(a) => {
                 if writes(flags) {
