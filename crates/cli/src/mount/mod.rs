@@ -5,7 +5,8 @@
 //!    waits on a pipe until the child says the mount is up, or why it failed, and exits 0
 //!    or 1 with that message. The child runs as the daemon in its own session.
 //! 2. Lock the image, mount the file system (checkpoint or scan), mount FUSE.
-//! 3. Serve requests on several threads; every call takes the one file system lock.
+//! 3. Serve requests on several threads: reads share the file system's reader-writer lock
+//!    (several run at once), every other call takes it alone.
 //! 4. The session ends when the kernel drops the mount: `fusermount3 -u` / `umount`, or
 //!    SIGINT/SIGTERM/SIGHUP, which this process turns into an unmount (lazy if the mount
 //!    point is busy, so it ends once the last file there is closed).
@@ -84,8 +85,10 @@ Mount options (-o, comma-separated or repeated):
                              (default an eighth of the file system, 1MiB..256MiB). Set
                              when mounted by root; otherwise the kernel's own limit
                              (1% of its allowance) applies
-  threads=N                  request threads (default 1; more help only when several
-                             programs do I/O at once on a many-core machine)
+  threads=N                  request threads (default 1). Reads run together on
+                             several threads; other calls one at a time. More help
+                             only when several programs do I/O at once on a
+                             many-core machine
   attr_timeout=S, entry_timeout=S
                              seconds the kernel may cache attributes (default 1; 0
                              with nowriteback, so a stat never shows an old link

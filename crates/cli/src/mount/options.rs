@@ -14,11 +14,12 @@ use crate::image::FUSE_TYPE;
 /// Default seconds between commits of written-but-unsynced data, as ext4's `commit=`.
 const DEFAULT_COMMIT_SECS: u64 = 5;
 
-/// Default request threads. The file system runs one call at a time under its lock, so
-/// more threads only overlap the kernel's copying; on a single stream of requests (one
-/// program doing I/O, the common case) they cost a cross-thread wake-up per request
-/// instead. Measured with fio (4 KiB random writes, fsync every 32): one thread ~32k IOPS,
-/// two ~22k, four ~24k; with four parallel writers all within noise of each other.
+/// Default request threads. Reads share the file system's lock and run together; every
+/// other call runs alone under it. On a single stream of requests (one program doing
+/// I/O, the common case) more threads cost a cross-thread wake-up per request. Measured
+/// with fio on this 2-core machine (4 KiB random writes with fsync every 32, then random
+/// reads, 4 jobs each): one thread 34-40k / 49-52k IOPS, two 26-29k / 42-46k, four
+/// 35k / 43-53k: more threads do not pay here (more cores would be needed).
 const DEFAULT_THREADS: usize = 1;
 
 /// Largest `-o dirty_limit=`: beyond this the kernel's own allowance is the limit.
