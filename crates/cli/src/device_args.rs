@@ -41,6 +41,16 @@ impl DeviceArgs {
         }
         Ok(config)
     }
+
+    /// `config` with the capacity split over `chips` instead of `--chips` (benches that
+    /// sweep P, or compare against one chip).
+    pub fn config_on(&self, chips: u32) -> anyhow::Result<DeviceConfig> {
+        Self {
+            chips,
+            ..self.clone()
+        }
+        .config()
+    }
 }
 
 /// Parses sizes such as `4096`, `128MiB`, `1GiB`, `64MB`.

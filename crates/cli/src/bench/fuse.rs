@@ -169,7 +169,8 @@ fn measure(name: &str, dir: &Path, a: &FuseArgs) -> anyhow::Result<Target> {
     })
 }
 
-fn run_quiet(cmd: &mut Command) -> anyhow::Result<()> {
+/// Runs `cmd`; its output becomes the error if it fails.
+pub(super) fn run_quiet(cmd: &mut Command) -> anyhow::Result<()> {
     let o = cmd.output().with_context(|| format!("running {cmd:?}"))?;
     if !o.status.success() {
         bail!(
@@ -182,7 +183,7 @@ fn run_quiet(cmd: &mut Command) -> anyhow::Result<()> {
 }
 
 /// Unmounts `mnt` (and, for nandkit, waits for the daemon: the next command does).
-fn unmount(mnt: &Path) {
+pub(super) fn unmount(mnt: &Path) {
     let _ = Command::new("fusermount3").arg("-u").arg(mnt).output();
 }
 

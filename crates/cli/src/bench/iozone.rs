@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::{ensure, Context};
 use clap::{Args, ValueEnum};
-use nandkit_flash::{DeviceConfig, Flash};
+use nandkit_flash::Flash;
 use nandkit_fs::ROOT_INO;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -139,15 +139,9 @@ pub fn run(args: IozoneArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn device(args: &IozoneArgs, chips: u32) -> anyhow::Result<DeviceConfig> {
-    let mut d = args.device.clone();
-    d.chips = chips;
-    d.config()
-}
-
 /// One run: format, (write the file unmeasured), then the measured phase.
 fn one(args: &IozoneArgs, chips: u32, record: u64, file_size: u64) -> anyhow::Result<Row> {
-    let config = device(args, chips)?;
+    let config = args.device.config_on(chips)?;
     let geometry = config.name.clone();
     let options = nandkit_flash::DeviceOptions {
         executor: crate::flash_bench::executor_kind(args.executor),

@@ -15,6 +15,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 use serde::Serialize;
 
+use super::fuse::{run_quiet, unmount};
 use super::print_json;
 use crate::device_args::parse_bytes;
 
@@ -70,18 +71,6 @@ struct Report {
     rows: Vec<Row>,
 }
 
-fn run_quiet(cmd: &mut Command) -> anyhow::Result<()> {
-    let o = cmd.output().with_context(|| format!("running {cmd:?}"))?;
-    if !o.status.success() {
-        bail!(
-            "{cmd:?} failed: {}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
-    }
-    Ok(())
-}
-
 /// Writes `a.file_size` bytes into `path` in O_SYNC records; seconds of wall time.
 fn write_synced(path: &Path, a: &MaRealtimeArgs) -> anyhow::Result<f64> {
     let mut f = OpenOptions::new()
@@ -126,7 +115,7 @@ fn one(a: &MaRealtimeArgs, work: &Path, chips: u32) -> anyhow::Result<f64> {
             .arg(&mnt),
     )?;
     let took = write_synced(&mnt.join("f"), a);
-    let _ = Command::new("fusermount3").arg("-u").arg(&mnt).output();
+    unmount(&mnt);
     // fsck waits for the daemon to finish unmounting and says the image is sound.
     run_quiet(Command::new(&exe).arg("fsck").arg(&img))?;
     std::fs::remove_file(&img).ok();

@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{ensure, Context};
 use clap::{ArgGroup, Args};
-use nandkit_flash::DeviceConfig;
 use serde::Serialize;
 
 use super::{format as mkfs, print_json, DeviceInfo, FsArgs, PhaseStats, Snapshot};
@@ -152,12 +151,6 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn device(args: &TraceArgs, chips: u32) -> anyhow::Result<DeviceConfig> {
-    let mut d = args.device.clone();
-    d.chips = chips;
-    d.config()
-}
-
 fn load(args: &TraceArgs) -> anyhow::Result<Loaded> {
     if let Some(path) = &args.trace_file {
         let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
@@ -174,7 +167,7 @@ fn load(args: &TraceArgs) -> anyhow::Result<Loaded> {
         .trace
         .context("give --trace NAME or --trace-file FILE")?;
     // Capacity is the same for every P, so one fit serves a whole sweep.
-    let device_bytes = device(args, 1)?.geometry.total_bytes();
+    let device_bytes = args.device.config_on(1)?.geometry.total_bytes();
     let scale = synth::fit(app, device_bytes, args.scale)?;
     let requests = synth::generate(app, args.workload_seed, scale);
     ensure!(
@@ -239,7 +232,7 @@ fn emit(args: &TraceArgs, trace: &Loaded, path: &Path) -> anyhow::Result<()> {
 
 /// Formats a device of `chips` chips, sets the trace's files up and replays it.
 fn one(args: &TraceArgs, trace: &Loaded, chips: u32) -> anyhow::Result<Row> {
-    let config = device(args, chips)?;
+    let config = args.device.config_on(chips)?;
     let info = DeviceInfo::of(&config);
     let mut fs = mkfs(config, &args.fs)?;
     let quiet = args.json;
