@@ -19,11 +19,12 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use crate::backend::{BlockMeta, Storage, FLAG_ERASE_TORN, FLAG_FACTORY_BAD, FLAG_GROWN_BAD};
 use crate::command::{Command, Completion, Reply};
 use crate::config::DeviceConfig;
-use crate::ecc::EccReport;
+use crate::ecc::{EccReport, Poisson};
 use crate::error::FlashError;
 use crate::geometry::{BlockAddr, Geometry, PageAddr};
 use crate::power::Verdict;
 use crate::stats::ChipStats;
+use crate::verified::VerifiedPages;
 
 /// The result of one operation on a chip and the simulated interval it occupied.
 #[derive(Debug)]
@@ -50,6 +51,9 @@ pub struct Chip {
     realtime: bool,
     /// The OOB a program stores (the caller's, with the ECC bytes), kept to avoid allocating.
     program_oob: Vec<u8>,
+    /// Pages whose stored ECC bytes a read found matching, not written since (see
+    /// `verified`): their next read skips the check.
+    verified: VerifiedPages,
 }
 
 fn mix(seed: u64, a: u64, b: u64) -> u64 {
@@ -80,6 +84,10 @@ impl Chip {
             stats: ChipStats::default(),
             realtime: false,
             program_oob: Vec::new(),
+            verified: VerifiedPages::new(
+                config.geometry.blocks_per_chip,
+                config.geometry.pages_per_block,
+            ),
         };
         if fresh {
             chip.mark_factory_bad_blocks();
@@ -106,6 +114,7 @@ impl Chip {
     fn write_bad_marker(&mut self, block: u32) {
         let page_size = self.geometry().page_size_bytes as usize;
         if self.geometry().oob_size_bytes > 0 {
+            self.verified.forget(block, 0);
             self.storage.page_mut(block, 0)[page_size] = 0x00;
         }
     }
@@ -198,9 +207,19 @@ impl Chip {
         let g = *self.geometry();
         let (result, start_ns, end_ns) = match cmd {
             Command::Read { addr } => {
-                let mut data = vec![0; g.page_size_bytes as usize];
-                let mut oob = vec![0; g.oob_size_bytes as usize];
-                let t = self.read_page(addr, &mut data, &mut oob, issue_ns);
+                // The buffers are made from the stored bytes (not zeroed, then filled).
+                if let Err(e) = self.check_readable(addr) {
+                    let t = self.refused::<()>(issue_ns, e);
+                    return Completion {
+                        result: t.result.map(|()| Reply::Done),
+                        start_ns: t.start_ns,
+                        end_ns: t.end_ns,
+                    };
+                }
+                let raw = self.storage.page(addr.block, addr.page);
+                let (d, o) = raw.split_at(g.page_size_bytes as usize);
+                let (mut data, mut oob) = (d.to_vec(), o.to_vec());
+                let t = self.finish_read(addr, &mut data, &mut oob, issue_ns);
                 (
                     t.result.map(|ecc| Reply::Read { data, oob, ecc }),
                     t.start_ns,
@@ -242,12 +261,9 @@ impl Chip {
         issue_ns: u64,
     ) -> Timed<EccReport> {
         let g = *self.geometry();
-        if let Err(e) = self.check_buffers(data.len(), oob.len(), true) {
-            return self.refused(issue_ns, e);
-        }
-        if let Err(e) = g
-            .check_page(addr)
-            .and_then(|()| self.check_usable_block(addr.block_addr()))
+        if let Err(e) = self
+            .check_buffers(data.len(), oob.len(), true)
+            .and_then(|()| self.check_readable(addr))
         {
             return self.refused(issue_ns, e);
         }
@@ -255,6 +271,25 @@ impl Chip {
         let (d, o) = raw.split_at(g.page_size_bytes as usize);
         data.copy_from_slice(d);
         oob.copy_from_slice(o);
+        self.finish_read(addr, data, oob, issue_ns)
+    }
+
+    /// A full read's address is on the chip, in a usable block.
+    fn check_readable(&self, addr: PageAddr) -> Result<(), FlashError> {
+        self.geometry()
+            .check_page(addr)
+            .and_then(|()| self.check_usable_block(addr.block_addr()).map(|_| ()))
+    }
+
+    /// The rest of a full read, its stored bytes in the buffers: time, counters, ECC.
+    fn finish_read(
+        &mut self,
+        addr: PageAddr,
+        data: &mut [u8],
+        oob: &mut [u8],
+        issue_ns: u64,
+    ) -> Timed<EccReport> {
+        let g = *self.geometry();
         let bytes = g.raw_page_bytes();
         let (start_ns, end_ns) = self.occupy(issue_ns, self.config.timing.read_cost_ns(bytes));
         self.stats.page_reads += 1;
@@ -333,7 +368,14 @@ impl Chip {
         let ecc = self.config.ecc;
         // Damage stored in the cells, found before the read adds its own random errors.
         let failed = match &data {
-            Some(d) => ecc.failed_codewords(self.geometry(), d, oob),
+            Some(_) if self.verified.contains(addr.block, addr.page) => Vec::new(),
+            Some(d) => {
+                let failed = ecc.failed_codewords(self.geometry(), d, oob);
+                if failed.is_empty() {
+                    self.verified.insert(addr.block, addr.page);
+                }
+                failed
+            }
             None => Vec::new(),
         };
         let rber = ecc.rber(meta.erase_count, self.config.wear.endurance_cycles);
@@ -341,9 +383,19 @@ impl Chip {
         let n_data = self.config.codewords_per_page() as usize - 1;
         let mut max_corrected = 0;
         let mut uncorrectable = 0;
+        // Data codewords share one size, so one distribution (its exp computed once).
+        let mut dist: Option<(usize, Poisson)> = None;
         let mut visit = |rng: &mut Xoshiro256PlusPlus, index: usize, bytes: &mut [u8]| {
             let extra = stuck.as_ref().map_or(0, |s| s[index]);
-            let errors = ecc.sample_errors(rng, rber, bytes.len() as u32 * 8) + extra;
+            let d = match dist {
+                Some((len, d)) if len == bytes.len() => d,
+                _ => {
+                    let d = ecc.errors_per_codeword(rber, bytes.len() as u32 * 8);
+                    dist = Some((bytes.len(), d));
+                    d
+                }
+            };
+            let errors = d.sample(rng) + extra;
             if failed.contains(&index) {
                 // Already beyond correction; the draw above keeps the random stream the
                 // same whatever is stored.
@@ -430,6 +482,7 @@ impl Chip {
         stored.extend_from_slice(oob);
         self.config.ecc.store_check_bytes(&g, data, &mut stored);
         let oob = stored.as_slice();
+        self.verified.forget(addr.block, addr.page);
         let result = if let Verdict::Tear { seed } = verdict {
             let raw = self.storage.page_mut(addr.block, addr.page);
             tear_program(raw, data, oob, seed);
@@ -479,6 +532,7 @@ impl Chip {
             )),
             _ => None,
         };
+        self.verified.forget_block(addr.block);
         let result = match torn_seed {
             Some(seed) => {
                 self.tear_erase(addr.block, seed);

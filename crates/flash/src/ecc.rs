@@ -86,31 +86,37 @@ impl EccModel {
         codewords.saturating_mul(self.check_bytes)
     }
 
-    /// The check bytes stored for one data codeword, `check_bytes` of them.
-    fn check_stream(&self, codeword: &[u8]) -> impl Iterator<Item = u8> {
-        let crc = crc32c::crc32c(codeword);
-        (0..self.check_bytes as usize).map(move |i| {
-            let word = match i / 4 {
-                0 => crc,
-                j => crc32c::crc32c_append(crc, &(j as u32).to_le_bytes()),
-            };
-            word.to_le_bytes()[i % 4]
-        })
+    /// Word `j` of a codeword's check stream, given the codeword's crc32c: the crc itself,
+    /// then crc32c(codeword ++ j) for j >= 1 (see the module comment).
+    fn check_word(crc: u32, j: usize) -> [u8; 4] {
+        match j {
+            0 => crc,
+            j => crc32c::crc32c_append(crc, &(j as u32).to_le_bytes()),
+        }
+        .to_le_bytes()
     }
 
     /// Writes the check bytes of one data codeword into `out` (its length, at most
     /// `check_bytes`, is how many are written).
     pub fn check_value(&self, codeword: &[u8], out: &mut [u8]) {
-        for (o, b) in out.iter_mut().zip(self.check_stream(codeword)) {
-            *o = b;
+        let crc = crc32c::crc32c(codeword);
+        for (j, part) in out.chunks_mut(4).enumerate() {
+            part.copy_from_slice(&Self::check_word(crc, j)[..part.len()]);
         }
     }
 
     /// True when a data codeword agrees with its stored check bytes, or when both are all
-    /// 0xFF (an erased codeword, which controllers read as clean).
+    /// 0xFF (an erased codeword, which controllers read as clean). Runs at every page
+    /// read: one crc of the codeword and one short append per further word, nothing
+    /// allocated.
     pub fn codeword_ok(&self, codeword: &[u8], check: &[u8]) -> bool {
-        let matches = check.len() == self.check_bytes as usize
-            && self.check_stream(codeword).eq(check.iter().copied());
+        let matches = check.len() == self.check_bytes as usize && {
+            let crc = crc32c::crc32c(codeword);
+            check
+                .chunks(4)
+                .enumerate()
+                .all(|(j, part)| part == &Self::check_word(crc, j)[..part.len()])
+        };
         matches || (check.iter().all(|&b| b == 0xFF) && codeword.iter().all(|&b| b == 0xFF))
     }
 
@@ -159,31 +165,50 @@ impl EccModel {
         self.rber_fresh + self.rber_at_endurance * x * x * x
     }
 
-    /// Draws the raw bit error count of one codeword of `bits` bits.
-    pub(crate) fn sample_errors<R: Rng>(&self, rng: &mut R, rber: f64, bits: u32) -> u32 {
-        sample_poisson(rng, rber * f64::from(bits))
+    /// The error distribution of one codeword of `bits` bits in a block of this `rber`;
+    /// made once per read and drawn from for each codeword of that size.
+    pub(crate) fn errors_per_codeword(&self, rber: f64, bits: u32) -> Poisson {
+        Poisson::new(rber * f64::from(bits))
     }
 }
 
-/// Poisson draw by inversion. Rates here are far below 10, where inversion is exact and
-/// cheap; the common case (a fresh block) costs one uniform draw.
-fn sample_poisson<R: Rng>(rng: &mut R, lambda: f64) -> u32 {
-    if lambda <= 0.0 {
-        return 0;
-    }
-    let u: f64 = rng.gen();
-    let mut p = (-lambda).exp();
-    let mut cdf = p;
-    let mut k = 0u32;
-    while u > cdf && k < 10_000 {
-        k += 1;
-        p *= lambda / f64::from(k);
-        cdf += p;
-        if p < 1e-300 {
-            break;
+/// A Poisson distribution with its `exp(-lambda)` computed once (a page read draws from
+/// the same one for every data codeword).
+#[derive(Clone, Copy)]
+pub(crate) struct Poisson {
+    lambda: f64,
+    p0: f64,
+}
+
+impl Poisson {
+    pub(crate) fn new(lambda: f64) -> Self {
+        Self {
+            lambda,
+            p0: (-lambda).exp(),
         }
     }
-    k
+
+    /// One draw by inversion. Rates here are far below 10, where inversion is exact and
+    /// cheap; the common case (a fresh block) costs one uniform draw.
+    pub(crate) fn sample<R: Rng>(&self, rng: &mut R) -> u32 {
+        let lambda = self.lambda;
+        if lambda <= 0.0 {
+            return 0;
+        }
+        let u: f64 = rng.gen();
+        let mut p = self.p0;
+        let mut cdf = p;
+        let mut k = 0u32;
+        while u > cdf && k < 10_000 {
+            k += 1;
+            p *= lambda / f64::from(k);
+            cdf += p;
+            if p < 1e-300 {
+                break;
+            }
+        }
+        k
+    }
 }
 
 /// What ECC made of a successful read.
@@ -207,10 +232,32 @@ mod tests {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
         let n = 200_000;
         let sum: u64 = (0..n)
-            .map(|_| u64::from(sample_poisson(&mut rng, 2.0)))
+            .map(|_| u64::from(Poisson::new(2.0).sample(&mut rng)))
             .sum();
         let mean = sum as f64 / n as f64;
         assert!((mean - 2.0).abs() < 0.02, "mean {mean}");
+    }
+
+    #[test]
+    fn check_bytes_follow_the_documented_stream() {
+        // BCH t = 4 over 512 bytes stores 7 check bytes: crc32c, then 3 bytes of the
+        // crc with word index 1 appended (images depend on this exact layout).
+        let ecc = EccModel::bch(512, 4);
+        assert_eq!(ecc.check_bytes, 7);
+        let cw: Vec<u8> = (0..512u32).map(|i| (i * 7 + 3) as u8).collect();
+        let crc = crc32c::crc32c(&cw);
+        let mut want = crc.to_le_bytes().to_vec();
+        want.extend_from_slice(&crc32c::crc32c_append(crc, &1u32.to_le_bytes()).to_le_bytes()[..3]);
+        let mut got = [0u8; 7];
+        ecc.check_value(&cw, &mut got);
+        assert_eq!(got.as_slice(), want.as_slice());
+        assert!(ecc.codeword_ok(&cw, &got));
+        got[6] ^= 1;
+        assert!(!ecc.codeword_ok(&cw, &got));
+        assert!(
+            ecc.codeword_ok(&[0xFF; 512], &[0xFF; 7]),
+            "erased reads clean"
+        );
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub mod preset;
 pub mod stats;
 pub mod striped;
 pub mod timing;
+mod verified;
 pub mod wear;
 
 pub use command::{Command, Completion, Reply};

@@ -315,6 +315,8 @@ fn torn_erases_leave_pages_that_fail_or_read_erased() {
                     sparse_bytes(&g, seed * 100 + p, cw)
                 };
                 dev.program_page(b.page(p as u32), &data, &oob).unwrap();
+                // Read clean before the erase: the chip must not trust that check after it.
+                assert!(read(&mut dev, b.page(p as u32)).is_ok());
             }
             dev.arm_power_cut(PowerCut::AtOp(0));
             assert!(matches!(dev.erase_block(b), Err(FlashError::PowerLost)));

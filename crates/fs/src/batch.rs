@@ -198,6 +198,17 @@ impl<F: Flash> FileSystem<F> {
 
     /// `read_pages` for a shared reader, with nothing posted.
     pub(crate) fn read_pages_now(&self, pnos: &[u32]) -> Result<Vec<RawPage>> {
+        // One page (each 4 KiB read through the mount): the device's single read, without
+        // a batch's bookkeeping. Same timing and power checks; an uncorrectable page comes
+        // back zeroed as from a batch.
+        if let [pno] = *pnos {
+            let (mut page, mut oob, ok) = self.read_full_now(pno)?;
+            if !ok {
+                page.fill(0);
+                oob.fill(0);
+            }
+            return Ok(vec![(page, oob, ok)]);
+        }
         self.check_alive()?;
         debug_assert!(self.settled(), "a shared read with pages posted");
         let commands = pnos

@@ -72,7 +72,7 @@ impl<F: Flash> FileSystem<F> {
                         len,
                     })
                     .collect(),
-                reserve: self.reserves.get(&ino).copied(),
+                reserve: self.reserves.get(ino),
             })
             .collect();
         objects.sort_by_key(|o| o.ino);
@@ -341,7 +341,8 @@ impl<F: Flash> FileSystem<F> {
                 *self.links.entry(target).or_insert(0) += 1;
             }
             if let Some(r) = o.reserve {
-                self.reserves.insert(o.ino, r);
+                // Counted once the chunks are in (`recount_reserves` at the end of mount).
+                self.reserves.set(o.ino, r, None);
             }
             if self.objects.insert(o.ino, obj).is_some() {
                 return Ok(false);

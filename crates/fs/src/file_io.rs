@@ -333,6 +333,7 @@ impl<F: Flash> FileSystem<F> {
         let o = self.obj_mut(ino)?;
         let old = o.chunks.set(chunk, pno);
         o.saw_chunk(chunk);
+        self.reserves.chunk_changed(ino, chunk, old, pno);
         if old != NO_PAGE && old != LOST_PAGE {
             self.blocks.invalidate(old);
         }
@@ -414,12 +415,12 @@ impl<F: Flash> FileSystem<F> {
         d.mtime = Time::from_ns(now);
         d.ctime = d.mtime;
         self.obj_mut(ino)?.size = new_size;
-        let reserve = self.reserves.get(&ino).copied();
+        let reserve = self.reserves.get(ino);
         self.clip_reserve(ino, new_size);
         if let Err(e) = self.persist(ino, d, Vec::new()) {
             self.obj_mut(ino)?.size = old_size;
-            if let Some(r) = reserve {
-                self.reserves.insert(ino, r);
+            if reserve.is_some() {
+                self.set_reserve(ino, reserve);
             }
             return Err(e);
         }
@@ -427,6 +428,7 @@ impl<F: Flash> FileSystem<F> {
         for pno in o.chunks.truncate(keep_chunks) {
             self.blocks.invalidate(pno);
         }
+        self.recount_reserve(ino);
         Ok(())
     }
 

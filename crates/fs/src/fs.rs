@@ -18,7 +18,7 @@ use crate::clean::{self, Cleaner};
 use crate::clock::{Clock, SystemClock};
 use crate::config::FsConfig;
 use crate::error::{FsError, Result};
-use crate::format::record::{Name, Record, Reserve, Time};
+use crate::format::record::{Name, Record, Time};
 use crate::format::summary::SummaryEntry;
 use crate::layout::Layout;
 use crate::meta::MetadataStore;
@@ -161,7 +161,7 @@ pub struct FileSystem<F: Flash> {
     /// Objects with extended attributes: the `Kind::Xattrs` object holding them.
     pub(crate) xattr_sets: HashMap<Ino, Ino>,
     /// Files with chunks reserved by fallocate (see `reserve`).
-    pub(crate) reserves: HashMap<Ino, Reserve>,
+    pub(crate) reserves: crate::reserve_table::Reserves,
     /// Open handles of each file that has any (see `holds`).
     pub(crate) handles: HashMap<Ino, u32>,
     /// Unlinked files only the kernel still references: attributes kept, data freed.
@@ -223,7 +223,7 @@ impl<F: Flash> FileSystem<F> {
             tombstones: HashMap::new(),
             links: HashMap::new(),
             xattr_sets: HashMap::new(),
-            reserves: HashMap::new(),
+            reserves: Default::default(),
             handles: HashMap::new(),
             hollow: HashSet::new(),
             punching: HashSet::new(),
@@ -584,17 +584,11 @@ impl<F: Flash> FileSystem<F> {
     }
 
     /// Chunks free for new data: statfs's `free_chunks` without its count of objects
-    /// (the mount asks at every open, fallocate and punch at every call).
+    /// (the mount asks at every open, fallocate and punch at every call, the write path at
+    /// every write while a file holds a reservation). Costs no walk.
     pub fn free_chunks(&self) -> u64 {
         let (total, used) = self.space();
         total.saturating_sub(used)
-    }
-
-    /// A lower bound of `free_chunks` that costs no walk of the files' maps: every chunk
-    /// of every fallocate reservation counted as still unwritten.
-    pub fn free_chunks_floor(&self) -> u64 {
-        let (total, valid) = self.space_without_reserves();
-        total.saturating_sub(valid + self.reserved_span())
     }
 
     /// (Chunks the file system can hold, chunks in use or promised.)
@@ -688,7 +682,7 @@ impl<F: Flash> FileSystem<F> {
             },
             name_updates: updates,
             floors: d.floors.clone(),
-            reserve: self.reserves.get(&ino).copied(),
+            reserve: self.reserves.get(ino),
         })
     }
 

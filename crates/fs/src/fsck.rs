@@ -449,8 +449,16 @@ impl<F: Flash> FileSystem<F> {
                 ));
             }
         }
-        for ino in self.reserves.keys() {
-            if self.objects.get(ino).is_none_or(|o| o.kind != Kind::File) {
+        for (ino, kept, actual) in self
+            .reserves
+            .miscounted(|ino| self.objects.get(&ino).map(|o| &o.chunks))
+        {
+            p(format!(
+                "file {ino}: its reservation counts {kept} unwritten chunks, its map {actual}"
+            ));
+        }
+        for ino in self.reserves.inos() {
+            if self.objects.get(&ino).is_none_or(|o| o.kind != Kind::File) {
                 p(format!(
                     "a reservation is held for {ino}, which is not a file"
                 ));

@@ -122,6 +122,6 @@ impl<F: Flash> FileSystem<F> {
             }
         }
         self.caches.remove(&ino);
-        self.reserves.remove(&ino);
+        self.reserves.remove(ino);
     }
 }

@@ -44,6 +44,7 @@ mod punch;
 mod read_path;
 mod rebuild;
 mod reserve;
+mod reserve_table;
 mod scan;
 mod seek;
 pub mod types;

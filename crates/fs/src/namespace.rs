@@ -257,7 +257,7 @@ impl<F: Flash> FileSystem<F> {
                 }
             }
         }
-        self.reserves.remove(&ino);
+        self.reserves.remove(ino);
         self.handles.remove(&ino);
         self.hollow.remove(&ino);
         self.drop_xattr_set_of(ino);

@@ -50,7 +50,7 @@ impl<F: Flash> FileSystem<F> {
         let size = self.obj(ino)?.size;
         // The reservation gives back what the punch frees (it is one range: only a punch
         // over one of its ends can shrink it; a hole in its middle stays reserved).
-        let old_reserve = self.reserves.get(&ino).copied();
+        let old_reserve = self.reserves.get(ino);
         if let Some(r) = old_reserve {
             let a = offset.div_ceil(c).min(u64::from(u32::MAX)) as u32;
             let b = if end >= size {
@@ -68,15 +68,12 @@ impl<F: Flash> FileSystem<F> {
             } else {
                 Some(r)
             };
-            match new {
-                Some(n) => self.reserves.insert(ino, n),
-                None => self.reserves.remove(&ino),
-            };
+            self.set_reserve(ino, new);
         }
         let q = end.min(size);
         let r = if offset < q {
             self.punch_range(ino, offset, q)
-        } else if old_reserve != self.reserves.get(&ino).copied() {
+        } else if old_reserve != self.reserves.get(ino) {
             // Past the end of file: only the reservation changed (times stay, as on Linux
             // a punch past the end changes nothing).
             self.persist_punch(ino, None, false)
@@ -84,10 +81,7 @@ impl<F: Flash> FileSystem<F> {
             Ok(())
         };
         if r.is_err() {
-            match old_reserve {
-                Some(r) => self.reserves.insert(ino, r),
-                None => self.reserves.remove(&ino),
-            };
+            self.set_reserve(ino, old_reserve);
         }
         r
     }
@@ -106,14 +100,11 @@ impl<F: Flash> FileSystem<F> {
             return Err(FsError::NoSpace);
         }
         let size = o.size;
-        self.reserves.insert(ino, new);
+        self.set_reserve(ino, Some(new));
         let grow = !keep_size && end > size;
         if grow {
             if let Err(e) = self.truncate(ino, end) {
-                match old {
-                    Some(r) => self.reserves.insert(ino, r),
-                    None => self.reserves.remove(&ino),
-                };
+                self.set_reserve(ino, old);
                 return Err(e);
             }
         }
@@ -182,6 +173,7 @@ impl<F: Flash> FileSystem<F> {
                 }
             }
             self.punching.extend(pages);
+            self.recount_reserve(ino);
             (a < on_flash).then_some(Floor {
                 size: u64::from(a) * c,
                 serial,

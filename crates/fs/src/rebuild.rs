@@ -191,7 +191,8 @@ impl<F: Flash> FileSystem<F> {
             self.blocks.set_valid(h.pno);
             self.objects.insert(ino, o);
             if let Some(r) = h.record.as_ref().and_then(|r| r.reserve) {
-                self.reserves.insert(ino, r);
+                // Counted once the chunks are in (`recount_reserves` at the end of mount).
+                self.reserves.set(ino, r, None);
             }
         }
         // Names given by updates.

@@ -50,7 +50,7 @@ impl<F: Flash> FileSystem<F> {
             start: (offset / c) as u32,
             end: end.div_ceil(c) as u32,
         };
-        let old = self.reserves.get(&ino).copied();
+        let old = self.reserves.get(ino);
         let new = match old {
             Some(r) => Reserve {
                 start: r.start.min(want.start),
@@ -85,7 +85,7 @@ impl<F: Flash> FileSystem<F> {
         }
         let now = self.now();
         if holes > 0 {
-            self.reserves.insert(ino, new);
+            self.set_reserve(ino, Some(new));
         }
         let result = if grow {
             self.truncate(ino, end)
@@ -104,51 +104,45 @@ impl<F: Flash> FileSystem<F> {
             self.persist(ino, d, Vec::new())
         });
         if result.is_err() {
-            match old {
-                Some(r) => self.reserves.insert(ino, r),
-                None => self.reserves.remove(&ino),
-            };
+            self.set_reserve(ino, old);
         }
         result
     }
 
-    /// Chunks of every reservation, written or not.
-    pub(crate) fn reserved_span(&self) -> u64 {
-        self.reserves
-            .values()
-            .map(|r| u64::from(r.end.saturating_sub(r.start)))
-            .sum()
+    /// Gives `ino` the reservation `r` (`None`: none), its unwritten chunks counted.
+    pub(crate) fn set_reserve(&mut self, ino: Ino, r: Option<Reserve>) {
+        let map = self.objects.get(&ino).map(|o| &o.chunks);
+        self.reserves.restore(ino, r, map);
+    }
+
+    /// Counts `ino`'s reserved holes again after a change of many chunks of its map.
+    pub(crate) fn recount_reserve(&mut self, ino: Ino) {
+        let map = self.objects.get(&ino).map(|o| &o.chunks);
+        self.reserves.recount(ino, map);
+    }
+
+    /// Counts every file's reserved holes again (after mount filled the maps).
+    pub(crate) fn recount_reserves(&mut self) {
+        let inos: Vec<Ino> = self.reserves.inos().collect();
+        for ino in inos {
+            self.recount_reserve(ino);
+        }
     }
 
     /// Chunks reserved by fallocate and not written yet.
     pub(crate) fn reserved_chunks(&self) -> u64 {
-        self.reserves
-            .iter()
-            .map(|(ino, r)| {
-                self.objects
-                    .get(ino)
-                    .map_or(0, |o| o.chunks.holes_in(r.start, r.end))
-            })
-            .sum()
+        self.reserves.holes()
     }
 
     /// Is `chunk` of `ino` a reserved hole (a write there has its page set aside)?
     pub(crate) fn in_reserve(&self, ino: Ino, chunk: u32) -> bool {
-        self.reserves
-            .get(&ino)
-            .is_some_and(|r| (r.start..r.end).contains(&chunk))
+        self.reserves.covers(ino, chunk)
     }
 
     /// Fails with ENOSPC unless `pages` more pages fit beside what is used and reserved.
     /// (Without reservations the allocator's own checks decide, as before.)
     pub(crate) fn check_room_for_new_pages(&self, pages: u64) -> Result<()> {
         if self.reserves.is_empty() {
-            return Ok(());
-        }
-        // Called at every write while any file holds a reservation: first the cheap
-        // bound that counts every reserved chunk as a hole, and only when that is tight
-        // the exact count (which walks each reserved range's map).
-        if self.free_chunks_floor() >= pages {
             return Ok(());
         }
         if self.free_chunks() < pages {
@@ -161,11 +155,9 @@ impl<F: Flash> FileSystem<F> {
     pub(crate) fn clip_reserve(&mut self, ino: Ino, size: u64) {
         let c = u64::from(self.layout.chunk_bytes);
         let end = size.div_ceil(c).min(u64::from(u32::MAX)) as u32;
-        if let Some(r) = self.reserves.get_mut(&ino) {
+        if let Some(mut r) = self.reserves.get(ino) {
             r.end = r.end.min(end);
-            if r.start >= r.end {
-                self.reserves.remove(&ino);
-            }
+            self.set_reserve(ino, (r.start < r.end).then_some(r));
         }
     }
 }

@@ -87,6 +87,7 @@ impl<F: Flash> FileSystem<F> {
         let mut store = crate::meta::make::<F>(fs.config.metadata);
         fs.mount_method = store.recover(&mut fs, options)?;
         fs.metadata = Some(store);
+        fs.recount_reserves();
         Ok(fs)
     }
 

@@ -37,6 +37,11 @@ use nandkit_fs::{
     XattrMode,
 };
 
+thread_local! {
+    /// The read handler's buffer, one per request thread (see `read`).
+    static READ_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// The mounted file system, shared with the code that unmounts it when the session ends.
 pub type SharedFs = Arc<RwLock<Option<FileSystem<StripedDevice>>>>;
 
@@ -214,15 +219,13 @@ impl NandFuse {
     }
 
     /// Whether the room left covers what the kernel may hold dirty (see `space_guard`),
-    /// asked under the file system's lock. The cheap lower bound of the room (every
-    /// reserved chunk counted as unwritten) answers on all but a nearly full device.
+    /// asked under the file system's lock.
     fn room_for_cache(&self, fs: &FileSystem<StripedDevice>) -> bool {
         let Some(guard) = self.guard.get() else {
             return false;
         };
-        let bytes = |chunks: u64| chunks.saturating_mul(u64::from(fs.chunk_bytes()));
-        guard.cache_writes(bytes(fs.free_chunks_floor()))
-            || guard.cache_writes(bytes(fs.free_chunks()))
+        let room = fs.free_chunks().saturating_mul(u64::from(fs.chunk_bytes()));
+        guard.cache_writes(room)
     }
 
     /// How a file opened with `flags` is served, given whether there is room for the
@@ -782,22 +785,31 @@ impl Filesystem for NandFuse {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let mut buf = vec![0u8; size as usize];
-        let read = ino32(ino).and_then(|i| {
-            let (n, due) = self.with_fs_shared(|fs| {
-                let n = fs.read_shared(i, offset, &mut buf)?;
-                Ok((n, fs.atime_due(i)))
-            })?;
-            if due {
-                // The bytes are read; a file unlinked meanwhile has no time left to move.
-                let _ = self.with_fs(|fs| fs.access(i));
+        // Each request thread reuses one buffer (no allocation and zeroing per read): the
+        // file system fills every byte it returns, and the reply is sent before the next
+        // request on this thread.
+        READ_BUF.with_borrow_mut(|buf| {
+            let size = size as usize;
+            if buf.len() < size {
+                buf.resize(size, 0);
             }
-            Ok(n)
+            let buf = &mut buf[..size];
+            let read = ino32(ino).and_then(|i| {
+                let (n, due) = self.with_fs_shared(|fs| {
+                    let n = fs.read_shared(i, offset, buf)?;
+                    Ok((n, fs.atime_due(i)))
+                })?;
+                if due {
+                    // The bytes are read; a file unlinked meanwhile has no time left to move.
+                    let _ = self.with_fs(|fs| fs.access(i));
+                }
+                Ok(n)
+            });
+            match read {
+                Ok(n) => reply.data(&buf[..n]),
+                Err(e) => reply.error(e),
+            }
         });
-        match read {
-            Ok(n) => reply.data(&buf[..n]),
-            Err(e) => reply.error(e),
-        }
     }
 
     fn write(

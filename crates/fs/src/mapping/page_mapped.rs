@@ -49,7 +49,22 @@ pub enum PageMap {
     /// Sorted, non-overlapping extents (holes between them).
     Extents(Box<Vec<Extent>>),
     /// The page of every chunk below the vector's length (`NO_PAGE` for holes).
-    Pages(Box<Vec<u32>>),
+    Pages(Box<Dense>),
+}
+
+/// A dense map and how many of its entries are real pages: `stat` asks for that count
+/// (its block count) at every getattr, and the mount at every write, so it is kept rather
+/// than counted over a vector that can hold millions of entries.
+pub struct Dense {
+    pages: Vec<u32>,
+    mapped: u64,
+}
+
+impl Dense {
+    fn new(pages: Vec<u32>) -> Self {
+        let mapped = pages.iter().filter(|&&p| is_page(p)).count() as u64;
+        Self { pages, mapped }
+    }
 }
 
 fn is_page(p: u32) -> bool {
@@ -86,7 +101,7 @@ impl PageMap {
             PageMap::Extents(v) => v.to_vec(),
             PageMap::Pages(v) => {
                 let mut out: Vec<Extent> = Vec::new();
-                for (i, &p) in v.iter().enumerate() {
+                for (i, &p) in v.pages.iter().enumerate() {
                     if p == NO_PAGE {
                         continue;
                     }
@@ -120,7 +135,7 @@ impl PageMap {
                         v[c as usize] = e.page_of(c);
                     }
                 }
-                PageMap::Pages(Box::new(v))
+                PageMap::Pages(Box::new(Dense::new(v)))
             }
             _ => PageMap::Extents(Box::new(extents)),
         }
@@ -206,7 +221,7 @@ impl ChunkMap for PageMap {
                     _ => NO_PAGE,
                 }
             }
-            PageMap::Pages(v) => v.get(chunk as usize).copied().unwrap_or(NO_PAGE),
+            PageMap::Pages(v) => v.pages.get(chunk as usize).copied().unwrap_or(NO_PAGE),
         }
     }
 
@@ -230,8 +245,9 @@ impl ChunkMap for PageMap {
             PageMap::Run { len, .. } if chunk >= len && pno == NO_PAGE => return NO_PAGE,
             _ => {}
         }
-        if let PageMap::Pages(v) = self {
+        if let PageMap::Pages(d) = self {
             let i = chunk as usize;
+            let v = &mut d.pages;
             if v.len() <= i {
                 if pno == NO_PAGE {
                     return NO_PAGE;
@@ -239,6 +255,7 @@ impl ChunkMap for PageMap {
                 v.resize(i + 1, NO_PAGE);
             }
             let old = std::mem::replace(&mut v[i], pno);
+            d.mapped = d.mapped + u64::from(is_page(pno)) - u64::from(is_page(old));
             if pno == NO_PAGE {
                 while v.last() == Some(&NO_PAGE) {
                     v.pop();
@@ -273,9 +290,12 @@ impl ChunkMap for PageMap {
                 }
                 dropped
             }
-            PageMap::Pages(v) => {
+            PageMap::Pages(d) => {
+                let v = &mut d.pages;
                 let keep = (keep as usize).min(v.len());
-                let dropped = v.drain(keep..).filter(|&p| is_page(p)).collect();
+                let dropped: Vec<u32> = v.drain(keep..).filter(|&p| is_page(p)).collect();
+                d.mapped -= dropped.len() as u64;
+                let v = &mut d.pages;
                 while v.last() == Some(&NO_PAGE) {
                     v.pop();
                 }
@@ -327,7 +347,7 @@ impl ChunkMap for PageMap {
                 .filter(|e| e.page != LOST_PAGE)
                 .map(|e| u64::from(e.len))
                 .sum(),
-            PageMap::Pages(v) => v.iter().filter(|&&p| is_page(p)).count() as u64,
+            PageMap::Pages(d) => d.mapped,
         }
     }
 
@@ -347,7 +367,7 @@ impl ChunkMap for PageMap {
                 span - covered
             }
             PageMap::Pages(v) => (from..to)
-                .filter(|&c| v.get(c as usize).is_none_or(|&p| p == NO_PAGE))
+                .filter(|&c| v.pages.get(c as usize).is_none_or(|&p| p == NO_PAGE))
                 .count() as u64,
         }
     }
@@ -357,7 +377,7 @@ impl ChunkMap for PageMap {
             PageMap::Empty => 0,
             PageMap::Run { len, .. } => *len,
             PageMap::Extents(v) => v.last().map_or(0, |e| e.end()),
-            PageMap::Pages(v) => v.len() as u32,
+            PageMap::Pages(v) => v.pages.len() as u32,
         }
     }
 }
