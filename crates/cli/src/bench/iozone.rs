@@ -12,7 +12,7 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::Serialize;
 
-use super::{format_on, noise, print_json, regular_file, FsArgs, Progress};
+use super::{format_on, noise, print_rows_json, regular_file, FsArgs, Progress};
 use crate::device_args::{parse_bytes, DeviceArgs};
 
 pub const LONG_ABOUT: &str =
@@ -130,11 +130,7 @@ pub fn run(args: IozoneArgs) -> anyhow::Result<()> {
         vec![row]
     };
     if args.json {
-        if args.sweep {
-            print_json(&rows)?;
-        } else {
-            print_json(&rows[0])?;
-        }
+        print_rows_json(&rows, args.sweep)?;
     }
     Ok(())
 }

@@ -505,3 +505,12 @@ pub fn print_json<T: Serialize>(report: &T) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string_pretty(report)?);
     Ok(())
 }
+
+/// The JSON of a bench that runs one row, or a sweep of rows: the array for a sweep, else
+/// the one row as an object.
+pub fn print_rows_json<T: Serialize>(rows: &[T], sweep: bool) -> anyhow::Result<()> {
+    match rows {
+        [row] if !sweep => print_json(row),
+        _ => print_json(&rows),
+    }
+}

@@ -14,7 +14,7 @@ use anyhow::{ensure, Context};
 use clap::{ArgGroup, Args};
 use serde::Serialize;
 
-use super::{format as mkfs, print_json, DeviceInfo, FsArgs, PhaseStats, Snapshot};
+use super::{format as mkfs, print_rows_json, DeviceInfo, FsArgs, PhaseStats, Snapshot};
 use crate::device_args::DeviceArgs;
 use format::Request;
 use replay::Summary;
@@ -142,11 +142,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
         rows.push(row);
     }
     if args.json {
-        if args.sweep {
-            print_json(&rows)?;
-        } else {
-            print_json(&rows[0])?;
-        }
+        print_rows_json(&rows, args.sweep)?;
     }
     Ok(())
 }
