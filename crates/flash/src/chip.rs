@@ -499,6 +499,9 @@ impl Chip {
             Err(FlashError::ProgramFailed(addr))
         } else {
             self.storage.write_page(addr.block, addr.page, data, oob);
+            // The check bytes were just computed from these data: the page is clean by its
+            // stored check until the chip next writes to it, so its first read skips it.
+            self.verified.insert(addr.block, addr.page);
             Ok(())
         };
         self.program_oob = stored;

@@ -224,7 +224,7 @@ pub struct EccReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::SeedableRng;
+    use rand::{Rng, SeedableRng};
     use rand_xoshiro::Xoshiro256PlusPlus;
 
     #[test]
@@ -258,6 +258,26 @@ mod tests {
             ecc.codeword_ok(&[0xFF; 512], &[0xFF; 7]),
             "erased reads clean"
         );
+    }
+
+    /// The chip marks a page verified when its program completes, skipping the stored
+    /// check at the next read: sound only if check bytes always pass their own check.
+    #[test]
+    fn stored_check_bytes_pass_their_own_check_on_every_preset() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
+        for p in crate::preset::presets() {
+            let (g, ecc) = (p.config.geometry, p.config.ecc);
+            for _ in 0..4 {
+                let data: Vec<u8> = (0..g.page_size_bytes).map(|_| rng.gen()).collect();
+                let mut oob: Vec<u8> = (0..g.oob_size_bytes).map(|_| rng.gen()).collect();
+                ecc.store_check_bytes(&g, &data, &mut oob);
+                assert!(
+                    ecc.failed_codewords(&g, &data, &oob).is_empty(),
+                    "{}",
+                    p.name
+                );
+            }
+        }
     }
 
     #[test]

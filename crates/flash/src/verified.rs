@@ -1,8 +1,9 @@
 //! Which pages' stored ECC bytes are known to match their data, so that a page read again
 //! skips recomputing them. The check's outcome depends only on the stored bytes, and only
 //! the chip changes those (programs, erases, torn operations, bad-block markers), so a page
-//! stays verified from a read that found it clean until the chip next writes to it. Host
-//! time only: what a read returns, and its simulated time, are the same either way.
+//! stays verified from a program that completed (its check bytes computed from the data
+//! just stored) or a read that found it clean, until the chip next writes to it. Host time
+//! only: what a read returns, and its simulated time, are the same either way.
 //!
 //! One bit per page of the chip (64 KiB for a 1 GiB chip of 2 KiB pages), allocated when
 //! the device opens; an image opened again starts with nothing verified.
