@@ -153,8 +153,13 @@ fn print_text(x: &Info) {
         x.device.timing.erase_ns as f64 / 1e3
     );
     println!(
-        "file system  {} profile, {} B chunks, {} tags, cleaner {:?}, {} reserve blocks",
-        x.profile.profile, x.chunk_bytes, x.tags, x.profile.cleaner, x.profile.reserve_blocks
+        "file system  {} profile, {} B chunks, {} tags, allocation {}, cleaner {:?}, {} reserve blocks",
+        x.profile.profile,
+        x.chunk_bytes,
+        x.tags,
+        x.profile.allocator.name(),
+        x.profile.cleaner,
+        x.profile.reserve_blocks
     );
     println!(
         "             files up to {}; anchor blocks {} and {}",

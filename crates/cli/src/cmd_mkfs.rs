@@ -172,7 +172,7 @@ fn format(
     // The file system sees the chips as one striped device (MA).
     let dev = nandkit_flash::StripedFlash::new(dev);
     let config = fs_args.config(&dev)?;
-    let profile = config.profile.clone();
+    let profile = format!("{}, allocation {}", config.profile, config.allocator.name());
     let fs = FileSystem::format(dev, config, Arc::new(SystemClock))
         .with_context(|| format!("formatting {}", image.display()))?;
     let statfs = fs.statfs();

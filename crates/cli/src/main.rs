@@ -9,6 +9,7 @@ mod device_args;
 mod flash_bench;
 mod heap;
 mod image;
+mod model_cmd;
 mod mount;
 mod presets_cmd;
 
@@ -93,6 +94,12 @@ enum Command {
         nandkit dump disk.img --all --json\n  \
         nandkit dump disk.img --block 0")]
     Dump(cmd_dump::DumpArgs),
+    /// Closed-form models from the papers: MODA cleaning cost (eq. 2), LFS write cost (eq. 1).
+    #[command(after_help = "Examples:\n  \
+        nandkit model cleaning-cost --blocks 3706 --pages-per-block 32 --u 0.86 --i 0.0087 \
+        --p 0.73 --read-us 200 --write-us 1030 --erase-us 1740\n  \
+        nandkit model lfs-write-cost --u 0.8 --json")]
+    Model(model_cmd::ModelArgs),
 }
 
 fn main() -> ExitCode {
@@ -116,6 +123,7 @@ fn main() -> ExitCode {
         Command::Fsck(args) => return cmd_fsck::main(args),
         Command::Info(args) => cmd_info::run(args),
         Command::Dump(args) => cmd_dump::run(args),
+        Command::Model(args) => model_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -437,3 +437,56 @@ fn trace_json_contract() {
         stderr(&out)
     );
 }
+
+/// The MODA table's contract on two cheap workloads: every row has its fields, the
+/// policies separate (MODA's uniformity is not below sequential's, and on Andrew, whose
+/// headers and data interleave, its measured cleaning costs less), and a run repeats
+/// exactly.
+#[test]
+fn moda_table_json_contract() {
+    let args = [
+        "moda-table",
+        "--workloads",
+        "andrew,recorder",
+        "--policies",
+        "sequential,moda,dac,page-hotcold",
+    ];
+    let rows = bench_json(&args);
+    let rows = rows.as_array().expect("an array of rows");
+    assert_eq!(rows.len(), 8);
+    for r in rows {
+        for k in [
+            "u",
+            "i",
+            "p",
+            "est_erases",
+            "est_copies",
+            "est_clean_s",
+            "clean_s",
+            "run_s",
+        ] {
+            assert!(f(r, k) >= 0.0, "{k} in {r}");
+        }
+        u(r, "erases");
+        u(r, "copies");
+        assert!(f(r, "run_s") > 0.0);
+        assert!(f(r, "p") <= 1.0 && f(r, "u") + f(r, "i") <= 1.0);
+    }
+    let row = |w: &str, p: &str| {
+        rows.iter()
+            .find(|r| r["workload"] == w && r["policy"] == p)
+            .unwrap_or_else(|| panic!("row {w}/{p}"))
+    };
+    for w in ["andrew", "recorder"] {
+        assert!(
+            f(row(w, "moda"), "p") >= f(row(w, "sequential"), "p"),
+            "{w}"
+        );
+    }
+    assert!(f(row("andrew", "moda"), "clean_s") < f(row("andrew", "sequential"), "clean_s"));
+    assert_eq!(
+        bench_json(&args),
+        Value::Array(rows.clone()),
+        "same seed, same rows"
+    );
+}

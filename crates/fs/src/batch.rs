@@ -154,7 +154,14 @@ impl<F: Flash> FileSystem<F> {
                 self.blocks.set_state(block, BlockState::Full);
             }
         }
+        // Every failed page stops counting as valid before any is written again: writing
+        // one may set off cleaning, which must not take the others for pages on flash
+        // (it would copy what the failed program left there, or lose them as unreadable).
+        let mut again = Vec::new();
         for (p, _) in failed {
+            if !self.blocks.is_valid(p.pno) {
+                continue; // overwritten or dropped since it was posted
+            }
             let Some(read) = self.parse_page(p.page, &p.oob, true) else {
                 continue;
             };
@@ -163,21 +170,18 @@ impl<F: Flash> FileSystem<F> {
                 Tags::Data(d) => {
                     d.serial = Serial::Full(0);
                     d.run_start = None;
-                    crate::alloc::WriteHint {
-                        cause: crate::alloc::WriteCause::UserData,
-                        obj: d.obj,
-                        chunk: d.chunk,
-                    }
+                    // The page it replaced is not known here (a rare retry): placed as new.
+                    crate::alloc::WriteHint::user_data(d.obj, d.chunk, None)
                 }
                 // Only data pages are posted.
                 _ => continue,
             };
-            if !self.blocks.is_valid(p.pno) {
-                continue; // overwritten or dropped since it was posted
-            }
             self.blocks.invalidate(p.pno);
-            let new = self.program_accepted(hint, tags, &read.data)?;
-            if !self.repoint_page(&tags, p.pno, new) {
+            again.push((p.pno, hint, tags, read.data));
+        }
+        for (old, hint, tags, data) in again {
+            let new = self.program_accepted(hint, tags, &data)?;
+            if !self.repoint_page(&tags, old, new) {
                 self.blocks.invalidate(new);
             }
         }

@@ -86,6 +86,8 @@ pub struct BlockTable {
     flagged: BTreeSet<u32>,
     /// Blocks in state `Bad` (statfs asks at every open: no walk of the table).
     bad: u32,
+    /// Blocks being cleaned, never candidates meanwhile (see `pin`).
+    pinned: Vec<u32>,
 }
 
 const NOT_FILED: u32 = u32::MAX;
@@ -117,6 +119,7 @@ impl BlockTable {
             header_pages: 0,
             flagged: BTreeSet::new(),
             bad: 0,
+            pinned: Vec::new(),
         }
     }
 
@@ -197,6 +200,23 @@ impl BlockTable {
         let b = &self.blocks[block as usize];
         b.state == BlockState::Full
             && (b.invalid() > 0 || b.next_page < self.pages_per_block || b.flags != 0)
+            && !self.pinned.contains(&block)
+    }
+
+    /// Takes a block out of the candidates while it is being cleaned: moving its pages
+    /// can set off more cleaning (a failed batch is written again elsewhere, and that may
+    /// need room), which must not pick the block whose erase is still to come. Pins nest
+    /// (a short stack: one per cleaning in progress).
+    pub fn pin(&mut self, block: u32) {
+        self.pinned.push(block);
+        self.refile(block);
+    }
+
+    pub fn unpin(&mut self, block: u32) {
+        if let Some(i) = self.pinned.iter().rposition(|&b| b == block) {
+            self.pinned.remove(i);
+        }
+        self.refile(block);
     }
 
     /// Re-files a block in the candidate index after any change.

@@ -39,6 +39,13 @@ impl<F: Flash> FileSystem<F> {
     /// Moves every valid page out of `block`, then erases it (or retires it if it failed).
     pub(crate) fn clean_block(&mut self, block: u32) -> Result<()> {
         debug_assert!(self.blocks.is_candidate(block));
+        self.blocks.pin(block);
+        let out = self.clean_pinned(block);
+        self.blocks.unpin(block);
+        out
+    }
+
+    fn clean_pinned(&mut self, block: u32) -> Result<()> {
         // The valid pages are read in one batch and their copies programmed in another:
         // on an array, every chip reads and programs its share at once.
         let valid = self.blocks.valid_pages(block);
@@ -140,6 +147,8 @@ impl<F: Flash> FileSystem<F> {
             cause: WriteCause::Cleaning,
             obj,
             chunk,
+            header: matches!(tags, Tags::Header(_)),
+            old_page: Some(pno),
         };
         let new = self.program(hint, tags, &data)?;
         self.stats.pages_copied += 1;

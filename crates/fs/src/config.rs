@@ -10,6 +10,79 @@ use crate::error::{FsError, Result};
 pub enum AllocatorKind {
     /// YAFFS: one write frontier for everything, block after block.
     Sequential,
+    /// MODA: system data apart from user data, user data by its file's modification
+    /// class (multi-queue over files): hot, cold, unclassified.
+    Moda,
+    /// DAC (Chiang et al.): k regions by update frequency, per page.
+    Dac,
+    /// MODA's classes at page (chunk) granularity instead of file granularity.
+    PageHotcold,
+}
+
+impl AllocatorKind {
+    pub const NAMES: &'static [&'static str] = &["sequential", "moda", "dac", "page-hotcold"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AllocatorKind::Sequential => "sequential",
+            AllocatorKind::Moda => "moda",
+            AllocatorKind::Dac => "dac",
+            AllocatorKind::PageHotcold => "page-hotcold",
+        }
+    }
+}
+
+impl std::str::FromStr for AllocatorKind {
+    type Err = FsError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "sequential" => Ok(AllocatorKind::Sequential),
+            "moda" => Ok(AllocatorKind::Moda),
+            "dac" => Ok(AllocatorKind::Dac),
+            "page-hotcold" => Ok(AllocatorKind::PageHotcold),
+            _ => Err(FsError::Invalid(
+                "allocator must be sequential, moda, dac or page-hotcold",
+            )),
+        }
+    }
+}
+
+/// The allocation policies' parameters (unused by `sequential`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AllocParams {
+    /// MODA / page-hotcold: queues of the multi-queue classifier (m; the paper's 2).
+    pub queues: u32,
+    /// MODA / page-hotcold: a queue's lifetime in virtual ticks, one per write request
+    /// (the paper's 100).
+    pub lifetime: u32,
+    /// DAC: regions (k; Chiang et al. and this issue: 4).
+    pub regions: u32,
+}
+
+impl Default for AllocParams {
+    fn default() -> Self {
+        Self {
+            queues: 2,
+            lifetime: 100,
+            regions: 4,
+        }
+    }
+}
+
+impl AllocParams {
+    pub fn validate(&self) -> Result<()> {
+        if !(1..=8).contains(&self.queues) {
+            return Err(FsError::Invalid("MODA queues must be 1..=8"));
+        }
+        if self.lifetime == 0 {
+            return Err(FsError::Invalid("MODA lifetime must be at least 1 tick"));
+        }
+        if !(2..=8).contains(&self.regions) {
+            return Err(FsError::Invalid("DAC regions must be 2..=8"));
+        }
+        Ok(())
+    }
 }
 
 /// Which block cleaning policy (DESIGN axis 4).
@@ -51,6 +124,9 @@ pub struct FsConfig {
     #[serde(default)]
     pub mapping: crate::mapping::MappingKind,
     pub allocator: AllocatorKind,
+    /// The allocation policy's parameters (images made before they existed: defaults).
+    #[serde(default)]
+    pub alloc_params: AllocParams,
     pub cleaner: CleanerKind,
     /// Erased blocks kept back from user data so cleaning can always make progress.
     pub reserve_blocks: u32,
@@ -67,21 +143,51 @@ pub struct FsConfig {
 impl FsConfig {
     /// The configuration of a named profile on a device of `blocks` erase blocks.
     pub fn profile(name: &str, blocks: u32) -> Result<FsConfig> {
-        match name {
-            "yaffs" => Ok(FsConfig {
-                profile: "yaffs".into(),
-                metadata: crate::meta::MetadataKind::FlashLog,
-                mapping: crate::mapping::MappingKind::PageMapped,
-                allocator: AllocatorKind::Sequential,
-                cleaner: CleanerKind::Yaffs,
-                reserve_blocks: default_reserve(blocks),
-                yaffs_window_blocks: 200,
-                yaffs_normal_max_valid: 3,
-                yaffs_aggressive_below: 6,
-                checkpoint: true,
-            }),
-            _ => Err(FsError::Invalid("unknown profile (known: yaffs)")),
-        }
+        // The MODA paper's schemes are YAFFS with only the page allocation changed.
+        let allocator = match name {
+            "yaffs" => AllocatorKind::Sequential,
+            "moda" => AllocatorKind::Moda,
+            "dac" => AllocatorKind::Dac,
+            "page-hotcold" => AllocatorKind::PageHotcold,
+            _ => {
+                return Err(FsError::Invalid(
+                    "unknown profile (known: yaffs, moda, dac, page-hotcold)",
+                ))
+            }
+        };
+        let config = FsConfig {
+            profile: name.into(),
+            metadata: crate::meta::MetadataKind::FlashLog,
+            mapping: crate::mapping::MappingKind::PageMapped,
+            allocator: AllocatorKind::Sequential,
+            alloc_params: AllocParams::default(),
+            cleaner: CleanerKind::Yaffs,
+            reserve_blocks: default_reserve(blocks),
+            yaffs_window_blocks: 200,
+            yaffs_normal_max_valid: 3,
+            yaffs_aggressive_below: 6,
+            checkpoint: true,
+        };
+        Ok(config.with_allocator(allocator, blocks))
+    }
+
+    /// This configuration with another page allocation policy. Each extra write stream
+    /// adds a block to the cleaning reserve: cleaning one victim may copy its pages into
+    /// every stream, each of which may need a fresh block before the victim's is freed.
+    pub fn with_allocator(mut self, allocator: AllocatorKind, blocks: u32) -> Self {
+        self.allocator = allocator;
+        let extra = crate::alloc::stream_count(allocator, &self.alloc_params) as u32 - 1;
+        self.reserve_blocks = default_reserve(blocks) + extra;
+        self
+    }
+
+    /// This configuration with other allocation parameters (the reserve follows the
+    /// number of streams they give).
+    pub fn with_alloc_params(mut self, params: AllocParams, blocks: u32) -> Result<Self> {
+        params.validate()?;
+        self.alloc_params = params;
+        let allocator = self.allocator;
+        Ok(self.with_allocator(allocator, blocks))
     }
 
     pub fn with_cleaner(mut self, cleaner: CleanerKind) -> Self {
@@ -97,4 +203,4 @@ fn default_reserve(blocks: u32) -> u32 {
 }
 
 /// Profile names mkfs accepts.
-pub const PROFILES: &[&str] = &["yaffs"];
+pub const PROFILES: &[&str] = &["yaffs", "moda", "dac", "page-hotcold"];

@@ -14,7 +14,7 @@
 
 use nandkit_flash::Flash;
 
-use crate::alloc::{WriteCause, WriteHint};
+use crate::alloc::WriteHint;
 use crate::error::{FsError, Result};
 use crate::format::crc;
 use crate::format::tags::{DataTags, Serial, Tags};
@@ -164,6 +164,8 @@ impl<F: Flash> FileSystem<F> {
         if data.is_empty() {
             return Ok(0);
         }
+        // The classifying allocators count modifications (MODA's virtual clock).
+        self.allocator.write_request(ino);
         let size = self.obj(ino)?.size;
         if offset > size {
             self.extend(ino, offset)?;
@@ -315,11 +317,9 @@ impl<F: Flash> FileSystem<F> {
             data_crc: Some(crc(bytes)),
             run_start: None,
         });
-        let hint = WriteHint {
-            cause: WriteCause::UserData,
-            obj: ino,
-            chunk,
-        };
+        let old = self.obj(ino)?.chunks.get(chunk);
+        let old = (old != NO_PAGE && old != LOST_PAGE).then_some(old);
+        let hint = WriteHint::user_data(ino, chunk, old);
         // Bytes bound for a reserved hole have their page set aside, like accepted ones.
         let accepted = accepted
             || (self.in_reserve(ino, chunk) && self.obj(ino)?.chunks.get(chunk) == NO_PAGE);

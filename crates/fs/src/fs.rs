@@ -206,7 +206,12 @@ pub struct FileSystem<F: Flash> {
 impl<F: Flash> FileSystem<F> {
     pub(crate) fn empty(dev: F, config: FsConfig, clock: Arc<dyn Clock>) -> Result<Self> {
         let layout = Layout::new(dev.geometry())?;
-        let allocator = alloc::make(config.allocator);
+        let allocator = alloc::make(
+            config.allocator,
+            &config.alloc_params,
+            layout.blocks,
+            layout.pages_per_block,
+        );
         let config_metadata = config.metadata;
         let streams = vec![None; allocator.streams()];
         Ok(Self {
@@ -637,6 +642,7 @@ impl<F: Flash> FileSystem<F> {
     /// Makes one object's data and header durable.
     pub fn fsync(&mut self, ino: Ino) -> Result<()> {
         self.check_writable()?;
+        self.allocator.flushed(ino);
         self.flush_cache(ino)?;
         if self.obj(ino)?.is_dirty() {
             self.load(ino)?;

@@ -52,7 +52,7 @@ mod write_path;
 mod xattr;
 
 pub use clock::{Clock, CountingClock, SystemClock};
-pub use config::{CleanerKind, FsConfig, PROFILES};
+pub use config::{AllocParams, AllocatorKind, CleanerKind, FsConfig, PROFILES};
 pub use error::{FsError, Result};
 pub use fs::{AtimePolicy, FileSystem, FsStats, MountMethod, MountOptions};
 pub use fsck::FsckReport;

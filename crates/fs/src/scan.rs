@@ -116,7 +116,12 @@ impl<F: Flash> FileSystem<F> {
     }
 
     pub(crate) fn set_config(&mut self, config: FsConfig) {
-        self.allocator = crate::alloc::make(config.allocator);
+        self.allocator = crate::alloc::make(
+            config.allocator,
+            &config.alloc_params,
+            self.layout.blocks,
+            self.layout.pages_per_block,
+        );
         self.cleaner = crate::clean::make(&config);
         self.streams = vec![None; self.allocator.streams()];
         self.config = config;

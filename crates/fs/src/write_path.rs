@@ -81,11 +81,7 @@ impl<F: Flash> FileSystem<F> {
             version: Serial::Full(rec.version),
             facts: Some(rec.facts(ino)),
         });
-        let hint = WriteHint {
-            cause: WriteCause::Metadata,
-            obj: ino,
-            chunk: 0,
-        };
+        let hint = WriteHint::metadata(ino, self.header_page(ino));
         let pno = self.program(hint, tags, &bytes).inspect_err(|_| {
             self.give_back_serial(rec.version);
         })?;
@@ -129,7 +125,7 @@ impl<F: Flash> FileSystem<F> {
         let ppb = self.layout.pages_per_block;
         let mut erased_for_retry = false;
         loop {
-            let stream = self.allocator.stream_for(&hint);
+            let stream = self.choose_stream(&hint);
             let block = self.active_block(stream, hint.cause, accepted)?;
             if self.seal_aged_streams()? {
                 continue;
@@ -181,6 +177,7 @@ impl<F: Flash> FileSystem<F> {
                     self.blocks.update(block, |b| b.next_page += 1);
                     let pno = self.layout.pno(block, page);
                     self.blocks.set_valid(pno);
+                    self.allocator.placed(&hint, stream, pno);
                     if let Tags::Header(h) = &tags {
                         self.blocks.add_header(block, h.obj);
                         self.count_header(h.obj);
@@ -220,6 +217,28 @@ impl<F: Flash> FileSystem<F> {
                 Err(e) => return Err(self.fail(e)),
             }
         }
+    }
+
+    /// The allocator's stream for `hint`, except for a cleaning copy while erased blocks
+    /// are scarce: a stream without an open block would take a fresh block for it, and
+    /// cleaning one victim into every stream at once could need more blocks than are
+    /// erased. Then the copy goes to a stream that has an open block (its class is lost
+    /// for that page; space is not). With one stream this is always the allocator's.
+    fn choose_stream(&mut self, hint: &WriteHint) -> usize {
+        let want = self.allocator.stream_for(hint);
+        let scarce = self.blocks.empty as usize <= self.streams.len();
+        if hint.cause == WriteCause::Cleaning && scarce && self.streams[want].is_none() {
+            if let Some(open) = self.streams.iter().position(Option::is_some) {
+                return open;
+            }
+        }
+        want
+    }
+
+    /// The page holding `ino`'s current header, if it has one on flash.
+    fn header_page(&self, ino: Ino) -> Option<u32> {
+        let o = self.objects.get(&ino)?;
+        (o.header != crate::object::NO_PAGE).then_some(o.header)
     }
 
     /// One more header page of `ino` is on flash.
@@ -332,11 +351,7 @@ impl<F: Flash> FileSystem<F> {
     pub(crate) fn room_for_headers(&mut self, ino: Ino, pages: u32) -> Result<()> {
         self.check_writable()?;
         self.erase_stale_checkpoint()?;
-        let hint = WriteHint {
-            cause: WriteCause::Metadata,
-            obj: ino,
-            chunk: 0,
-        };
+        let hint = WriteHint::metadata(ino, self.header_page(ino));
         let ppb = self.layout.pages_per_block;
         loop {
             let stream = self.allocator.stream_for(&hint);

@@ -11,6 +11,7 @@ mod heap;
 mod iozone;
 mod ma_mount;
 mod ma_realtime;
+mod moda_table;
 mod mount;
 mod random_overwrite;
 mod seq_write;
@@ -25,8 +26,8 @@ use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nandkit_flash::{ChipStats, Flash, FlashDevice, StripedDevice, StripedFlash};
 use nandkit_fs::{
-    CleanerKind, Clock, CountingClock, FileSystem, FsConfig, FsError, FsStats, Ino, Kind,
-    MountMethod, MountOptions, NewObject,
+    AllocParams, AllocatorKind, CleanerKind, Clock, CountingClock, FileSystem, FsConfig, FsError,
+    FsStats, Ino, Kind, MountMethod, MountOptions, NewObject,
 };
 use rand::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -126,6 +127,12 @@ enum BenchCommand {
             nandkit bench trace --trace AngryBird --emit angrybird.csv\n  \
             nandkit bench trace --trace-file my-trace.csv --chips 4")]
     Trace(trace::TraceArgs),
+    /// The MODA paper's Table 1: seven workloads x four allocation policies; u, i, p, the
+    /// cleaning model's estimate and the measured cleaning cost.
+    #[command(long_about = moda_table::LONG_ABOUT, after_help = "Examples:\n  \
+            nandkit bench moda-table\n  \
+            nandkit bench moda-table --workloads fax,andrew --policies sequential,moda --json")]
+    ModaTable(moda_table::ModaTableArgs),
 }
 
 /// A file system as the benchmarks run it: on a RAM array seen striped.
@@ -142,6 +149,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::MaMount(a) => ma_mount::run(a),
         BenchCommand::MaRealtime(a) => ma_realtime::run(a),
         BenchCommand::Trace(a) => trace::run(a),
+        BenchCommand::ModaTable(a) => moda_table::run(a),
     }
 }
 
@@ -154,9 +162,41 @@ pub struct FsArgs {
     /// Cleaning policy: yaffs, greedy or cost-benefit [default: the profile's].
     #[arg(long, value_name = "POLICY", value_parser = parse_cleaner)]
     pub cleaner: Option<CleanerKind>,
+    /// Page allocation policy: sequential, moda, dac or page-hotcold [default: the
+    /// profile's].
+    #[arg(long, value_name = "POLICY", value_parser = parse_alloc)]
+    pub alloc: Option<AllocatorKind>,
+    /// MODA and page-hotcold: queues of the multi-queue classifier (the paper's m).
+    #[arg(long, value_name = "M", default_value_t = AllocParams::default().queues)]
+    pub moda_queues: u32,
+    /// MODA and page-hotcold: a queue's lifetime, in modifications (virtual ticks).
+    #[arg(long, value_name = "TICKS", default_value_t = AllocParams::default().lifetime)]
+    pub moda_lifetime: u32,
+    /// DAC: regions (write streams) by update frequency.
+    #[arg(long, value_name = "K", default_value_t = AllocParams::default().regions)]
+    pub dac_regions: u32,
+}
+
+impl Default for FsArgs {
+    /// The defaults the flags have: the yaffs profile as made.
+    fn default() -> Self {
+        let p = AllocParams::default();
+        Self {
+            profile: "yaffs".into(),
+            cleaner: None,
+            alloc: None,
+            moda_queues: p.queues,
+            moda_lifetime: p.lifetime,
+            dac_regions: p.regions,
+        }
+    }
 }
 
 fn parse_cleaner(text: &str) -> Result<CleanerKind, String> {
+    text.parse().map_err(|e: FsError| e.to_string())
+}
+
+fn parse_alloc(text: &str) -> Result<AllocatorKind, String> {
     text.parse().map_err(|e: FsError| e.to_string())
 }
 
@@ -168,7 +208,17 @@ impl FsArgs {
         if let Some(kind) = self.cleaner {
             config = config.with_cleaner(kind);
         }
-        Ok(config)
+        if let Some(kind) = self.alloc {
+            config = config.with_allocator(kind, blocks);
+        }
+        let params = AllocParams {
+            queues: self.moda_queues,
+            lifetime: self.moda_lifetime,
+            regions: self.dac_regions,
+        };
+        config
+            .with_alloc_params(params, blocks)
+            .context("--moda-queues, --moda-lifetime, --dac-regions")
     }
 }
 

@@ -202,10 +202,7 @@ fn prepare(args: &MountArgs) -> anyhow::Result<Prepared> {
         let report = cmd_mkfs::make(&MkfsArgs {
             image: args.image.clone(),
             device: args.device.clone(),
-            fs: FsArgs {
-                profile: "yaffs".into(),
-                cleaner: None,
-            },
+            fs: FsArgs::default(),
             force: false,
         })?;
         eprintln!("{report}");

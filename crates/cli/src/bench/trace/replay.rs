@@ -308,11 +308,7 @@ mod tests {
 
     fn tiny_fs() -> Fs {
         let config = nandkit_flash::preset("tiny").unwrap();
-        let args = FsArgs {
-            profile: "yaffs".into(),
-            cleaner: None,
-        };
-        mkfs(config, &args).unwrap()
+        mkfs(config, &FsArgs::default()).unwrap()
     }
 
     fn run(csv: &str) -> Vec<Served> {

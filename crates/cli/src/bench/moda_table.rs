@@ -1,0 +1,195 @@
+//! `nandkit bench moda-table`: the MODA paper's Table 1. Each of its seven workloads runs
+//! on a fresh device under each allocation policy; then the device's utilization u,
+//! invalidity i and uniformity p, the cleaning model's estimate of what reclaiming every
+//! invalid page costs (equation 2, `nandkit model cleaning-cost`), and what it costs when
+//! done: explicit cleaning until no block is left to reclaim, counted in erases, page
+//! copies and simulated seconds.
+
+use anyhow::Context;
+use clap::Args;
+use nandkit_flash::Flash;
+use nandkit_fs::AllocatorKind;
+use nandkit_models::cleaning_cost::{cleaning_cost, CleaningCostInput};
+use serde::Serialize;
+
+use super::{format, print_json, FsArgs};
+use crate::device_args::DeviceArgs;
+
+pub const LONG_ABOUT: &str = "Runs each workload of the MODA paper (camera, movie, phone, \
+    recorder, fax, postmark, andrew) on a fresh device under each allocation policy \
+    (sequential, moda, dac, page-hotcold). After the run it reports u, i, p, the model's \
+    estimated erases, copies and cleaning seconds (equation 2 with the device's read, \
+    program and erase times), and the measured ones: explicit cleaning until nothing is \
+    left to reclaim. run_s and clean_s are simulated seconds.";
+
+#[derive(Args)]
+pub struct ModaTableArgs {
+    /// Device preset: the paper's 64 MB small-page chip with the times it measured above
+    /// MTD.
+    #[arg(
+        long,
+        short = 'g',
+        default_value = "smallblock-64m-mtd",
+        value_name = "NAME"
+    )]
+    geometry: String,
+    /// Device capacity (the workloads scale with it) [default: the preset's].
+    #[arg(long, value_name = "SIZE", value_parser = crate::device_args::parse_bytes)]
+    device_size: Option<u64>,
+    /// Workloads to run, comma-separated [default: all seven].
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    workloads: Vec<String>,
+    /// Allocation policies, comma-separated [default: all four].
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    policies: Vec<String>,
+    /// Seed of the workloads.
+    #[arg(long, default_value_t = 1, value_name = "SEED")]
+    workload_seed: u64,
+    /// Print a JSON array of rows instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Row {
+    workload: String,
+    policy: &'static str,
+    u: f64,
+    i: f64,
+    p: f64,
+    est_erases: f64,
+    est_copies: f64,
+    est_clean_s: f64,
+    erases: u64,
+    copies: u64,
+    clean_s: f64,
+    run_s: f64,
+    /// "ok", or where the workload met a full device.
+    outcome: String,
+}
+
+pub fn run(args: ModaTableArgs) -> anyhow::Result<()> {
+    let config = DeviceArgs {
+        geometry: args.geometry.clone(),
+        chips: 1,
+        device_size: args.device_size,
+        seed: None,
+    }
+    .config()?;
+    let workloads: Vec<String> = if args.workloads.is_empty() {
+        nandkit_workloads::NAMES
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    } else {
+        args.workloads
+    };
+    let policies: Vec<AllocatorKind> = if args.policies.is_empty() {
+        AllocatorKind::NAMES
+            .iter()
+            .map(|n| n.parse().expect("known"))
+            .collect()
+    } else {
+        args.policies
+            .iter()
+            .map(|n| n.parse().with_context(|| format!("--policies {n}")))
+            .collect::<anyhow::Result<_>>()?
+    };
+    let g = config.geometry;
+    let device_bytes = g.total_bytes();
+    let t = config.timing;
+    let mut rows = Vec::new();
+    for w in &workloads {
+        for &policy in &policies {
+            let fs_args = FsArgs {
+                alloc: Some(policy),
+                ..FsArgs::default()
+            };
+            let mut fs = format(config.clone(), &fs_args)?;
+            let mut load = nandkit_workloads::by_name(w, args.workload_seed, device_bytes)
+                .with_context(|| format!("unknown workload {w}"))?;
+            let start = fs.device().now_ns();
+            let summary = load
+                .run(&mut fs)
+                .with_context(|| format!("{w} under {}", policy.name()))?;
+            fs.sync().context("sync after the workload")?;
+            let run_ns = fs.device().now_ns() - start;
+            let (u, i, p) = fs.uip();
+            let est = cleaning_cost(&CleaningCostInput {
+                blocks: fs.block_table().len() as u64,
+                pages_per_block: g.pages_per_block,
+                u,
+                i,
+                p,
+                read_us: t.read_ns as f64 / 1e3,
+                write_us: t.program_ns as f64 / 1e3,
+                erase_us: t.erase_ns as f64 / 1e3,
+            })
+            .context("the cleaning model")?;
+            let before = fs.stats().clone();
+            let clean_start = fs.device().now_ns();
+            // Every block the cleaner will take, until none is left (bounded: each pass
+            // either reclaims a block or stops).
+            while fs.gc(64).context("cleaning")? > 0 {}
+            let after = fs.stats();
+            rows.push(Row {
+                workload: w.clone(),
+                policy: policy.name(),
+                u,
+                i,
+                p,
+                est_erases: est.erases,
+                est_copies: est.copies,
+                est_clean_s: est.seconds,
+                erases: after.blocks_cleaned - before.blocks_cleaned,
+                copies: after.pages_copied - before.pages_copied,
+                clean_s: (fs.device().now_ns() - clean_start) as f64 / 1e9,
+                run_s: run_ns as f64 / 1e9,
+                outcome: match summary.enospc {
+                    Some(n) => format!("enospc at op {n}"),
+                    None => "ok".into(),
+                },
+            });
+            if !args.json {
+                eprintln!("{w} / {}: done", policy.name());
+            }
+        }
+    }
+    if args.json {
+        return print_json(&rows);
+    }
+    println!(
+        "{:<10} {:<13} {:>6} {:>7} {:>5} {:>9} {:>9} {:>8} {:>7} {:>7} {:>8} {:>8}",
+        "workload",
+        "policy",
+        "u",
+        "i",
+        "p",
+        "est_erase",
+        "est_copy",
+        "est_s",
+        "erases",
+        "copies",
+        "clean_s",
+        "run_s"
+    );
+    for r in &rows {
+        println!(
+            "{:<10} {:<13} {:>6.3} {:>7.4} {:>5.2} {:>9.0} {:>9.0} {:>8.2} {:>7} {:>7} {:>8.2} {:>8.1}{}",
+            r.workload,
+            r.policy,
+            r.u,
+            r.i,
+            r.p,
+            r.est_erases,
+            r.est_copies,
+            r.est_clean_s,
+            r.erases,
+            r.copies,
+            r.clean_s,
+            r.run_s,
+            if r.outcome == "ok" { String::new() } else { format!("  ({})", r.outcome) }
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,119 @@
+//! `nandkit model`: the JSON contract of the closed-form models and their input errors.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+/// The MODA paper's Table 1 Fax YAFFS row: its partition (3706 blocks of 32 pages), the
+/// measured u, i, p, and the operation times the paper measured above MTD.
+const FAX_YAFFS: [&str; 18] = [
+    "model",
+    "cleaning-cost",
+    "--blocks",
+    "3706",
+    "--pages-per-block",
+    "32",
+    "--u",
+    "0.86",
+    "--i",
+    "0.0087",
+    "--p",
+    "0.73",
+    "--read-us",
+    "200",
+    "--write-us",
+    "1030",
+    "--erase-us",
+    "1740",
+];
+
+fn json_of(args: &[&str]) -> Value {
+    let out = nandkit(args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn near(value: &Value, want: f64, tolerance: f64) -> bool {
+    (value.as_f64().unwrap() - want).abs() <= tolerance
+}
+
+#[test]
+fn cleaning_cost_json_contract() {
+    let r = json_of(&[&FAX_YAFFS[..], &["--json"]].concat());
+    // The paper prints 1024 erases, 31710 copies and 40.74 s for this row.
+    assert!(near(&r["erases"], 1024.16, 0.01), "{r}");
+    assert!(near(&r["copies"], 31699.16, 0.01), "{r}");
+    assert!(near(&r["seconds"], 40.772, 0.001), "{r}");
+    let (erase_s, copy_s) = (&r["erase_seconds"], &r["copy_seconds"]);
+    assert!(near(erase_s, 1.782, 0.001), "{r}");
+    assert!(near(
+        &r["seconds"],
+        erase_s.as_f64().unwrap() + copy_s.as_f64().unwrap(),
+        1e-9
+    ));
+    let inputs = &r["inputs"];
+    assert_eq!(inputs["blocks"], 3706);
+    assert_eq!(inputs["pages_per_block"], 32);
+    for (key, value) in [("u", 0.86), ("i", 0.0087), ("p", 0.73), ("read_us", 200.0)] {
+        assert_eq!(inputs[key].as_f64(), Some(value), "{key}: {r}");
+    }
+    assert_eq!(inputs["write_us"].as_f64(), Some(1030.0));
+    assert_eq!(inputs["erase_us"].as_f64(), Some(1740.0));
+}
+
+#[test]
+fn cleaning_cost_table_names_units() {
+    let out = nandkit(&FAX_YAFFS[..]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for line in [
+        "erases            1024.2 blocks",
+        "copies            31699.2 pages",
+        "seconds           40.772 s",
+    ] {
+        assert!(text.contains(line), "{line:?} missing from:\n{text}");
+    }
+}
+
+#[test]
+fn invalid_input_fails_with_a_clear_message() {
+    // Each case changes one flag of the Fax row.
+    for (flag, value, message) in [
+        ("--u", "1.5", "utilization u = 1.5 is outside [0, 1]"),
+        (
+            "--i",
+            "0.2",
+            "invalidity i = 0.2 is more than 1 - u with u = 0.86",
+        ),
+        // A negative number reaches the model rather than being taken for a flag.
+        ("--read-us", "-200", "read time = -200 us is not a time"),
+        ("--blocks", "0", "blocks must be at least 1"),
+    ] {
+        let mut args = FAX_YAFFS;
+        let at = args.iter().position(|a| *a == flag).unwrap() + 1;
+        args[at] = value;
+        let out = nandkit(&args);
+        assert_eq!(out.status.code(), Some(1), "{flag} {value}");
+        assert!(out.stdout.is_empty(), "{flag} {value}");
+        assert!(
+            stderr(&out).contains(message),
+            "{flag} {value}: {}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn lfs_write_cost_contract() {
+    let r = json_of(&["model", "lfs-write-cost", "--u", "0.5", "--json"]);
+    assert_eq!(r["u"].as_f64(), Some(0.5));
+    assert_eq!(r["write_cost"].as_f64(), Some(4.0));
+    let full = nandkit(&["model", "lfs-write-cost", "--u", "1"]);
+    assert_eq!(full.status.code(), Some(1));
+    assert!(
+        stderr(&full).contains("unbounded at u = 1"),
+        "{}",
+        stderr(&full)
+    );
+}

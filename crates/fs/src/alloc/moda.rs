@@ -1,0 +1,178 @@
+//! MODA (modification-aware allocation, the MODA paper's section 5): two levels of
+//! classification, each class writing to its own stream, so that blocks end up uniform
+//! (all valid or all invalid) and cleaning them is cheap.
+//!
+//! Level 1 is static: system data (object headers: every change to a file rewrites its
+//! header) goes apart from user data. Level 2 is dynamic, for user data: the multi-queue
+//! classifier (`mq`) over files, each write request run being one modification. A file's
+//! pages go to the stream of its class: hot, cold or unclassified (new files stay
+//! unclassified, apart from the cold, until their behaviour is known: the paper's answer
+//! to DAC mixing new data into its cold region).
+//!
+//! Pages moved by cleaning keep their class: a copy goes to the stream its block was
+//! filled by. Blocks filled before this mount have no known stream; their pages take the
+//! class their file has now (headers: system).
+//!
+//! State across a remount: none. The classifier lives in RAM; at mount every existing file
+//! counts as first written at tick 0 (so, untouched for a lifetime, it is cold). A crash
+//! loses only that history; placement never affects what reads back.
+
+use std::collections::HashMap;
+
+use super::mq::{Class, Entry, Mq};
+use super::{Allocator, BlockStreams, WriteCause, WriteHint};
+use crate::config::AllocParams;
+use crate::types::Ino;
+
+pub const SYSTEM: usize = 0;
+pub const UNCLASSIFIED: usize = 1;
+pub const HOT: usize = 2;
+pub const COLD: usize = 3;
+pub const STREAMS: usize = 4;
+
+/// The stream of a class of user data.
+pub fn stream_of(class: Class) -> usize {
+    match class {
+        Class::Unclassified => UNCLASSIFIED,
+        Class::Hot => HOT,
+        Class::Cold => COLD,
+    }
+}
+
+pub struct Moda {
+    mq: Mq,
+    files: HashMap<Ino, Entry>,
+    blocks: BlockStreams,
+}
+
+impl Moda {
+    pub fn new(params: &AllocParams, blocks: u32, pages_per_block: u32) -> Self {
+        Self {
+            mq: Mq::new(params.queues, params.lifetime),
+            files: HashMap::new(),
+            blocks: BlockStreams::new(blocks, pages_per_block),
+        }
+    }
+
+    fn file_class(&self, obj: Ino) -> Class {
+        let e = self.files.get(&obj).copied().unwrap_or_else(Mq::unknown);
+        self.mq.class(e)
+    }
+}
+
+impl Allocator for Moda {
+    fn name(&self) -> &'static str {
+        "moda"
+    }
+
+    fn streams(&self) -> usize {
+        STREAMS
+    }
+
+    fn stream_for(&mut self, hint: &WriteHint) -> usize {
+        if hint.header {
+            return SYSTEM;
+        }
+        if hint.cause == WriteCause::Cleaning {
+            if let Some(s) = hint.old_page.and_then(|p| self.blocks.of_page(p)) {
+                return s;
+            }
+        }
+        stream_of(self.file_class(hint.obj))
+    }
+
+    fn placed(&mut self, _hint: &WriteHint, stream: usize, pno: u32) {
+        self.blocks.record(pno, stream);
+    }
+
+    fn write_request(&mut self, obj: Ino) {
+        if !self.mq.write_request(obj) {
+            return;
+        }
+        let e = match self.files.get(&obj) {
+            Some(&e) => self.mq.modified(e),
+            None => self.mq.created(),
+        };
+        self.files.insert(obj, e);
+    }
+
+    fn flushed(&mut self, obj: Ino) {
+        self.mq.flushed(obj);
+    }
+
+    fn forget(&mut self, obj: Ino) {
+        self.files.remove(&obj);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(obj: Ino) -> WriteHint {
+        WriteHint::user_data(obj, 0, None)
+    }
+
+    #[test]
+    fn headers_are_system_data_and_new_files_unclassified() {
+        let mut m = Moda::new(&AllocParams::default(), 16, 32);
+        assert_eq!(m.stream_for(&WriteHint::metadata(5, None)), SYSTEM);
+        m.write_request(5);
+        assert_eq!(m.stream_for(&data(5)), UNCLASSIFIED);
+    }
+
+    #[test]
+    fn a_file_modified_three_times_is_hot_and_one_left_alone_cold() {
+        let mut m = Moda::new(&AllocParams::default(), 16, 32);
+        for _ in 0..3 {
+            m.write_request(5);
+            m.write_request(6);
+        }
+        assert_eq!(m.stream_for(&data(5)), HOT);
+        m.write_request(7);
+        for k in 0..100 {
+            m.write_request(100 + k);
+        }
+        assert_eq!(m.stream_for(&data(7)), COLD);
+        m.forget(7);
+        // Forgotten: as a file from before the mount (first written at tick 0): cold.
+        assert_eq!(m.stream_for(&data(7)), COLD);
+    }
+
+    #[test]
+    fn cleaning_copies_keep_their_blocks_stream() {
+        let mut m = Moda::new(&AllocParams::default(), 16, 32);
+        m.write_request(5);
+        let hint = data(5);
+        m.placed(&hint, UNCLASSIFIED, 64); // block 2
+        for _ in 0..3 {
+            m.write_request(5);
+            m.write_request(6);
+        }
+        assert_eq!(m.stream_for(&data(5)), HOT);
+        let copy = WriteHint {
+            cause: WriteCause::Cleaning,
+            old_page: Some(70),
+            ..hint
+        };
+        assert_eq!(
+            m.stream_for(&copy),
+            UNCLASSIFIED,
+            "the page's class when written"
+        );
+        let unknown = WriteHint {
+            old_page: Some(300),
+            ..copy
+        };
+        assert_eq!(
+            m.stream_for(&unknown),
+            HOT,
+            "block not seen: the file's class"
+        );
+        let header = WriteHint {
+            header: true,
+            ..copy
+        };
+        assert_eq!(m.stream_for(&header), SYSTEM);
+    }
+}

@@ -1,0 +1,122 @@
+//! nandkit-workloads: the papers' workloads, deterministic with a seed.
+//!
+//! The seven benchmarks of the MODA paper (`moda-uniformity-allocation.txt`, sec. 6.2 and
+//! Table 1): Camera, Movie player, Phone, Recorder, Fax machine, PostMark and the first two
+//! phases of Andrew. Each lives in its own file, whose module comment says what it models,
+//! where every parameter comes from, and which parameters were fitted because the paper
+//! leaves them out. Fitted parameters aim at the utilisation u and invalidity i that the
+//! paper's Table 1 reports after one run on an empty 64 MB device: those two are properties
+//! of how much a workload writes and overwrites, not of the allocation policy, so fitting
+//! them never favours one policy. Nothing is fitted to uniformity p or cleaning cost,
+//! which are what the policies are compared on.
+//!
+//! A workload drives a [`Target`] (path-based, so any file system can implement it; the
+//! nandkit file system does in [`fs_target`]). It is built from a seed and the device's
+//! capacity in bytes ([`by_name`]); the same seed and capacity give exactly the same
+//! sequence of [`Target`] calls. Volumes the paper states relative to the device (Movie
+//! fills it, Fax leaves it 86% full) scale with the capacity; sizes that describe the
+//! modelled device's data (an SMS, a fax page, PostMark's file sizes) do not. Each module
+//! says which of its parameters scale.
+//!
+//! Capacity means the device's data bytes: pages × page size, spare areas left out. Table
+//! 1's u and i are fractions of all pages, so that is what volumes are fractions of. A file
+//! system keeps part of it for itself (nandkit: a summary page per block and a few reserve
+//! blocks, about 5%), which is why Movie, asked to fill 99%, runs into a full device first.
+//!
+//! Every file a workload touches is under its own directory (`/camera`, `/phone`, ...),
+//! which it creates first. [`combined`] runs several workloads on one device at once, their
+//! steps interleaved (see `combined.rs`), as the paper's "Camera + Phone" and "Movie +
+//! Recorder + PostMark".
+
+mod andrew;
+mod camera;
+mod combined;
+mod common;
+mod fax;
+pub mod fs_target;
+mod movie;
+mod phone;
+mod postmark;
+mod recorder;
+mod summary;
+mod target;
+
+pub use summary::{OpCounts, Summary};
+pub use target::{Target, TargetError};
+
+use common::{Counted, Stepper};
+
+/// A workload: a deterministic sequence of file system calls.
+pub trait Workload {
+    /// Short name, as [`NAMES`] lists it ("camera+phone" for a combination).
+    fn name(&self) -> &'static str;
+    /// Where the workload comes from: the paper section and the sources of its parameters.
+    fn source(&self) -> &'static str;
+    /// Runs the workload to its end. A workload runs once: a second call finds nothing
+    /// left to do and returns an empty summary.
+    ///
+    /// Errors: [`TargetError::NoSpace`] when the device fills under a workload that is not
+    /// meant to fill it (Movie is: it stops there and reports it in
+    /// [`Summary::enospc`]); any other error of the target as it came.
+    fn run(&mut self, t: &mut dyn Target) -> Result<Summary, TargetError>;
+}
+
+/// The workloads [`by_name`] knows, in the order of the paper's Table 1.
+pub const NAMES: &[&str] = &[
+    "camera", "movie", "phone", "recorder", "fax", "postmark", "andrew",
+];
+
+/// A workload by name, seeded, for a device of `device_bytes` data bytes (pages × page
+/// size). A name with `+` ("camera+phone") gives [`combined`] of its parts. `None` for an
+/// unknown name.
+pub fn by_name(name: &str, seed: u64, device_bytes: u64) -> Option<Box<dyn Workload>> {
+    if name.contains('+') {
+        let parts: Vec<&str> = name.split('+').collect();
+        return combined(&parts, seed, device_bytes);
+    }
+    let dir = format!("/{name}");
+    let s = stepper(name, seed, device_bytes, &dir)?;
+    Some(Box::new(Driver(s)))
+}
+
+/// Several workloads on one device, their steps interleaved at random (seeded), each
+/// part spread evenly over the whole run; every part in its own directory and given an
+/// equal share of the capacity. Named like "camera+phone". `None` if a name is unknown
+/// or `names` is empty. See `combined.rs` for why interleaved and why shares.
+pub fn combined(names: &[&str], seed: u64, device_bytes: u64) -> Option<Box<dyn Workload>> {
+    let c = combined::Combined::new(names, seed, device_bytes)?;
+    Some(Box::new(Driver(Box::new(c))))
+}
+
+/// The stepwise form of a workload, in directory `dir`.
+fn stepper(name: &str, seed: u64, device_bytes: u64, dir: &str) -> Option<Box<dyn Stepper>> {
+    Some(match name {
+        "camera" => Box::new(camera::Camera::new(seed, device_bytes, dir)),
+        "movie" => Box::new(movie::Movie::new(seed, device_bytes, dir)),
+        "phone" => Box::new(phone::Phone::new(seed, device_bytes, dir)),
+        "recorder" => Box::new(recorder::Recorder::new(seed, device_bytes, dir)),
+        "fax" => Box::new(fax::Fax::new(seed, device_bytes, dir)),
+        "postmark" => Box::new(postmark::PostMark::new(seed, device_bytes, dir)),
+        "andrew" => Box::new(andrew::Andrew::new(seed, device_bytes, dir)),
+        _ => return None,
+    })
+}
+
+/// Runs a stepper to its end: the public face of every workload.
+struct Driver(Box<dyn Stepper>);
+
+impl Workload for Driver {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+
+    fn source(&self) -> &'static str {
+        self.0.source()
+    }
+
+    fn run(&mut self, t: &mut dyn Target) -> Result<Summary, TargetError> {
+        let mut c = Counted::new(t);
+        while self.0.step(&mut c)? {}
+        Ok(c.into_summary())
+    }
+}
