@@ -39,6 +39,19 @@ pub fn stream_of(class: Class) -> usize {
     }
 }
 
+/// The stream a page goes to whatever its class (MODA's level 1, and cleaning keeping
+/// classes): headers to the system stream, a cleaning copy to the stream its block was
+/// filled by, when this mount saw that block. Shared with `page_hotcold`.
+pub(crate) fn fixed_stream(hint: &WriteHint, blocks: &BlockStreams) -> Option<usize> {
+    if hint.header {
+        return Some(SYSTEM);
+    }
+    if hint.cause == WriteCause::Cleaning {
+        return hint.old_page.and_then(|p| blocks.of_page(p));
+    }
+    None
+}
+
 pub struct Moda {
     mq: Mq,
     files: HashMap<Ino, Entry>,
@@ -70,13 +83,8 @@ impl Allocator for Moda {
     }
 
     fn stream_for(&mut self, hint: &WriteHint) -> usize {
-        if hint.header {
-            return SYSTEM;
-        }
-        if hint.cause == WriteCause::Cleaning {
-            if let Some(s) = hint.old_page.and_then(|p| self.blocks.of_page(p)) {
-                return s;
-            }
+        if let Some(s) = fixed_stream(hint, &self.blocks) {
+            return s;
         }
         stream_of(self.file_class(hint.obj))
     }

@@ -16,7 +16,7 @@
 //! filled by (unknown blocks: the entry's class now). Nothing is kept on flash: at mount
 //! every page counts as first written at tick 0.
 
-use super::moda::{stream_of, STREAMS, SYSTEM};
+use super::moda::{fixed_stream, stream_of, STREAMS};
 use super::mq::{Entry, Mq};
 use super::{Allocator, BlockStreams, WriteCause, WriteHint};
 use crate::config::AllocParams;
@@ -66,13 +66,8 @@ impl Allocator for PageHotcold {
     }
 
     fn stream_for(&mut self, hint: &WriteHint) -> usize {
-        if hint.header {
-            return SYSTEM;
-        }
-        if hint.cause == WriteCause::Cleaning {
-            if let Some(s) = hint.old_page.and_then(|p| self.blocks.of_page(p)) {
-                return s;
-            }
+        if let Some(s) = fixed_stream(hint, &self.blocks) {
+            return s;
         }
         stream_of(self.mq.class(self.next_entry(hint)))
     }
