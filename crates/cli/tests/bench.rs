@@ -490,3 +490,74 @@ fn moda_table_json_contract() {
         "same seed, same rows"
     );
 }
+
+/// Figure 7's bench on a small device: a row per u0 and policy, u0 reached, PostMark
+/// wrote the same bytes wherever it completed, and a higher u0 leaves higher u.
+#[test]
+fn moda_utilization_json_contract() {
+    let rows = bench_json(&[
+        "moda-utilization",
+        "--device-size",
+        "8MiB",
+        "--utilizations",
+        "0,0.5",
+        "--policies",
+        "sequential,moda",
+    ]);
+    let rows = rows.as_array().expect("an array of rows");
+    assert_eq!(rows.len(), 4);
+    for r in rows {
+        assert_eq!(r["outcome"], "ok", "{r}");
+        assert!((f(r, "u_start") - f(r, "u0")).abs() < 0.05, "{r}");
+        assert!(f(r, "run_s") > 0.0 && f(r, "clean_s") > 0.0, "{r}");
+        assert!(f(r, "u") > f(r, "u_start"), "{r}");
+        assert_eq!(u(r, "written_bytes"), u(&rows[0], "written_bytes"), "{r}");
+        u(r, "erases");
+        u(r, "copies");
+        u(r, "run_erases");
+    }
+    assert!(f(&rows[2], "u") > f(&rows[0], "u") + 0.4);
+}
+
+/// Figure 8's bench on a small device: each mode's runs go until one cannot complete,
+/// utilization grows run by run, only cleaning modes clean between runs, and cleaning
+/// between runs keeps the last complete run faster than no cleaning does.
+#[test]
+fn moda_repeat_json_contract() {
+    let rows = bench_json(&[
+        "moda-repeat",
+        "--device-size",
+        "8MiB",
+        "--policies",
+        "moda",
+        "--gap",
+        "5",
+    ]);
+    let rows = rows.as_array().expect("an array of rows");
+    for mode in ["none", "between", "idle"] {
+        let runs: Vec<&Value> = rows.iter().filter(|r| r["mode"] == mode).collect();
+        assert!(runs.len() >= 5, "{mode}: {} runs", runs.len());
+        let (last, done) = runs.split_last().unwrap();
+        assert_eq!(last["outcome"], "enospc", "{mode}: ends on a full device");
+        for w in done.windows(2) {
+            assert!(f(w[1], "u_before") > f(w[0], "u_before"), "{mode}");
+        }
+        for r in done {
+            assert_eq!(r["outcome"], "ok");
+            let cleaned = u(r, "gap_erases");
+            match mode {
+                "none" => assert_eq!(cleaned, 0),
+                "between" => assert_eq!(f(r, "overrun_s"), 0.0),
+                _ => assert!(f(r, "gap_clean_s") <= 5.0 + f(r, "overrun_s")),
+            }
+        }
+        assert!(runs.iter().any(|r| u(r, "gap_erases") > 0) || mode == "none");
+    }
+    let slowest = |mode: &str| {
+        rows.iter()
+            .filter(|r| r["mode"] == mode && r["outcome"] == "ok")
+            .map(|r| f(r, "run_s"))
+            .fold(0.0, f64::max)
+    };
+    assert!(slowest("between") < slowest("none"));
+}

@@ -726,3 +726,62 @@ fn a_full_device_shows_readers_only_what_is_stored() {
         }
     }
 }
+
+/// The idle cleaner: garbage left by deleted files is reclaimed once the mount has been
+/// idle a while, and what was kept reads back the same, through the mount, after a
+/// remount, with fsck clean.
+#[test]
+fn an_idle_mount_cleans_in_the_background() {
+    if !fuse_ready("an_idle_mount_cleans_in_the_background") {
+        return;
+    }
+    let rig = Rig::new(&["--geometry", "mlc-1g", "--device-size", "64MiB"]);
+    let log = rig.dir.path().join("daemon.log");
+    let (m, _pid) = mount_logged(&rig, &["-o", "idle_clean=0.3,nowriteback"], &log);
+    // Files interleaved in the same blocks, three of every four deleted: blocks mostly
+    // invalid, each still holding a kept file's pages.
+    let mut kept = Vec::new();
+    for i in 0..200u64 {
+        let data = pattern(1000 + i, 20_000 + (i as usize % 7) * 3_000);
+        std::fs::write(rig.path(&format!("f{i}")), &data).unwrap();
+        if i % 4 == 0 {
+            kept.push((i, data));
+        }
+    }
+    for i in (0..200u64).filter(|i| i % 4 != 0) {
+        std::fs::remove_file(rig.path(&format!("f{i}"))).unwrap();
+    }
+    let reclaimed = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.contains("idle cleaning:") && l.contains("blocks reclaimed"))
+    };
+    wait_until(
+        "the idle cleaner's report",
+        Duration::from_secs(60),
+        reclaimed,
+    );
+    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+    let failures: Vec<&str> = log_text
+        .lines()
+        .filter(|l| l.contains("idle cleaning:") && !l.contains("blocks reclaimed"))
+        .collect();
+    assert!(failures.is_empty(), "idle cleaning failed: {failures:?}");
+    for (i, data) in &kept {
+        assert!(
+            std::fs::read(rig.path(&format!("f{i}"))).unwrap() == *data,
+            "f{i} after idle cleaning"
+        );
+    }
+    m.unmount();
+    rig.fsck_clean();
+    let m = rig.mount(&[]);
+    for (i, data) in &kept {
+        assert!(
+            std::fs::read(rig.path(&format!("f{i}"))).unwrap() == *data,
+            "f{i} after a remount"
+        );
+    }
+    m.unmount();
+}

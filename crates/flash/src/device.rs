@@ -42,6 +42,8 @@ pub trait Flash: Send {
     fn submit(&mut self, batch: Vec<Command>) -> Vec<Completion>;
     /// The caller's simulated clock, nanoseconds since the device was opened.
     fn now_ns(&self) -> u64;
+    /// Lets simulated time pass with nothing issued (think time, idle periods).
+    fn advance_clock_ns(&mut self, ns: u64);
     /// Makes everything done so far durable in the backend (a file image: msync).
     fn sync(&mut self) -> Result<(), FlashError>;
 }
@@ -195,11 +197,6 @@ impl FlashDevice {
             self.sync()?;
         }
         Ok(())
-    }
-
-    /// Lets simulated time pass with nothing issued (think time, idle periods).
-    pub fn advance_clock_ns(&mut self, ns: u64) {
-        self.now_ns += ns;
     }
 
     pub fn stats(&mut self) -> DeviceStats {
@@ -386,6 +383,10 @@ impl Flash for FlashDevice {
 
     fn now_ns(&self) -> u64 {
         self.now_ns
+    }
+
+    fn advance_clock_ns(&mut self, ns: u64) {
+        self.now_ns += ns;
     }
 
     fn sync(&mut self) -> Result<(), FlashError> {

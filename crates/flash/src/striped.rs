@@ -205,6 +205,10 @@ impl<F: Flash> Flash for StripedFlash<F> {
         self.inner.now_ns()
     }
 
+    fn advance_clock_ns(&mut self, ns: u64) {
+        self.inner.advance_clock_ns(ns);
+    }
+
     fn sync(&mut self) -> Result<(), FlashError> {
         self.inner.sync()
     }

@@ -36,6 +36,21 @@ impl<F: Flash> FileSystem<F> {
         Ok(done)
     }
 
+    /// One step of idle-time cleaning: reclaims one block if one is worth reclaiming in
+    /// the background (`clean::idle` says which). Returns whether it reclaimed one. A
+    /// step costs at most one block's copies and its erase, so a request that arrives
+    /// meanwhile waits for no more than that.
+    pub fn clean_idle_step(&mut self) -> Result<bool> {
+        self.check_writable()?;
+        self.erase_stale_checkpoint()?;
+        self.absorb_scrubs();
+        let Some(victim) = crate::clean::idle::pick(&self.blocks) else {
+            return Ok(false);
+        };
+        self.clean_block(victim)?;
+        Ok(true)
+    }
+
     /// Moves every valid page out of `block`, then erases it (or retires it if it failed).
     pub(crate) fn clean_block(&mut self, block: u32) -> Result<()> {
         debug_assert!(self.blocks.is_candidate(block));
@@ -149,6 +164,8 @@ impl<F: Flash> FileSystem<F> {
             chunk,
             header: matches!(tags, Tags::Header(_)),
             old_page: Some(pno),
+            partial: matches!(&tags, Tags::Data(d)
+                if d.n_bytes.is_some_and(|n| n < self.layout.chunk_bytes)),
         };
         let new = self.program(hint, tags, &data)?;
         self.stats.pages_copied += 1;

@@ -319,7 +319,7 @@ impl<F: Flash> FileSystem<F> {
         });
         let old = self.obj(ino)?.chunks.get(chunk);
         let old = (old != NO_PAGE && old != LOST_PAGE).then_some(old);
-        let hint = WriteHint::user_data(ino, chunk, old);
+        let hint = WriteHint::user_data(ino, chunk, old).with_partial((n as u64) < c);
         // Bytes bound for a reserved hole have their page set aside, like accepted ones.
         let accepted = accepted
             || (self.in_reserve(ino, chunk) && self.obj(ino)?.chunks.get(chunk) == NO_PAGE);

@@ -1830,6 +1830,9 @@ impl Flash for Shared {
     fn now_ns(&self) -> u64 {
         self.lock().now_ns()
     }
+    fn advance_clock_ns(&mut self, ns: u64) {
+        self.lock().advance_clock_ns(ns);
+    }
     fn sync(&mut self) -> FlashResult<()> {
         self.lock().sync()
     }

@@ -6,6 +6,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::*;
+use nandkit_flash::{Flash, FlashDevice, StripedFlash};
 use nandkit_fs::*;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -633,5 +634,81 @@ fn errno<T>(r: Result<T>) -> i32 {
     match r {
         Ok(_) => 0,
         Err(e) => e.errno(),
+    }
+}
+
+/// With several write streams (each policy's classes keep an open block of their own),
+/// statfs stays honest: when writes are refused, what statfs calls free is no more than
+/// the unwritten pages of the streams' open blocks, and data filled nearly all it
+/// promised.
+#[test]
+fn statfs_is_honest_with_several_streams() {
+    for policy in [
+        AllocatorKind::Moda,
+        AllocatorKind::Dac,
+        AllocatorKind::PageHotcold,
+    ] {
+        for dev in Dev::ALL {
+            let flash = FlashDevice::ram(dev.config()).expect("ram device");
+            let blocks = flash.geometry().blocks_per_chip * flash.geometry().chips;
+            let ppb = flash.geometry().pages_per_block as u64;
+            let config = yaffs(dev).with_allocator(policy, blocks);
+            let streams = nandkit_fs::alloc::stream_count(policy, &config.alloc_params) as u64;
+            let mut fs =
+                FileSystem::format(StripedFlash::new(flash), config, clock()).expect("format");
+            let ctx = format!("{} on {dev:?}", policy.name());
+            let total = fs.statfs().total_chunks;
+            // Files written, some rewritten often (hot), some once (cold), until refused.
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(9);
+            let mut inos = Vec::new();
+            let mut refused = None;
+            'fill: for k in 0u64.. {
+                if k % 3 == 0 || inos.is_empty() {
+                    match fs.create(ROOT_INO, format!("f{k}").as_bytes(), file()) {
+                        Ok(a) => inos.push(a.ino),
+                        Err(e) => {
+                            assert_eq!(e.errno(), ENOSPC, "{ctx}: create: {e}");
+                            refused = Some(fs.statfs());
+                            break 'fill;
+                        }
+                    }
+                }
+                let ino = if rng.gen_bool(0.5) {
+                    inos[0]
+                } else {
+                    inos[rng.gen_range(0..inos.len())]
+                };
+                let size = fs.getattr(ino).unwrap().size;
+                let at = if ino == inos[0] { 0 } else { size };
+                let buf = pattern(k, rng.gen_range(1..4 * dev.chunk()));
+                match fs.write(ino, at, &buf) {
+                    Ok(n) if n == buf.len() => {}
+                    Ok(_) => {
+                        refused = Some(fs.statfs());
+                        break 'fill;
+                    }
+                    Err(e) => {
+                        assert_eq!(e.errno(), ENOSPC, "{ctx}: write: {e}");
+                        refused = Some(fs.statfs());
+                        break 'fill;
+                    }
+                }
+                if k % 5 == 0 {
+                    fs.fsync(ino).unwrap();
+                }
+            }
+            let s = refused.unwrap();
+            assert!(
+                s.free_chunks <= streams * ppb,
+                "{ctx}: refused with {} chunks called free ({streams} streams of {ppb})",
+                s.free_chunks
+            );
+            assert!(
+                s.used_chunks * 100 >= total * 90,
+                "{ctx}: refused at {} of {total} chunks used",
+                s.used_chunks
+            );
+            assert_fsck(&mut fs, &ctx);
+        }
     }
 }

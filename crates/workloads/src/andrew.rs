@@ -44,6 +44,12 @@ pub struct Andrew {
 
 impl Andrew {
     pub fn new(seed: u64, device_bytes: u64, dir: &str) -> Self {
+        Self::filling(seed, device_bytes, TREE_FRACTION, dir)
+    }
+
+    /// The same tree with its bytes scaled to `fraction` of the capacity instead of
+    /// Table 1's 0.09: a pre-fill to a chosen utilization (the MODA paper's Figure 7).
+    pub fn filling(seed: u64, device_bytes: u64, fraction: f64, dir: &str) -> Self {
         let mut rng = rng(seed);
         let mut dirs = vec![dir.to_string()];
         for a in 0..3 {
@@ -57,7 +63,7 @@ impl Andrew {
             .map(|_| 2f64.powf(rng.gen_range(0.0..6.0)))
             .collect();
         let total: f64 = weights.iter().sum();
-        let tree = bytes_of_fraction(device_bytes, TREE_FRACTION) as f64;
+        let tree = bytes_of_fraction(device_bytes, fraction) as f64;
         let mut files: Vec<(String, u64)> = weights
             .iter()
             .enumerate()

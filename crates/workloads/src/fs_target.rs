@@ -8,8 +8,8 @@
 //!
 //! A close in the modelled application is an `fsync` here: YAFFS, which the MODA paper
 //! ran, writes a file's cached chunk and its object header when the file is closed.
-//! `idle` does nothing: background cleaning belongs to whoever drives the run, and Table
-//! 1's runs had no idle-time cleaning.
+//! `idle` does nothing: Table 1's runs had no idle-time cleaning. [`crate::IdleCleaning`]
+//! wraps a file system whose idle time cleans.
 
 use nandkit_flash::Flash;
 use nandkit_fs::{FileSystem, FsError, Kind, NewObject, SetAttr};

@@ -34,6 +34,7 @@ mod combined;
 mod common;
 mod fax;
 pub mod fs_target;
+mod idle_clean;
 mod movie;
 mod phone;
 mod postmark;
@@ -41,6 +42,7 @@ mod recorder;
 mod summary;
 mod target;
 
+pub use idle_clean::{IdleCleaning, IdleStats};
 pub use summary::{OpCounts, Summary};
 pub use target::{Target, TargetError};
 
@@ -74,8 +76,15 @@ pub fn by_name(name: &str, seed: u64, device_bytes: u64) -> Option<Box<dyn Workl
         let parts: Vec<&str> = name.split('+').collect();
         return combined(&parts, seed, device_bytes);
     }
-    let dir = format!("/{name}");
-    let s = stepper(name, seed, device_bytes, &dir)?;
+    in_dir(name, seed, device_bytes, &format!("/{name}"))
+}
+
+/// A single workload (no combination) in directory `dir` instead of `/{name}`: for
+/// running one several times on a device (the MODA paper's Figure 8 repeats PostMark
+/// until the device is full; Figure 7 pre-fills it with Andrew). `None` for an unknown
+/// name.
+pub fn in_dir(name: &str, seed: u64, device_bytes: u64, dir: &str) -> Option<Box<dyn Workload>> {
+    let s = stepper(name, seed, device_bytes, dir)?;
     Some(Box::new(Driver(s)))
 }
 
@@ -86,6 +95,19 @@ pub fn by_name(name: &str, seed: u64, device_bytes: u64) -> Option<Box<dyn Workl
 pub fn combined(names: &[&str], seed: u64, device_bytes: u64) -> Option<Box<dyn Workload>> {
     let c = combined::Combined::new(names, seed, device_bytes)?;
     Some(Box::new(Driver(Box::new(c))))
+}
+
+/// Andrew's tree with its bytes scaled to `fraction` of the capacity (Table 1's run
+/// copies 0.09), in `dir`: how the MODA paper's Figure 7 sets the initial utilization
+/// ("artificially increased by executing the Andrew benchmark before each of the
+/// measurements").
+pub fn andrew_fill(seed: u64, device_bytes: u64, fraction: f64, dir: &str) -> Box<dyn Workload> {
+    Box::new(Driver(Box::new(andrew::Andrew::filling(
+        seed,
+        device_bytes,
+        fraction,
+        dir,
+    ))))
 }
 
 /// The stepwise form of a workload, in directory `dir`.

@@ -11,7 +11,10 @@ mod heap;
 mod iozone;
 mod ma_mount;
 mod ma_realtime;
+mod moda_common;
+mod moda_repeat;
 mod moda_table;
+mod moda_utilization;
 mod mount;
 mod random_overwrite;
 mod seq_write;
@@ -133,6 +136,18 @@ enum BenchCommand {
             nandkit bench moda-table\n  \
             nandkit bench moda-table --workloads fax,andrew --policies sequential,moda --json")]
     ModaTable(moda_table::ModaTableArgs),
+    /// The MODA paper's Figure 7: PostMark after pre-filling the device to utilization 0
+    /// .. 0.9; running time and cleaning cost by policy.
+    #[command(long_about = moda_utilization::LONG_ABOUT, after_help = "Examples:\n  \
+            nandkit bench moda-utilization\n  \
+            nandkit bench moda-utilization --utilizations 0.5,0.9 --policies sequential,moda,dac --json")]
+    ModaUtilization(moda_utilization::ModaUtilizationArgs),
+    /// The MODA paper's Figure 8: PostMark repeated until the device is full, with no
+    /// cleaning, cleaning between runs, or idle-time cleaning.
+    #[command(long_about = moda_repeat::LONG_ABOUT, after_help = "Examples:\n  \
+            nandkit bench moda-repeat\n  \
+            nandkit bench moda-repeat --modes none,idle --gap 5 --idle-after 0.5 --json")]
+    ModaRepeat(moda_repeat::ModaRepeatArgs),
 }
 
 /// A file system as the benchmarks run it: on a RAM array seen striped.
@@ -150,6 +165,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::MaRealtime(a) => ma_realtime::run(a),
         BenchCommand::Trace(a) => trace::run(a),
         BenchCommand::ModaTable(a) => moda_table::run(a),
+        BenchCommand::ModaUtilization(a) => moda_utilization::run(a),
+        BenchCommand::ModaRepeat(a) => moda_repeat::run(a),
     }
 }
 

@@ -12,8 +12,8 @@ use nandkit_fs::AllocatorKind;
 use nandkit_models::cleaning_cost::{cleaning_cost, CleaningCostInput};
 use serde::Serialize;
 
-use super::{format, print_json, FsArgs};
-use crate::device_args::DeviceArgs;
+use super::moda_common::{clean_everything, format_with, seconds_since, ModaArgs};
+use super::print_json;
 
 pub const LONG_ABOUT: &str = "Runs each workload of the MODA paper (camera, movie, phone, \
     recorder, fax, postmark, andrew) on a fresh device under each allocation policy \
@@ -24,30 +24,11 @@ pub const LONG_ABOUT: &str = "Runs each workload of the MODA paper (camera, movi
 
 #[derive(Args)]
 pub struct ModaTableArgs {
-    /// Device preset: the paper's 64 MB small-page chip with the times it measured above
-    /// MTD.
-    #[arg(
-        long,
-        short = 'g',
-        default_value = "smallblock-64m-mtd",
-        value_name = "NAME"
-    )]
-    geometry: String,
-    /// Device capacity (the workloads scale with it) [default: the preset's].
-    #[arg(long, value_name = "SIZE", value_parser = crate::device_args::parse_bytes)]
-    device_size: Option<u64>,
+    #[command(flatten)]
+    moda: ModaArgs,
     /// Workloads to run, comma-separated [default: all seven].
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     workloads: Vec<String>,
-    /// Allocation policies, comma-separated [default: all four].
-    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
-    policies: Vec<String>,
-    /// Seed of the workloads.
-    #[arg(long, default_value_t = 1, value_name = "SEED")]
-    workload_seed: u64,
-    /// Print a JSON array of rows instead of a table.
-    #[arg(long)]
-    json: bool,
 }
 
 #[derive(Serialize)]
@@ -69,13 +50,7 @@ struct Row {
 }
 
 pub fn run(args: ModaTableArgs) -> anyhow::Result<()> {
-    let config = DeviceArgs {
-        geometry: args.geometry.clone(),
-        chips: 1,
-        device_size: args.device_size,
-        seed: None,
-    }
-    .config()?;
+    let config = args.moda.device()?;
     let workloads: Vec<String> = if args.workloads.is_empty() {
         nandkit_workloads::NAMES
             .iter()
@@ -84,36 +59,22 @@ pub fn run(args: ModaTableArgs) -> anyhow::Result<()> {
     } else {
         args.workloads
     };
-    let policies: Vec<AllocatorKind> = if args.policies.is_empty() {
-        AllocatorKind::NAMES
-            .iter()
-            .map(|n| n.parse().expect("known"))
-            .collect()
-    } else {
-        args.policies
-            .iter()
-            .map(|n| n.parse().with_context(|| format!("--policies {n}")))
-            .collect::<anyhow::Result<_>>()?
-    };
+    let policies = args.moda.policies(AllocatorKind::NAMES)?;
     let g = config.geometry;
     let device_bytes = g.total_bytes();
     let t = config.timing;
     let mut rows = Vec::new();
     for w in &workloads {
         for &policy in &policies {
-            let fs_args = FsArgs {
-                alloc: Some(policy),
-                ..FsArgs::default()
-            };
-            let mut fs = format(config.clone(), &fs_args)?;
-            let mut load = nandkit_workloads::by_name(w, args.workload_seed, device_bytes)
+            let mut fs = format_with(&config, policy)?;
+            let mut load = nandkit_workloads::by_name(w, args.moda.workload_seed, device_bytes)
                 .with_context(|| format!("unknown workload {w}"))?;
             let start = fs.device().now_ns();
             let summary = load
                 .run(&mut fs)
                 .with_context(|| format!("{w} under {}", policy.name()))?;
             fs.sync().context("sync after the workload")?;
-            let run_ns = fs.device().now_ns() - start;
+            let run_s = seconds_since(&fs, start);
             let (u, i, p) = fs.uip();
             let est = cleaning_cost(&CleaningCostInput {
                 blocks: fs.block_table().len() as u64,
@@ -126,12 +87,7 @@ pub fn run(args: ModaTableArgs) -> anyhow::Result<()> {
                 erase_us: t.erase_ns as f64 / 1e3,
             })
             .context("the cleaning model")?;
-            let before = fs.stats().clone();
-            let clean_start = fs.device().now_ns();
-            // Every block the cleaner will take, until none is left (bounded: each pass
-            // either reclaims a block or stops).
-            while fs.gc(64).context("cleaning")? > 0 {}
-            let after = fs.stats();
+            let cleaned = clean_everything(&mut fs)?;
             rows.push(Row {
                 workload: w.clone(),
                 policy: policy.name(),
@@ -141,25 +97,31 @@ pub fn run(args: ModaTableArgs) -> anyhow::Result<()> {
                 est_erases: est.erases,
                 est_copies: est.copies,
                 est_clean_s: est.seconds,
-                erases: after.blocks_cleaned - before.blocks_cleaned,
-                copies: after.pages_copied - before.pages_copied,
-                clean_s: (fs.device().now_ns() - clean_start) as f64 / 1e9,
-                run_s: run_ns as f64 / 1e9,
+                erases: cleaned.erases,
+                copies: cleaned.copies,
+                clean_s: cleaned.seconds,
+                run_s,
                 outcome: match summary.enospc {
                     Some(n) => format!("enospc at op {n}"),
                     None => "ok".into(),
                 },
             });
-            if !args.json {
+            if !args.moda.json {
                 eprintln!("{w} / {}: done", policy.name());
             }
         }
     }
-    if args.json {
+    if args.moda.json {
         return print_json(&rows);
     }
+    let ww = rows
+        .iter()
+        .map(|r| r.workload.len())
+        .max()
+        .unwrap_or(0)
+        .max(8);
     println!(
-        "{:<10} {:<13} {:>6} {:>7} {:>5} {:>9} {:>9} {:>8} {:>7} {:>7} {:>8} {:>8}",
+        "{:<ww$} {:<13} {:>6} {:>7} {:>5} {:>9} {:>9} {:>8} {:>7} {:>7} {:>8} {:>8}",
         "workload",
         "policy",
         "u",
@@ -175,7 +137,7 @@ pub fn run(args: ModaTableArgs) -> anyhow::Result<()> {
     );
     for r in &rows {
         println!(
-            "{:<10} {:<13} {:>6.3} {:>7.4} {:>5.2} {:>9.0} {:>9.0} {:>8.2} {:>7} {:>7} {:>8.2} {:>8.1}{}",
+            "{:<ww$} {:<13} {:>6.3} {:>7.4} {:>5.2} {:>9.0} {:>9.0} {:>8.2} {:>7} {:>7} {:>8.2} {:>8.1}{}",
             r.workload,
             r.policy,
             r.u,

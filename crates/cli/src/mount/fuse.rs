@@ -29,6 +29,7 @@ use nandkit_flash::StripedDevice;
 
 use super::acl;
 use super::commit::Writers;
+use super::idle_clean::Activity;
 use super::invalidate::Invalidations;
 use super::privs::{self, Caller};
 use super::space_guard::SpaceGuard;
@@ -92,6 +93,8 @@ pub struct NandFuse {
     posix_acl: bool,
     /// Which opens may cache writes (set once the mount is up; see `space_guard`).
     guard: Arc<OnceLock<SpaceGuard>>,
+    /// When requests come, for the idle cleaner.
+    activity: Arc<Activity>,
 }
 
 /// Does an open with these flags write?
@@ -203,6 +206,7 @@ impl NandFuse {
         invalidations: Arc<Invalidations>,
         writers: Arc<Writers>,
         guard: Arc<OnceLock<SpaceGuard>>,
+        activity: Arc<Activity>,
     ) -> Self {
         Self {
             fs,
@@ -215,6 +219,7 @@ impl NandFuse {
             killpriv: false,
             posix_acl: false,
             guard,
+            activity,
         }
     }
 
@@ -359,9 +364,12 @@ impl NandFuse {
         &self,
         f: impl FnOnce(&mut FileSystem<StripedDevice>) -> Result<T, FsError>,
     ) -> Result<T, Errno> {
+        self.activity.touch();
         let mut guard = self.fs.write().map_err(|_| Errno::EIO)?;
         let fs = guard.as_mut().ok_or(Errno::EIO)?;
-        f(fs).map_err(|e| errno(&e))
+        let out = f(fs).map_err(|e| errno(&e));
+        self.activity.touch();
+        out
     }
 
     /// Runs `f` on the file system with its lock shared: reads run together (each takes
@@ -370,9 +378,12 @@ impl NandFuse {
         &self,
         f: impl FnOnce(&FileSystem<StripedDevice>) -> Result<T, FsError>,
     ) -> Result<T, Errno> {
+        self.activity.touch();
         let guard = self.fs.read().map_err(|_| Errno::EIO)?;
         let fs = guard.as_ref().ok_or(Errno::EIO)?;
-        f(fs).map_err(|e| errno(&e))
+        let out = f(fs).map_err(|e| errno(&e));
+        self.activity.touch();
+        out
     }
 
     /// fsync and fsyncdir: the object's data and header reach flash (nothing to do on a

@@ -26,6 +26,7 @@ mod bdi;
 mod clock;
 mod commit;
 mod fuse;
+mod idle_clean;
 mod invalidate;
 mod options;
 mod privs;
@@ -85,6 +86,11 @@ Mount options (-o, comma-separated or repeated):
                              (default an eighth of the file system, 1MiB..256MiB). Set
                              when mounted by root; otherwise the kernel's own limit
                              (1% of its allowance) applies
+  idle_clean=S               seconds without a request before the daemon cleans in
+                             the background, one block at a time, so later writes
+                             find erased blocks (default 2; 0: never). It takes blocks
+                             at least half invalid, or any while erased blocks are
+                             fewer than an eighth of the device
   threads=N                  request threads (default 1). Reads run together on
                              several threads; other calls one at a time. More help
                              only when several programs do I/O at once on a
@@ -396,6 +402,7 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
     let invalidations = Arc::new(invalidate::Invalidations::default());
     let writers = Arc::new(commit::Writers::default());
     let guard = Arc::new(OnceLock::new());
+    let activity = Arc::new(idle_clean::Activity::default());
     let handler = fuse::NandFuse::new(
         Arc::clone(&shared),
         chunk_bytes,
@@ -403,6 +410,7 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
         Arc::clone(&invalidations),
         Arc::clone(&writers),
         Arc::clone(&guard),
+        Arc::clone(&activity),
     );
 
     // Signals are taken by one thread (below); every thread fuser starts inherits the mask.
@@ -435,6 +443,9 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
             writers,
             p.config.fuse.writeback.then(|| Arc::clone(&invalidations)),
         )?;
+        if let Some(after) = p.config.idle_clean {
+            idle_clean::start(Arc::clone(&shared), activity, after)?;
+        }
     }
     // The mount is up: from now on, say what we do with the image.
     let announcement = lock.announce(&p.image, &p.mountpoint);

@@ -22,6 +22,12 @@ const DEFAULT_COMMIT_SECS: u64 = 5;
 /// 35k / 43-53k: more threads do not pay here (more cores would be needed).
 const DEFAULT_THREADS: usize = 1;
 
+/// Default seconds without a request before the idle cleaner starts (`-o idle_clean=`).
+/// Long enough that a program pausing between writes is not interrupted by cleaning,
+/// short enough that a device left alone has erased blocks ready well before the next
+/// burst.
+const DEFAULT_IDLE_CLEAN_SECS: u64 = 2;
+
 /// Largest `-o dirty_limit=`: beyond this the kernel's own allowance is the limit.
 const MAX_DIRTY_LIMIT: u64 = 1 << 40;
 
@@ -35,6 +41,8 @@ pub struct MountConfig {
     /// Bytes the kernel may hold dirty for the mount (`-o dirty_limit=`; by default an
     /// eighth of the file system: see `space_guard`).
     pub dirty_limit: Option<u64>,
+    /// Idle time before background cleaning (`-o idle_clean=`; `None`: never).
+    pub idle_clean: Option<Duration>,
     pub fuse: FuseOptions,
 }
 
@@ -57,6 +65,7 @@ impl MountConfig {
             flags: Vec::new(),
             threads: DEFAULT_THREADS,
             dirty_limit: None,
+            idle_clean: Some(Duration::from_secs(DEFAULT_IDLE_CLEAN_SECS)),
             fuse: FuseOptions {
                 read_only: false,
                 writeback: true,
@@ -101,6 +110,10 @@ impl MountConfig {
                     c.dirty_limit = Some(bytes);
                 }
                 ("attr_timeout", Some(v)) => attr_ttl = Some(seconds(key, v)?),
+                ("idle_clean", Some(v)) => {
+                    let after = seconds(key, v)?;
+                    c.idle_clean = (!after.is_zero()).then_some(after);
+                }
                 ("commit", Some(v)) => {
                     let secs: u64 = v
                         .parse()
@@ -215,5 +228,12 @@ mod tests {
         assert!(parse(&["dirty_limit=lots"]).is_err());
         assert!(!parse(&["ro"]).unwrap().fuse.writeback);
         assert!(parse(&["attr_timeout=-1"]).is_err());
+        assert_eq!(parse(&[]).unwrap().idle_clean, Some(Duration::from_secs(2)));
+        assert_eq!(
+            parse(&["idle_clean=0.5"]).unwrap().idle_clean,
+            Some(Duration::from_millis(500))
+        );
+        assert_eq!(parse(&["idle_clean=0"]).unwrap().idle_clean, None);
+        assert!(parse(&["idle_clean=soon"]).is_err());
     }
 }

@@ -46,6 +46,9 @@ pub struct WriteHint {
     /// The page this one replaces: the chunk's or header's previous page for a write, the
     /// page being moved for a cleaning copy; `None` for new data.
     pub old_page: Option<u32>,
+    /// A data page holding less than a whole chunk: a file's tail, which the file's next
+    /// append writes again.
+    pub partial: bool,
 }
 
 impl WriteHint {
@@ -57,7 +60,14 @@ impl WriteHint {
             chunk,
             header: false,
             old_page,
+            partial: false,
         }
+    }
+
+    /// This hint for a page holding less than a whole chunk (or not).
+    pub fn with_partial(mut self, partial: bool) -> Self {
+        self.partial = partial;
+        self
     }
 
     /// A header of `obj` (`old_page`: its current header page, if any).
@@ -68,6 +78,7 @@ impl WriteHint {
             chunk: 0,
             header: true,
             old_page,
+            partial: false,
         }
     }
 }

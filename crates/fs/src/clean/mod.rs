@@ -4,6 +4,7 @@
 
 pub mod cost_benefit;
 pub mod greedy;
+pub mod idle;
 pub mod yaffs;
 
 use crate::blocks::BlockTable;

@@ -1,0 +1,101 @@
+//! What the MODA benches share: the paper's device and the policies to compare, and
+//! "clean everything", the measured cleaning cost of Table 1 and Figures 7 and 8.
+
+use anyhow::Context;
+use clap::Args;
+use nandkit_flash::Flash;
+use nandkit_fs::AllocatorKind;
+
+use super::{format, Fs, FsArgs};
+use crate::device_args::DeviceArgs;
+
+/// The device, the policies and the workload seed of a MODA bench.
+#[derive(Args)]
+pub struct ModaArgs {
+    /// Device preset: the paper's 64 MB small-page chip with the times it measured above
+    /// MTD.
+    #[arg(
+        long,
+        short = 'g',
+        default_value = "smallblock-64m-mtd",
+        value_name = "NAME"
+    )]
+    pub geometry: String,
+    /// Device capacity (the workloads scale with it) [default: the preset's].
+    #[arg(long, value_name = "SIZE", value_parser = crate::device_args::parse_bytes)]
+    pub device_size: Option<u64>,
+    /// Allocation policies, comma-separated (sequential, moda, dac, page-hotcold)
+    /// [default: the bench's].
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub policies: Vec<String>,
+    /// Seed of the workloads.
+    #[arg(long, default_value_t = 1, value_name = "SEED")]
+    pub workload_seed: u64,
+    /// Print a JSON array of rows instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl ModaArgs {
+    pub fn device(&self) -> anyhow::Result<nandkit_flash::DeviceConfig> {
+        DeviceArgs {
+            geometry: self.geometry.clone(),
+            chips: 1,
+            device_size: self.device_size,
+            seed: None,
+        }
+        .config()
+    }
+
+    /// The policies asked for, or `default` (names) when none were.
+    pub fn policies(&self, default: &[&str]) -> anyhow::Result<Vec<AllocatorKind>> {
+        let names: Vec<&str> = if self.policies.is_empty() {
+            default.to_vec()
+        } else {
+            self.policies.iter().map(String::as_str).collect()
+        };
+        names
+            .iter()
+            .map(|n| n.parse().with_context(|| format!("--policies {n}")))
+            .collect()
+    }
+}
+
+/// A fresh file system under `policy` (everything else the yaffs profile's).
+pub fn format_with(
+    device: &nandkit_flash::DeviceConfig,
+    policy: AllocatorKind,
+) -> anyhow::Result<Fs> {
+    let fs_args = FsArgs {
+        alloc: Some(policy),
+        ..FsArgs::default()
+    };
+    format(device.clone(), &fs_args)
+}
+
+/// What cleaning every block with an invalid page cost.
+pub struct Cleaned {
+    pub erases: u64,
+    pub copies: u64,
+    /// Simulated seconds.
+    pub seconds: f64,
+}
+
+/// Explicit cleaning until the cleaner finds no block left to reclaim (bounded: each
+/// pass reclaims a block or stops).
+pub fn clean_everything(fs: &mut Fs) -> anyhow::Result<Cleaned> {
+    let before = fs.stats().clone();
+    let start = fs.device().now_ns();
+    while fs.gc(64).context("cleaning")? > 0 {}
+    let after = fs.stats();
+    Ok(Cleaned {
+        erases: after.blocks_cleaned - before.blocks_cleaned,
+        copies: after.pages_copied - before.pages_copied,
+        seconds: (fs.device().now_ns() - start) as f64 / 1e9,
+    })
+}
+
+/// Simulated seconds since `start_ns`.
+pub fn seconds_since(fs: &Fs, start_ns: u64) -> f64 {
+    (fs.device().now_ns() - start_ns) as f64 / 1e9
+}
