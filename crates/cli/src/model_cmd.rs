@@ -2,7 +2,10 @@
 //! so a figure can be checked without running a workload.
 
 use clap::{Args, Subcommand};
-use nandkit_models::{cleaning_cost, lfs_write_cost, CleaningCost, CleaningCostInput};
+use nandkit_models::{
+    cleaning_cost, lfs_write_cost, nvram_space_uniform, CleaningCost, CleaningCostInput,
+    NvramConstants, NvramSpace,
+};
 use serde::Serialize;
 
 #[derive(Args)]
@@ -35,6 +38,54 @@ enum ModelCommand {
         nandkit model lfs-write-cost --u 0.8\n  \
         nandkit model lfs-write-cost --u 0.5 --json")]
     LfsWriteCost(LfsWriteCostArgs),
+    /// MiNV equations 1-4: NVRAM bytes needed to hold all metadata of N files of one size
+    /// on a flash of a given size.
+    #[command(
+        long_about = "MiNV equations 1-4: the NVRAM needed to keep every piece of metadata \
+            of N files of S bytes each on a flash of the given size.\n\n  \
+            R = f + g + h\n  \
+            f = manager + (flash / block) x block info + inode table + inode (the root)\n  \
+            g = inode x N\n  \
+            h = N x ceil(ceil(S / allocation unit) / pointers per offset structure) x offset structure\n\n\
+            --paper-constants uses the sizes of the paper's implementation (16 KB blocks, \
+            512-byte allocation unit, 28-byte manager, 16 bytes per block, 3,072-byte inode \
+            table, 140-byte inodes, 140-byte offset structures of 32 pointers), which give \
+            its Table 2.",
+        after_help = "Examples (the paper's Table 2):\n  \
+            nandkit model nvram-space --flash 32MiB --files 16 --file-size 2MiB --paper-constants\n  \
+            nandkit model nvram-space --flash 32MiB --files 65536 --file-size 512 --paper-constants --json"
+    )]
+    NvramSpace(NvramSpaceArgs),
+}
+
+#[derive(Args)]
+struct NvramSpaceArgs {
+    /// Flash capacity (S_NAND), e.g. 32MiB.
+    #[arg(long, value_name = "SIZE", value_parser = crate::device_args::parse_bytes)]
+    flash: u64,
+    /// Number of files (n).
+    #[arg(long, value_name = "N")]
+    files: u64,
+    /// Size of each file (S_k), e.g. 2MiB or 512.
+    #[arg(long, value_name = "SIZE", value_parser = crate::device_args::parse_bytes)]
+    file_size: u64,
+    /// Use the structure sizes of the paper's implementation.
+    #[arg(long)]
+    paper_constants: bool,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct NvramSpaceReport {
+    flash_bytes: u64,
+    files: u64,
+    file_size_bytes: u64,
+    constants: &'static str,
+    sizes: NvramConstants,
+    #[serde(flatten)]
+    space: NvramSpace,
 }
 
 // Numeric flags accept a leading minus so that a negative value reaches the model and is
@@ -99,6 +150,7 @@ pub fn run(args: ModelArgs) -> anyhow::Result<()> {
     match args.command {
         ModelCommand::CleaningCost(args) => run_cleaning_cost(args),
         ModelCommand::LfsWriteCost(args) => run_lfs_write_cost(args),
+        ModelCommand::NvramSpace(args) => run_nvram_space(args),
     }
 }
 
@@ -154,5 +206,48 @@ fn run_lfs_write_cost(args: LfsWriteCostArgs) -> anyhow::Result<()> {
             args.u
         );
     }
+    Ok(())
+}
+
+fn run_nvram_space(args: NvramSpaceArgs) -> anyhow::Result<()> {
+    if !args.paper_constants {
+        anyhow::bail!(
+            "nandkit's own NVRAM structure sizes come with the minv profile, which is not \
+             built yet: pass --paper-constants for the paper's"
+        );
+    }
+    let sizes = NvramConstants::PAPER;
+    let space = nvram_space_uniform(&sizes, args.flash, args.files, args.file_size)?;
+    if args.json {
+        let report = NvramSpaceReport {
+            flash_bytes: args.flash,
+            files: args.files,
+            file_size_bytes: args.file_size,
+            constants: "paper",
+            sizes,
+            space,
+        };
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    println!(
+        "flash             {} bytes ({} blocks of {})",
+        args.flash,
+        args.flash / sizes.block_size,
+        sizes.block_size
+    );
+    println!(
+        "files             {} of {} bytes",
+        args.files, args.file_size
+    );
+    println!("structure sizes   the paper's");
+    println!();
+    println!("fixed   f         {} bytes", space.fixed_bytes);
+    println!("inodes  g         {} bytes", space.inode_bytes);
+    println!("offsets h         {} bytes", space.offset_bytes);
+    println!(
+        "NVRAM   R         {} bytes = {} KiB",
+        space.bytes, space.kib
+    );
     Ok(())
 }

@@ -117,3 +117,64 @@ fn lfs_write_cost_contract() {
         stderr(&full)
     );
 }
+
+/// The MiNV space model's contract: Table 2 cells through the command line (the model's
+/// own tests check every cell), a blank cell as a clear error, and no silent default for
+/// structure sizes.
+#[test]
+fn nvram_space_json_contract() {
+    for (files, size, kib) in [
+        ("16", "2MiB", 317),
+        ("65536", "512", 17955),
+        ("1", "32MiB", 315),
+        ("256", "128KiB", 350),
+    ] {
+        let v = json_of(&[
+            "model",
+            "nvram-space",
+            "--flash",
+            "32MiB",
+            "--files",
+            files,
+            "--file-size",
+            size,
+            "--paper-constants",
+            "--json",
+        ]);
+        assert_eq!(v["kib"], kib, "{files} x {size}: {v}");
+        let sum = ["fixed_bytes", "inode_bytes", "offset_bytes"]
+            .iter()
+            .map(|k| v[k].as_u64().unwrap())
+            .sum::<u64>();
+        assert_eq!(v["bytes"].as_u64().unwrap(), sum);
+    }
+    let out = nandkit(&[
+        "model",
+        "nvram-space",
+        "--flash",
+        "32MiB",
+        "--files",
+        "65536",
+        "--file-size",
+        "2KiB",
+        "--paper-constants",
+    ]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("do not fit"), "{}", stderr(&out));
+    let out = nandkit(&[
+        "model",
+        "nvram-space",
+        "--flash",
+        "32MiB",
+        "--files",
+        "1",
+        "--file-size",
+        "1",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("--paper-constants"),
+        "{}",
+        stderr(&out)
+    );
+}

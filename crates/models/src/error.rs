@@ -32,4 +32,12 @@ pub enum ModelError {
         "the LFS write cost 2/(1-u) is unbounded at u = 1: cleaning a full device frees no space"
     )]
     FullDevice,
+    /// The files would not fit on the flash: more than one allocation unit each, or more
+    /// bytes than the flash holds.
+    #[error("{files} files of {bytes} bytes in all do not fit in {flash_bytes} bytes of flash")]
+    DoesNotFit {
+        files: u64,
+        bytes: u64,
+        flash_bytes: u64,
+    },
 }
