@@ -21,10 +21,7 @@ impl<F: Flash> FileSystem<F> {
     /// Explicit cleaning: reclaims up to `max_blocks` blocks the policy picks. Returns how
     /// many it reclaimed.
     pub fn gc(&mut self, max_blocks: u32) -> Result<u32> {
-        self.check_writable()?;
-        self.erase_stale_checkpoint()?;
-        // Blocks shared readers asked to scrub come first, as any flagged block does.
-        self.absorb_scrubs();
+        self.prepare_cleaning()?;
         let mut done = 0;
         while done < max_blocks {
             let Some(victim) = self.cleaner.pick(&self.blocks, Need::Explicit) else {
@@ -41,14 +38,21 @@ impl<F: Flash> FileSystem<F> {
     /// step costs at most one block's copies and its erase, so a request that arrives
     /// meanwhile waits for no more than that.
     pub fn clean_idle_step(&mut self) -> Result<bool> {
-        self.check_writable()?;
-        self.erase_stale_checkpoint()?;
-        self.absorb_scrubs();
+        self.prepare_cleaning()?;
         let Some(victim) = crate::clean::idle::pick(&self.blocks) else {
             return Ok(false);
         };
         self.clean_block(victim)?;
         Ok(true)
+    }
+
+    /// What cleaning on request (explicit or idle) does before it picks a victim.
+    fn prepare_cleaning(&mut self) -> Result<()> {
+        self.check_writable()?;
+        self.erase_stale_checkpoint()?;
+        // Blocks shared readers asked to scrub come first, as any flagged block does.
+        self.absorb_scrubs();
+        Ok(())
     }
 
     /// Moves every valid page out of `block`, then erases it (or retires it if it failed).

@@ -106,7 +106,7 @@ impl Allocator for PageHotcold {
         if let Some(s) = fixed_stream(hint, &self.blocks) {
             return s;
         }
-        if hint.partial && (self.rewrites_tail(hint) || self.appenders.contains(&hint.obj)) {
+        if self.rewrites_tail(hint) || (hint.partial && self.appenders.contains(&hint.obj)) {
             return HOT;
         }
         stream_of(self.mq.class(self.next_entry(hint)))
