@@ -26,6 +26,8 @@ pub struct DumpArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    nvram: crate::nvram_args::NvramArgs,
 }
 
 #[derive(Serialize)]
@@ -79,7 +81,7 @@ pub fn run(args: DumpArgs) -> anyhow::Result<()> {
     }
 
     // The file system's block table, if the image mounts; else the device's own view.
-    let table = match image::mount_read_only(img, dev, false) {
+    let table = match image::mount_read_only_with(img, dev, false, args.nvram.nvram.as_deref()) {
         Ok(fs) => Some(fs.block_table().to_vec()),
         Err(e) => {
             eprintln!("nandkit dump: {e:#}\nnandkit dump: showing the device's view only");

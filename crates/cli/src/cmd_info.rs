@@ -21,6 +21,8 @@ pub struct InfoArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    nvram: crate::nvram_args::NvramArgs,
 }
 
 #[derive(Serialize)]
@@ -58,6 +60,9 @@ struct Info {
     invalidity: f64,
     /// MODA: fraction of blocks that do not hold both valid and invalid pages.
     uniformity: f64,
+    /// The NVRAM of a minv file system: size, bytes in use, what the mount cost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nvram: Option<nandkit_fs::meta::minv::NvramReport>,
 }
 
 pub fn run(args: InfoArgs) -> anyhow::Result<()> {
@@ -85,7 +90,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
     let device = dev.config().clone();
 
     let start = Instant::now();
-    let fs = image::mount_read_only(img, dev, false)?;
+    let fs = image::mount_read_only_with(img, dev, false, args.nvram.nvram.as_deref())?;
     let mount_host_ms = start.elapsed().as_secs_f64() * 1e3;
     let mount_simulated_ms = fs.device().now_ns() as f64 / 1e6;
     let statfs = fs.statfs();
@@ -125,6 +130,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
         utilization: u,
         invalidity: i,
         uniformity: p,
+        nvram: fs.nvram(),
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&info)?);
@@ -173,10 +179,20 @@ fn print_text(x: &Info) {
             MountMethod::Checkpoint => "checkpoint (last unmount was clean)",
             MountMethod::Scan => "full scan (no checkpoint: last unmount was not clean)",
             MountMethod::Format => "format",
+            MountMethod::Nvram => "NVRAM (nothing read on flash)",
         },
         x.mount_host_ms,
         x.mount_simulated_ms
     );
+    if let Some(nv) = &x.nvram {
+        println!(
+            "NVRAM        {} in use of {}; the mount read {} and took {:.1} us",
+            human_bytes(nv.bytes_in_use),
+            human_bytes(nv.size_bytes),
+            human_bytes(nv.stats.bytes_read),
+            nv.stats.sim_time_ns as f64 / 1e3
+        );
+    }
     println!(
         "space        {} used of {} ({:.1}%), {} free; {} objects",
         human_bytes(x.used_bytes),

@@ -21,6 +21,8 @@ pub struct MkfsArgs {
     pub device: NewDeviceArgs,
     #[command(flatten)]
     pub fs: FsArgs,
+    #[command(flatten)]
+    pub nvram: crate::nvram_args::NewNvramArgs,
     /// Format even if the image already holds a file system or data, and recreate the image
     /// if it exists with a different geometry.
     #[arg(long, short = 'f')]
@@ -81,6 +83,15 @@ pub fn make(args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
             )
         },
     )?;
+    let minv = args.fs.profile == "minv";
+    if minv != args.nvram.nvram.is_some() {
+        bail!(if minv {
+            "the minv profile keeps its metadata in NVRAM: give --nvram FILE (a new NVRAM \
+             image; --nvram-preset and --nvram-size choose it)"
+        } else {
+            "--nvram is for the minv profile only (the others keep their metadata on flash)"
+        });
+    }
     if image.is_dir() {
         bail!("{}: is a directory, not a flash image", image.display());
     }
@@ -88,7 +99,7 @@ pub fn make(args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
         let dev = FlashDevice::create_image(image, wanted, false, DeviceOptions::default())
             .with_context(|| format!("creating flash image {}", image.display()))?;
         let _lock = image::lock(image, Access::Write)?;
-        return format(image, dev, &args.fs, true);
+        return format(image, dev, args, true);
     }
 
     let _lock = image::lock(image, Access::Write)?;
@@ -96,7 +107,7 @@ pub fn make(args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
         Ok(dev) => dev,
         Err(e) if args.force => {
             eprintln!("nandkit mkfs: {e:#}; recreating the image");
-            return recreate(image, wanted, &args.fs);
+            return recreate(image, wanted, args);
         }
         Err(e) => bail!("{e:#}\n(--force recreates the image)"),
     };
@@ -113,20 +124,20 @@ pub fn make(args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
             );
         }
         drop(dev);
-        return recreate(image, wanted, &args.fs);
+        return recreate(image, wanted, args);
     }
     if !args.force {
         refuse_if_in_use(image, dev)?;
         let dev = image::open_device(image, DeviceOptions::default())?;
-        return format(image, dev, &args.fs, false);
+        return format(image, dev, args, false);
     }
-    format(image, dev, &args.fs, false)
+    format(image, dev, args, false)
 }
 
-fn recreate(image: &Path, config: DeviceConfig, fs: &FsArgs) -> anyhow::Result<MkfsReport> {
+fn recreate(image: &Path, config: DeviceConfig, args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
     let dev = FlashDevice::create_image(image, config, true, DeviceOptions::default())
         .with_context(|| format!("recreating flash image {}", image.display()))?;
-    format(image, dev, fs, true)
+    format(image, dev, args, true)
 }
 
 /// Fails if any page of the image was ever programmed: it holds a file system or data.
@@ -165,20 +176,38 @@ fn refuse_if_in_use(image: &Path, mut dev: FlashDevice) -> anyhow::Result<()> {
 fn format(
     image: &Path,
     dev: FlashDevice,
-    fs_args: &FsArgs,
+    args: &MkfsArgs,
     created: bool,
 ) -> anyhow::Result<MkfsReport> {
     let device = dev.config().clone();
     // The file system sees the chips as one striped device (MA).
     let dev = nandkit_flash::StripedFlash::new(dev);
-    let config = fs_args.config(&dev)?;
+    let config = args.fs.config(&dev)?;
     let profile = format!("{}, allocation {}", config.profile, config.allocator.name());
-    let fs = FileSystem::format(dev, config, Arc::new(SystemClock))
-        .with_context(|| format!("formatting {}", image.display()))?;
+    let in_nvram = config.metadata == nandkit_fs::meta::MetadataKind::Nvram;
+    let fs = match (in_nvram, &args.nvram.nvram) {
+        (true, None) => bail!(
+            "the {} profile keeps its metadata in NVRAM: give --nvram FILE (a new NVRAM \
+             image; --nvram-preset and --nvram-size choose it)",
+            config.profile
+        ),
+        (false, Some(path)) => bail!(
+            "--nvram {}: the {} profile keeps its metadata on flash (only minv uses NVRAM)",
+            path.display(),
+            config.profile
+        ),
+        (true, Some(_)) => {
+            let nv = args.nvram.create(args.force)?.expect("a path was given");
+            FileSystem::format_with_nvram(dev, nv, config, Arc::new(SystemClock))
+        }
+        (false, None) => FileSystem::format(dev, config, Arc::new(SystemClock)),
+    }
+    .with_context(|| format!("formatting {}", image.display()))?;
     let statfs = fs.statfs();
-    // A clean unmount leaves a checkpoint, so the first mount needs no scan.
-    let mut dev = fs
-        .unmount()
+    // A clean unmount leaves a checkpoint, so the first mount needs no scan (a minv file
+    // system persists its NVRAM instead).
+    let (mut dev, _nvram) = fs
+        .unmount_parts()
         .with_context(|| format!("writing {}", image.display()))?;
     dev.sync()
         .with_context(|| format!("syncing {}", image.display()))?;

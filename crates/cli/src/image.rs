@@ -533,13 +533,46 @@ pub fn mount_read_only(
     dev: FlashDevice,
     force_scan: bool,
 ) -> anyhow::Result<FileSystem<StripedDevice>> {
+    mount_read_only_with(image, dev, force_scan, None)
+}
+
+/// `mount_read_only`, from the NVRAM image when one is given (a `minv` file system).
+pub fn mount_read_only_with(
+    image: &Path,
+    dev: FlashDevice,
+    force_scan: bool,
+    nvram: Option<&Path>,
+) -> anyhow::Result<FileSystem<StripedDevice>> {
     let options = MountOptions {
         read_only: true,
         force_scan,
         clock: Arc::new(SystemClock),
         atime: nandkit_fs::AtimePolicy::Never,
     };
-    FileSystem::mount(StripedFlash::new(dev), options).map_err(|e| mount_error(image, e))
+    mount_with(image, dev, options, nvram)
+}
+
+/// Mounts from flash, or from the NVRAM image when one is given.
+pub fn mount_with(
+    image: &Path,
+    dev: FlashDevice,
+    options: MountOptions,
+    nvram: Option<&Path>,
+) -> anyhow::Result<FileSystem<StripedDevice>> {
+    let dev = StripedFlash::new(dev);
+    match nvram {
+        None => FileSystem::mount(dev, options).map_err(|e| mount_error(image, e)),
+        Some(path) => {
+            let nv = crate::nvram_args::open(path)?;
+            FileSystem::mount_with_nvram(dev, nv, options).map_err(|e| {
+                anyhow::Error::new(e).context(format!(
+                    "mounting {} with the NVRAM image {}",
+                    image.display(),
+                    path.display()
+                ))
+            })
+        }
+    }
 }
 
 /// A mount failure as the user should read it.

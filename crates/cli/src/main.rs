@@ -11,6 +11,7 @@ mod heap;
 mod image;
 mod model_cmd;
 mod mount;
+mod nvram_args;
 mod presets_cmd;
 
 use std::process::ExitCode;

@@ -69,9 +69,26 @@ struct NvramSpaceArgs {
     /// Size of each file (S_k), e.g. 2MiB or 512.
     #[arg(long, value_name = "SIZE", value_parser = crate::device_args::parse_bytes)]
     file_size: u64,
-    /// Use the structure sizes of the paper's implementation.
+    /// Use the structure sizes of the paper's implementation (else nandkit's minv profile's).
     #[arg(long)]
     paper_constants: bool,
+    /// Our sizes: the flash device (its block and page size) [default: smallblock-64m,
+    /// the paper's chip].
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "smallblock-64m",
+        conflicts_with = "paper_constants"
+    )]
+    geometry: String,
+    /// Our sizes: bytes in each file's name (our inode holds the name).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 12,
+        conflicts_with = "paper_constants"
+    )]
+    name_bytes: usize,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
@@ -210,20 +227,24 @@ fn run_lfs_write_cost(args: LfsWriteCostArgs) -> anyhow::Result<()> {
 }
 
 fn run_nvram_space(args: NvramSpaceArgs) -> anyhow::Result<()> {
-    if !args.paper_constants {
-        anyhow::bail!(
-            "nandkit's own NVRAM structure sizes come with the minv profile, which is not \
-             built yet: pass --paper-constants for the paper's"
-        );
-    }
-    let sizes = NvramConstants::PAPER;
+    let sizes = if args.paper_constants {
+        NvramConstants::PAPER
+    } else {
+        let g = nandkit_flash::preset(&args.geometry)?.geometry.striped();
+        nandkit_fs::meta::minv::model_constants(g, args.name_bytes)?
+    };
+    let which = if args.paper_constants {
+        "paper"
+    } else {
+        "nandkit-minv"
+    };
     let space = nvram_space_uniform(&sizes, args.flash, args.files, args.file_size)?;
     if args.json {
         let report = NvramSpaceReport {
             flash_bytes: args.flash,
             files: args.files,
             file_size_bytes: args.file_size,
-            constants: "paper",
+            constants: which,
             sizes,
             space,
         };
@@ -240,7 +261,18 @@ fn run_nvram_space(args: NvramSpaceArgs) -> anyhow::Result<()> {
         "files             {} of {} bytes",
         args.files, args.file_size
     );
-    println!("structure sizes   the paper's");
+    println!(
+        "structure sizes   {}",
+        if args.paper_constants {
+            "the paper's".to_string()
+        } else {
+            format!(
+                "nandkit's minv ({}: {} B inode+record per file, {} pointers per {} B \
+                 offset structure)",
+                args.geometry, sizes.inode, sizes.offsets_per_struct, sizes.offset_struct
+            )
+        }
+    );
     println!();
     println!("fixed   f         {} bytes", space.fixed_bytes);
     println!("inodes  g         {} bytes", space.inode_bytes);

@@ -243,8 +243,12 @@ impl<F: Flash> FileSystem<F> {
     pub(crate) fn erase_block(&mut self, block: u32) -> Result<()> {
         let addr = self.layout.block_addr(block);
         self.settle()?;
+        self.meta_hook(|store, fs| store.before_erase(fs, block))?;
         match self.dev.get_mut().erase_block(addr) {
             Ok(()) => {
+                self.meta_hook(|store, fs| {
+                    store.block_event(fs, block, crate::meta::BlockEvent::Erased)
+                })?;
                 debug_assert_eq!(self.blocks.get(block).valid, 0);
                 self.blocks.update(block, |b| {
                     b.next_page = 0;
@@ -264,6 +268,8 @@ impl<F: Flash> FileSystem<F> {
     /// Marks a block bad for good.
     pub(crate) fn retire_block(&mut self, block: u32) -> Result<()> {
         self.settle()?;
+        self.meta_hook(|store, fs| store.before_erase(fs, block))?;
+        self.meta_hook(|store, fs| store.block_event(fs, block, crate::meta::BlockEvent::Retired))?;
         match self.dev.get_mut().mark_bad(self.layout.block_addr(block)) {
             Ok(()) => {}
             Err(e) if !matches!(e, FlashError::PowerLost) => {}

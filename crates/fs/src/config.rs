@@ -149,15 +149,22 @@ impl FsConfig {
             "moda" => AllocatorKind::Moda,
             "dac" => AllocatorKind::Dac,
             "page-hotcold" => AllocatorKind::PageHotcold,
+            // MiNV is YAFFS with every piece of metadata moved to NVRAM.
+            "minv" => AllocatorKind::Sequential,
             _ => {
                 return Err(FsError::Invalid(
-                    "unknown profile (known: yaffs, moda, dac, page-hotcold)",
+                    "unknown profile (known: yaffs, moda, dac, page-hotcold, minv)",
                 ))
             }
         };
+        let in_nvram = name == "minv";
         let config = FsConfig {
             profile: name.into(),
-            metadata: crate::meta::MetadataKind::FlashLog,
+            metadata: if in_nvram {
+                crate::meta::MetadataKind::Nvram
+            } else {
+                crate::meta::MetadataKind::FlashLog
+            },
             mapping: crate::mapping::MappingKind::PageMapped,
             allocator: AllocatorKind::Sequential,
             alloc_params: AllocParams::default(),
@@ -166,7 +173,8 @@ impl FsConfig {
             yaffs_window_blocks: 200,
             yaffs_normal_max_valid: 3,
             yaffs_aggressive_below: 6,
-            checkpoint: true,
+            // Nothing to checkpoint when the metadata is in NVRAM.
+            checkpoint: !in_nvram,
         };
         Ok(config.with_allocator(allocator, blocks))
     }
@@ -203,4 +211,4 @@ fn default_reserve(blocks: u32) -> u32 {
 }
 
 /// Profile names mkfs accepts.
-pub const PROFILES: &[&str] = &["yaffs", "moda", "dac", "page-hotcold"];
+pub const PROFILES: &[&str] = &["yaffs", "moda", "dac", "page-hotcold", "minv"];

@@ -49,6 +49,15 @@ pub enum FsError {
     OldFormat { found: u8, supported: u8 },
     #[error("flash: {0}")]
     Flash(#[from] FlashError),
+    #[error("NVRAM: {0}")]
+    Nvram(#[from] nandkit_nvram::NvramError),
+    #[error("corrupt NVRAM: {0}")]
+    CorruptNvram(String),
+    #[error(
+        "this file system keeps its metadata in NVRAM: give the NVRAM image it was made \
+         with (--nvram FILE)"
+    )]
+    NeedsNvram,
 }
 
 impl FsError {
@@ -76,6 +85,9 @@ impl FsError {
             FsError::NotFormatted(_) => 22,  // EINVAL
             FsError::OldFormat { .. } => 22, // EINVAL
             FsError::Flash(_) => 5,          // EIO
+            FsError::Nvram(_) => 5,          // EIO
+            FsError::CorruptNvram(_) => 117, // EUCLEAN
+            FsError::NeedsNvram => 22,       // EINVAL
         }
     }
 }

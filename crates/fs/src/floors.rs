@@ -37,6 +37,10 @@ impl<F: Flash> FileSystem<F> {
 
     /// The floors to keep in RAM: those whose range still has a hole.
     pub(crate) fn live_floors(&self, ino: Ino, floors: &[Floor]) -> Vec<Floor> {
+        if !self.metadata_on_flash() {
+            // Metadata in NVRAM: slots are cleared exactly, nothing stale to rule out.
+            return Vec::new();
+        }
         floors
             .iter()
             .copied()
@@ -47,6 +51,9 @@ impl<F: Flash> FileSystem<F> {
     /// The floors a header for `ino` at `size` must carry: those with a hole within the
     /// size (past it, the header itself rules stale chunks out).
     pub(crate) fn floors_for_header(&self, ino: Ino, floors: &[Floor], size: u64) -> Vec<Floor> {
+        if !self.metadata_on_flash() {
+            return Vec::new();
+        }
         let end = self.first_chunk_past(size);
         floors
             .iter()
@@ -65,6 +72,9 @@ impl<F: Flash> FileSystem<F> {
         size: u64,
         version: u64,
     ) -> Vec<Floor> {
+        if !self.metadata_on_flash() {
+            return Vec::new();
+        }
         let end_chunk = self.objects.get(&ino).map_or(0, |o| {
             if o.max_chunk_on_flash == NO_CHUNK {
                 0

@@ -71,6 +71,8 @@ pub enum MountMethod {
     Format,
     Scan,
     Checkpoint,
+    /// From the NVRAM (MiNV): nothing read on flash.
+    Nvram,
 }
 
 /// What the file system has done since mount.
@@ -254,6 +256,32 @@ impl<F: Flash> FileSystem<F> {
     /// mkfs: erases every good block, writes the file system record twice (the two anchor
     /// blocks) and the root directory, and returns the mounted file system.
     pub fn format(dev: F, config: FsConfig, clock: Arc<dyn Clock>) -> Result<Self> {
+        if config.metadata == crate::meta::MetadataKind::Nvram {
+            return Err(FsError::NeedsNvram);
+        }
+        Self::format_with(dev, config, clock, None)
+    }
+
+    /// mkfs for a profile that keeps its metadata in NVRAM (`minv`): the NVRAM is
+    /// formatted too, and holds everything but file data from then on.
+    pub fn format_with_nvram(
+        dev: F,
+        nvram: nandkit_nvram::Nvram,
+        config: FsConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self> {
+        if config.metadata != crate::meta::MetadataKind::Nvram {
+            return Err(FsError::Invalid("this profile keeps no metadata in NVRAM"));
+        }
+        Self::format_with(dev, config, clock, Some(nvram))
+    }
+
+    fn format_with(
+        dev: F,
+        config: FsConfig,
+        clock: Arc<dyn Clock>,
+        nvram: Option<nandkit_nvram::Nvram>,
+    ) -> Result<Self> {
         let mut fs = Self::empty(dev, config, clock)?;
         if fs.config.reserve_blocks < 2 {
             return Err(FsError::Invalid("reserve_blocks must be at least 2"));
@@ -271,6 +299,10 @@ impl<F: Flash> FileSystem<F> {
             return Err(FsError::NoSpace);
         }
         fs.write_anchors_at_format()?;
+        if let Some(nv) = nvram {
+            let store = crate::meta::minv::Minv::format(nv, &fs)?;
+            fs.metadata = Some(Box::new(store));
+        }
         let now = fs.now();
         let mut root = Object::new(Kind::Dir, fs.config.mapping);
         root.details = Some(Box::new(Details::from_record(Record::bare(
@@ -321,6 +353,24 @@ impl<F: Flash> FileSystem<F> {
         Ok(fs)
     }
 
+    /// Mounts a file system whose metadata is in `nvram` (made by `format_with_nvram`):
+    /// the NVRAM is read, flash is not.
+    pub fn mount_with_nvram(
+        dev: F,
+        nvram: nandkit_nvram::Nvram,
+        options: MountOptions,
+    ) -> Result<Self> {
+        let mut fs = crate::meta::minv::mount(nvram, dev, &options)?;
+        fs.atime = options.atime;
+        if fs.read_only {
+            fs.forget_unnamed();
+        } else {
+            fs.apply_repairs()?;
+            fs.meta_after_mount()?;
+        }
+        Ok(fs)
+    }
+
     /// Read-only mounts cannot write tombstones: objects recovery left without a name are
     /// just left out of RAM (until none is left: a hard link dropped may orphan its file).
     fn forget_unnamed(&mut self) {
@@ -355,7 +405,12 @@ impl<F: Flash> FileSystem<F> {
 
     /// `unmount`, also saying whether a checkpoint was written (so the next mount is
     /// fast) or not (it will scan).
-    pub fn unmount_reporting(mut self) -> Result<(F, bool)> {
+    pub fn unmount_reporting(self) -> Result<(F, bool)> {
+        let (dev, written, _) = self.unmount_all()?;
+        Ok((dev, written))
+    }
+
+    fn unmount_all(mut self) -> Result<(F, bool, Option<nandkit_nvram::Nvram>)> {
         let mut written = false;
         if !self.read_only {
             self.sync()?;
@@ -366,12 +421,60 @@ impl<F: Flash> FileSystem<F> {
             self.settle()?;
             self.dev.get_mut().sync()?;
         }
-        Ok((self.dev.into_inner(), written))
+        let nv = self.metadata.take().and_then(|m| m.into_nvram());
+        Ok((self.dev.into_inner(), written, nv))
     }
 
     /// The device, with nothing flushed: what a crash leaves.
     pub fn into_device(self) -> F {
         self.dev.into_inner()
+    }
+
+    /// The device and the NVRAM (if the profile has one), with nothing flushed: what a
+    /// crash leaves.
+    pub fn into_parts(mut self) -> (F, Option<nandkit_nvram::Nvram>) {
+        let nv = self.metadata.take().and_then(|m| m.into_nvram());
+        (self.dev.into_inner(), nv)
+    }
+
+    /// `unmount`, handing back the NVRAM too.
+    pub fn unmount_parts(self) -> Result<(F, Option<nandkit_nvram::Nvram>)> {
+        let (mut dev, _, nv) = self.unmount_all()?;
+        dev.sync()?;
+        Ok((dev, nv))
+    }
+
+    /// The NVRAM's counters and space, for a profile that has one.
+    pub fn nvram(&self) -> Option<crate::meta::minv::NvramReport> {
+        self.metadata.as_ref().and_then(|m| m.nvram())
+    }
+
+    /// The NVRAM device, for a profile that has one (to arm a power cut on it).
+    pub fn nvram_mut(&mut self) -> Option<&mut nandkit_nvram::Nvram> {
+        self.metadata.as_mut().and_then(|m| m.nvram_mut())
+    }
+
+    /// Does this file system keep its metadata on flash (as opposed to NVRAM)?
+    pub(crate) fn metadata_on_flash(&self) -> bool {
+        self.config.metadata == crate::meta::MetadataKind::FlashLog
+    }
+
+    /// Runs a metadata store hook (a no-op for the flash log).
+    pub(crate) fn meta_hook(
+        &mut self,
+        f: impl FnOnce(&mut dyn MetadataStore<F>, &mut Self) -> Result<()>,
+    ) -> Result<()> {
+        if self.metadata_on_flash() {
+            return Ok(());
+        }
+        let mut store = self.metadata.take().expect("a metadata store");
+        let out = f(store.as_mut(), self);
+        self.metadata = Some(store);
+        out
+    }
+
+    fn meta_after_mount(&mut self) -> Result<()> {
+        self.meta_hook(|store, fs| store.after_mount(fs))
     }
 
     /// The device, for a look at its state (clock, counters, power). The guard is the
@@ -605,8 +708,12 @@ impl<F: Flash> FileSystem<F> {
     /// (Chunks the file system can hold, chunks in valid pages.)
     pub(crate) fn space_without_reserves(&self) -> (u64, u64) {
         let ppb = u64::from(self.layout.pages_per_block);
-        // One page of each block holds its summary.
-        let per_block = ppb - 1;
+        // One page of each block holds its summary (none when metadata is in NVRAM).
+        let per_block = if self.metadata_on_flash() {
+            ppb - 1
+        } else {
+            ppb
+        };
         let good = u64::from(self.blocks.good_blocks());
         let kept =
             u64::from(self.config.reserve_blocks) + u64::from(self.checkpoint_reserve_blocks()) + 2; // the anchor blocks
@@ -712,6 +819,10 @@ impl<F: Flash> FileSystem<F> {
             self.fill_floor_holes(ino, f, size)?;
             floors = self.live_floors(ino, &floors);
             rec.floors = self.floors_for_header(ino, &floors, size);
+        }
+        if !self.metadata_on_flash() {
+            // The record may publish data pages: they must be programmed first.
+            self.settle()?;
         }
         let mut store = self.metadata.take().expect("a metadata store");
         let stored = store.store_header(self, ino, &mut rec);

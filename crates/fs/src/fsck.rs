@@ -64,8 +64,9 @@ impl<F: Flash> FileSystem<F> {
             );
             return r;
         }
+        let on_flash = self.metadata_on_flash();
         for (i, &e) in self.anchors.epochs.iter().enumerate() {
-            if e == 0 {
+            if e == 0 && on_flash {
                 p(
                     &mut r,
                     format!(
@@ -116,7 +117,9 @@ impl<F: Flash> FileSystem<F> {
             let o = &self.objects[&ino];
             match o.header_page() {
                 Some(h) => claim(&mut r, h, Owner::Header(ino)),
-                None if !o.is_dirty() => p(&mut r, format!("object {ino} has no header page")),
+                None if !o.is_dirty() && on_flash => {
+                    p(&mut r, format!("object {ino} has no header page"))
+                }
                 None => {}
             }
             for (i, c) in o.chunks.entries() {
@@ -266,6 +269,14 @@ impl<F: Flash> FileSystem<F> {
         }
         self.check_summaries(&mut r, &pages);
         self.check_tree(&mut r, &inos);
+        if !on_flash {
+            let mut store = self.metadata.take().expect("a metadata store");
+            let found = store.check(self);
+            self.metadata = Some(store);
+            for s in found {
+                p(&mut r, s);
+            }
+        }
         r
     }
 

@@ -104,7 +104,27 @@ impl<F: Flash> FileSystem<F> {
             }
             return Ok(());
         }
-        self.bury_if_orphan(ino)
+        self.bury_if_orphan(ino)?;
+        self.erase_emptied_blocks()
+    }
+
+    /// MiNV erases the blocks a delete left without a valid page at once (erase on
+    /// delete), so writes later find them erased; a flash log leaves them to cleaning (its
+    /// blocks may still hold the headers that keep the deleted object dead).
+    pub(crate) fn erase_emptied_blocks(&mut self) -> Result<()> {
+        if self.metadata_on_flash() || self.read_only {
+            return Ok(());
+        }
+        let empty: Vec<u32> = (0..self.layout.blocks)
+            .filter(|&b| {
+                let x = self.blocks.get(b);
+                x.state == crate::blocks::BlockState::Full && x.valid == 0
+            })
+            .collect();
+        for b in empty {
+            self.erase_block(b)?;
+        }
+        Ok(())
     }
 
     /// Frees the data of an orphan file no handle has open (see the module comment). Its

@@ -195,10 +195,11 @@ impl<F: Flash> FileSystem<F> {
         self.check_writable()?;
         let ino = self.child(parent, name)?;
         match self.obj(ino)?.kind {
-            Kind::Dir => Err(FsError::IsDir),
-            Kind::HardLink => self.unlink_hard_link(ino, parent, name),
-            _ => self.drop_name(ino, parent, name),
+            Kind::Dir => return Err(FsError::IsDir),
+            Kind::HardLink => self.unlink_hard_link(ino, parent, name)?,
+            _ => self.drop_name(ino, parent, name)?,
         }
+        self.erase_emptied_blocks()
     }
 
     /// Removes an empty directory.
@@ -286,6 +287,19 @@ impl<F: Flash> FileSystem<F> {
 
     /// rename / renameat2. See the module comment for why each case is atomic.
     pub fn rename(
+        &mut self,
+        parent: Ino,
+        name: &[u8],
+        new_parent: Ino,
+        new_name: &[u8],
+        mode: RenameMode,
+    ) -> Result<()> {
+        self.rename_names(parent, name, new_parent, new_name, mode)?;
+        // A rename over a file deletes it.
+        self.erase_emptied_blocks()
+    }
+
+    fn rename_names(
         &mut self,
         parent: Ino,
         name: &[u8],

@@ -70,8 +70,11 @@ impl<F: Flash> FileSystem<F> {
                 } => {
                     max_serial = max_serial.max(version);
                     max_ino = max_ino.max(obj);
-                    *counts.entry(obj).or_insert(0) += 1;
-                    self.blocks.add_header(self.layout.block_of(s.pno), obj);
+                    if s.pno != NO_PAGE {
+                        // (Headers kept in NVRAM have no page.)
+                        *counts.entry(obj).or_insert(0) += 1;
+                        self.blocks.add_header(self.layout.block_of(s.pno), obj);
+                    }
                     headers.entry(obj).or_default().push(Hdr {
                         pno: s.pno,
                         version,
@@ -162,7 +165,7 @@ impl<F: Flash> FileSystem<F> {
                 || linked.contains(&ino);
             let headers_on_flash = counts.get(&ino).copied().unwrap_or(0);
             if !alive {
-                if headers_on_flash > 1 && ino != ROOT_INO {
+                if headers_on_flash > 1 && ino != ROOT_INO && h.pno != NO_PAGE {
                     self.tombstones.insert(
                         ino,
                         Tomb {
@@ -188,7 +191,9 @@ impl<F: Flash> FileSystem<F> {
                 o.details = Some(Box::new(Details::from_record((**r).clone())));
                 o.parent = r.names.first().map_or(0, |n| n.parent);
             }
-            self.blocks.set_valid(h.pno);
+            if h.pno != NO_PAGE {
+                self.blocks.set_valid(h.pno);
+            }
             self.objects.insert(ino, o);
             if let Some(r) = h.record.as_ref().and_then(|r| r.reserve) {
                 // Counted once the chunks are in (`recount_reserves` at the end of mount).
@@ -434,7 +439,9 @@ impl<F: Flash> FileSystem<F> {
     /// blocks without one, fresh headers for objects whose names changed, and tombstones
     /// for objects that lost every name.
     pub(crate) fn apply_repairs(&mut self) -> Result<()> {
-        self.repair_anchors()?;
+        if self.metadata_on_flash() {
+            self.repair_anchors()?;
+        }
         self.seal_found_blocks()?;
         // Deleting a hard link may leave its file an orphan, which joins the list.
         while !self.repairs.is_empty() {

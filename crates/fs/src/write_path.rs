@@ -131,7 +131,8 @@ impl<F: Flash> FileSystem<F> {
                 continue;
             }
             let page = self.blocks.get(block).next_page;
-            if page == ppb - 1 {
+            let summaries = self.metadata_on_flash();
+            if page == ppb - 1 && summaries {
                 // The last page: a data page ending a run, or the block's summary.
                 match self.run_start(stream, &tags) {
                     Some(k) => {
@@ -148,7 +149,7 @@ impl<F: Flash> FileSystem<F> {
                 if let Tags::Data(d) = &mut tags {
                     d.run_start = None;
                 }
-                if !self.summary_has_room(stream, &tags, data.len()) {
+                if summaries && !self.summary_has_room(stream, &tags, data.len()) {
                     // This page's entry would not fit the block's summary page: the
                     // entries so far get theirs here, and a new segment starts.
                     self.write_segment_summary(stream)?;
@@ -182,14 +183,15 @@ impl<F: Flash> FileSystem<F> {
                         self.blocks.add_header(block, h.obj);
                         self.count_header(h.obj);
                     }
-                    if let Some(e) = self.summary_entry(&tags, data.len()) {
+                    if let Some(e) = self.summary_entry(&tags, data.len()).filter(|_| summaries) {
                         let base = self.blocks.get(block).base_serial;
                         if let Some(open) = self.streams[stream].as_mut() {
                             open.push(e, base, self.layout.chunk_bytes);
                         }
                     }
                     if page == ppb - 1 {
-                        // Ended by a run: full without a summary page.
+                        // Ended by a run (or the store keeps no summaries): full without
+                        // a summary page.
                         self.blocks.set_state(block, BlockState::Full);
                         self.streams[stream] = None;
                     }
@@ -326,7 +328,7 @@ impl<F: Flash> FileSystem<F> {
     /// mount could no longer rebuild its pages' serials (any stream: a block of a cold
     /// stream ages while others write). True if it sealed one.
     fn seal_aged_streams(&mut self) -> Result<bool> {
-        if self.layout.tags != TagLayout::Small {
+        if self.layout.tags != TagLayout::Small || !self.metadata_on_flash() {
             return Ok(false);
         }
         let mut sealed = false;
@@ -350,6 +352,9 @@ impl<F: Flash> FileSystem<F> {
     /// opened, cleaning as usual. (A punch needs this: see `punch`.)
     pub(crate) fn room_for_headers(&mut self, ino: Ino, pages: u32) -> Result<()> {
         self.check_writable()?;
+        if !self.metadata_on_flash() {
+            return Ok(()); // headers take no pages
+        }
         self.erase_stale_checkpoint()?;
         let hint = WriteHint::metadata(ino, self.header_page(ino));
         let ppb = self.layout.pages_per_block;
@@ -426,6 +431,11 @@ impl<F: Flash> FileSystem<F> {
         let Some(open) = self.streams[stream].take() else {
             return Ok(());
         };
+        if !self.metadata_on_flash() {
+            // No summaries: the block is simply done.
+            self.blocks.set_state(open.block, BlockState::Full);
+            return Ok(());
+        }
         let summary = Summary {
             base_serial: self.blocks.get(open.block).base_serial,
             entries: open.pending,
@@ -534,6 +544,7 @@ impl<F: Flash> FileSystem<F> {
             }
         }
         let block = self.find_empty().ok_or(FsError::NoSpace)?;
+        self.meta_hook(|store, fs| store.block_event(fs, block, crate::meta::BlockEvent::Opened))?;
         self.blocks.set_state(block, BlockState::Active);
         let base = self.next_serial.saturating_sub(1);
         self.blocks.update(block, |b| {

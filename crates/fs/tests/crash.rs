@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use nandkit_flash::{
     BlockAddr, Command, Completion, DeviceOptions, EccReport, Flash, FlashDevice, FlashError,
-    Geometry, PageAddr, PowerCut, StripedFlash,
+    Geometry, PageAddr, PowerCut,
 };
 use nandkit_fs::*;
 use rand::{Rng, SeedableRng};
@@ -261,11 +261,16 @@ impl Driver {
         }
     }
 
+    /// Has power failed, on the flash or on the NVRAM (if the profile has one)?
+    fn power_lost(&self) -> bool {
+        self.fs.device().power_lost() || self.fs.nvram().is_some_and(|n| n.power_lost)
+    }
+
     /// After an operation on `inos`: what it changed, or, cut short, what it may have.
     fn after<T>(&mut self, r: &Result<T>, inos: &[Ino]) {
         if r.is_ok() {
             self.observe(inos);
-        } else if self.fs.device().power_lost() {
+        } else if self.power_lost() {
             self.loose(inos);
         }
     }
@@ -281,7 +286,7 @@ impl Driver {
             }
             (Ok(_), InFlight::Create(..)) => {} // the caller records it
             // Refused operations change nothing; one cut short by the power may have.
-            (Err(_), _) if self.fs.device().power_lost() => self.in_flight = Some(after),
+            (Err(_), _) if self.power_lost() => self.in_flight = Some(after),
             (Err(_), _) => {}
         }
         r
@@ -298,7 +303,7 @@ impl Driver {
         };
         let r = self.fs.create(parent, name, new);
         self.after(&r, &[parent]);
-        if r.is_err() && self.fs.device().power_lost() {
+        if r.is_err() && self.power_lost() {
             self.create_in_flight = Some(made.clone());
         }
         let r = self.namespace_op(r, InFlight::Create(parent, name.to_vec(), kind))?;
@@ -340,9 +345,7 @@ impl Driver {
         let r = self.fs.setattr(ino, set).map(|_| ());
         match &r {
             Ok(()) => self.meta_synced(&[ino]),
-            Err(_) if self.fs.device().power_lost() => {
-                self.metas.get_mut(&ino).unwrap().pending.push(intended)
-            }
+            Err(_) if self.power_lost() => self.metas.get_mut(&ino).unwrap().pending.push(intended),
             Err(_) => {}
         }
         r
@@ -353,7 +356,7 @@ impl Driver {
             Ok(()) => {
                 self.xattrs.insert(ino, after);
             }
-            Err(_) if self.fs.device().power_lost() => self.xattr_in_flight = Some((ino, after)),
+            Err(_) if self.power_lost() => self.xattr_in_flight = Some((ino, after)),
             Err(_) => {}
         }
         self.after(&r, &[ino]);
@@ -714,10 +717,11 @@ fn keep_working_from(mut fs: Fs, mut tree: Dentries, mut contents: Contents, ctx
         }
     };
     check(&mut fs, "after more writes");
-    let flash = fs
-        .unmount()
+    let (flash, nv) = fs
+        .unmount_parts()
         .unwrap_or_else(|e| panic!("{ctx}: unmount after recovery: {e}"));
-    let mut fs = mount(flash).unwrap_or_else(|e| panic!("{ctx}: remount after recovery: {e}"));
+    let mut fs =
+        mount_parts(flash, nv).unwrap_or_else(|e| panic!("{ctx}: remount after recovery: {e}"));
     check(&mut fs, "remounted after recovery");
     let mut fs = crash_remount(fs);
     check(&mut fs, "crash-remounted after recovery");
@@ -748,14 +752,21 @@ fn recover_and_check_method(d: Driver, r: Result<()>, ctx: &str, method: Option<
         "{ctx}: the workload finished although power was cut"
     );
     let Driver { fs, m } = d;
-    let mut flash = fs.into_device();
+    let (mut flash, nv) = fs.into_parts();
+    let nv_lost = nv.as_ref().is_some_and(|n| n.power_lost());
     assert!(
-        flash.power_lost(),
+        flash.power_lost() || nv_lost,
         "{ctx}: failed without a power cut: {:?}",
         r
     );
     flash.power_cycle().unwrap();
-    let mut fs = mount(flash).unwrap_or_else(|e| panic!("{ctx}: mount after the cut: {e}"));
+    // Whatever the NVRAM had not persisted is kept, dropped or torn, as the seed says.
+    let nv = nv.map(|mut n| {
+        n.crash(ctx.len() as u64);
+        n
+    });
+    let mut fs =
+        mount_parts(flash, nv).unwrap_or_else(|e| panic!("{ctx}: mount after the cut: {e}"));
     if let Some(method) = method {
         assert_eq!(
             fs.mount_method(),
@@ -777,8 +788,7 @@ fn count_ops(dev: Dev, w: Workload, seed: u64, name: &str) -> u64 {
 type Profile = fn(Dev) -> FsConfig;
 
 fn format_as(dev: Dev, profile: Profile) -> Fs {
-    let flash = FlashDevice::ram(dev.config()).expect("ram device");
-    FileSystem::format(StripedFlash::new(flash), profile(dev), clock()).expect("format")
+    format_with(dev, profile(dev))
 }
 
 fn count_ops_as(dev: Dev, profile: Profile, w: Workload, seed: u64, name: &str) -> u64 {
@@ -813,6 +823,76 @@ fn sweep_as(dev: Dev, profile: Profile, name: &str, w: Workload, seed: u64, stri
         recover_and_check(d, r, &ctx);
     }
     total
+}
+
+/// Persist points the workload reaches in the NVRAM (a profile that keeps metadata there).
+fn count_persists(dev: Dev, profile: Profile, w: Workload, seed: u64, name: &str) -> u64 {
+    let fs = format_as(dev, profile);
+    let base = fs.nvram().expect("an NVRAM profile").stats.persists;
+    let (d, r) = run_cut(fs, w, seed, None);
+    r.unwrap_or_else(|e| panic!("{name} on {}: uncut run failed: {e}", dev.name()));
+    d.fs.nvram().expect("an NVRAM profile").stats.persists - base
+}
+
+/// Cuts power at every `stride`-th NVRAM persist point of the workload.
+fn nvram_sweep_as(
+    dev: Dev,
+    profile: Profile,
+    name: &str,
+    w: Workload,
+    seed: u64,
+    stride: u64,
+) -> u64 {
+    let total = count_persists(dev, profile, w, seed, name);
+    let label = profile(dev).profile;
+    println!(
+        "{name} on {} ({label}): {total} NVRAM persist points",
+        dev.name()
+    );
+    for k in (0..total).step_by(stride as usize) {
+        let ctx = format!(
+            "workload {name} on {} ({label}) seed {seed}: power cut at NVRAM persist {k} of \
+             {total}",
+            dev.name()
+        );
+        let mut fs = format_as(dev, profile);
+        fs.nvram_mut()
+            .expect("an NVRAM profile")
+            .arm_power_cut(nandkit_nvram::PowerCut::AtPersist(k));
+        let (d, r) = run_cut(fs, w, seed, None);
+        recover_and_check(d, r, &ctx);
+    }
+    total
+}
+
+/// The minv profile (metadata in NVRAM): a cut at every flash op and at every NVRAM persist
+/// point of three workloads.
+#[test]
+fn crash_minv_every_flash_op() {
+    for dev in Dev::ALL {
+        for (name, w, seed) in [
+            ("small-files", small_files as Workload, 1),
+            ("big-file", big_file, 2),
+            ("namespace-mix", namespace_mix, 3),
+        ] {
+            let ops = sweep_as(dev, minv, name, w, seed, 1);
+            assert!(ops > 20, "{name}: {ops}");
+        }
+    }
+}
+
+#[test]
+fn crash_minv_every_nvram_persist() {
+    for dev in Dev::ALL {
+        for (name, w, seed) in [
+            ("small-files", small_files as Workload, 1),
+            ("big-file", big_file, 2),
+            ("namespace-mix", namespace_mix, 3),
+        ] {
+            let points = nvram_sweep_as(dev, minv, name, w, seed, 1);
+            assert!(points > 40, "{name}: {points}");
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------

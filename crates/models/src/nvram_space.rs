@@ -40,6 +40,9 @@ pub struct NvramConstants {
     pub inode_table: u64,
     /// C_InodeSize: one inode.
     pub inode: u64,
+    /// The root directory's inode (the paper's is a plain inode; ours has no name, so its
+    /// record is shorter).
+    pub root_inode: u64,
     /// C_NumOff: allocation-unit pointers in one file-offset structure.
     pub offsets_per_struct: u64,
     /// C_OffSize: one file-offset structure.
@@ -57,6 +60,7 @@ impl NvramConstants {
         block_info: 16,
         inode_table: 3072,
         inode: 140,
+        root_inode: 140,
         offsets_per_struct: 32,
         offset_struct: 140,
     };
@@ -99,7 +103,7 @@ pub struct NvramSpace {
 
 /// Equation 2 for a flash of `flash_bytes` (whole blocks only: a partial block is no block).
 fn fixed(c: &NvramConstants, flash_bytes: u64) -> u64 {
-    c.manager + flash_bytes / c.block_size * c.block_info + c.inode_table + c.inode
+    c.manager + flash_bytes / c.block_size * c.block_info + c.inode_table + c.root_inode
 }
 
 fn answer(fixed_bytes: u64, inode_bytes: u64, offset_bytes: u64) -> NvramSpace {

@@ -45,7 +45,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use clap::{ArgAction, Args};
 use nandkit_flash::{DeviceOptions, ExecutorKind, Flash};
-use nandkit_fs::{FileSystem, MountOptions};
+use nandkit_fs::MountOptions;
 
 use crate::bench::FsArgs;
 use crate::cmd_mkfs::{self, MkfsArgs};
@@ -133,6 +133,8 @@ pub struct MountArgs {
     create: bool,
     #[command(flatten)]
     device: NewDeviceArgs,
+    #[command(flatten)]
+    nvram: crate::nvram_args::NvramArgs,
     /// Where the background daemon writes its messages [default: discarded].
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
@@ -164,6 +166,7 @@ pub fn main(args: MountArgs) -> ExitCode {
 /// Everything checked and resolved before the fork.
 struct Prepared {
     image: PathBuf,
+    nvram: Option<PathBuf>,
     mountpoint: PathBuf,
     config: MountConfig,
     realtime: bool,
@@ -209,6 +212,7 @@ fn prepare(args: &MountArgs) -> anyhow::Result<Prepared> {
             image: args.image.clone(),
             device: args.device.clone(),
             fs: FsArgs::default(),
+            nvram: Default::default(),
             force: false,
         })?;
         eprintln!("{report}");
@@ -217,6 +221,7 @@ fn prepare(args: &MountArgs) -> anyhow::Result<Prepared> {
     }
     Ok(Prepared {
         image: image::canonical(&args.image),
+        nvram: args.nvram.nvram.as_deref().map(image::canonical),
         mountpoint,
         config,
         realtime: args.realtime,
@@ -383,16 +388,17 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
             },
         },
     )?;
-    let fs = FileSystem::mount(
-        nandkit_flash::StripedFlash::new(dev),
+    let fs = image::mount_with(
+        &p.image,
+        dev,
         MountOptions {
             read_only: p.config.read_only,
             force_scan: false,
             clock: Arc::new(clock::CoarseClock),
             atime: p.config.fuse.atime,
         },
-    )
-    .map_err(|e| image::mount_error(&p.image, e))?;
+        p.nvram.as_deref(),
+    )?;
     let chunk_bytes = fs.chunk_bytes();
     let capacity = {
         let s = fs.statfs();

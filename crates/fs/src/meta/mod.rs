@@ -1,8 +1,10 @@
 //! Metadata store (DESIGN axis 1): where object headers live and how a mount finds them.
 //! The flash log (YAFFS: headers are pages in the log, found by scanning or from a
-//! checkpoint) is the first; MiNV's NVRAM store slots in beside it.
+//! checkpoint) is the first; MiNV's NVRAM store (`minv`: everything in NVRAM, nothing
+//! scanned at mount) is the second.
 
 pub mod flash_log;
+pub mod minv;
 
 use nandkit_flash::Flash;
 use serde::{Deserialize, Serialize};
@@ -19,6 +21,18 @@ pub enum MetadataKind {
     /// Object headers are pages of the flash log.
     #[default]
     FlashLog,
+    /// Everything in byte-addressable NVRAM (MiNV); flash holds file data only.
+    Nvram,
+}
+
+/// What happened to a flash block, for a store that keeps block status itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockEvent {
+    /// Taken for writing: its first page is about to be programmed.
+    Opened,
+    Erased,
+    /// Marked bad.
+    Retired,
 }
 
 pub trait MetadataStore<F: Flash>: Send + Sync {
@@ -36,10 +50,79 @@ pub trait MetadataStore<F: Flash>: Send + Sync {
     /// At clean unmount, after everything is flushed: whatever makes the next mount fast.
     /// Returns whether it was done (a checkpoint written).
     fn unmount(&mut self, fs: &mut FileSystem<F>) -> Result<bool>;
+
+    /// Before `block` is erased (or retired), with every page programmed: a store that
+    /// points at pages makes sure none of its pointers still needs one in this block.
+    fn before_erase(&mut self, _fs: &mut FileSystem<F>, _block: u32) -> Result<()> {
+        Ok(())
+    }
+
+    /// A block was opened for writing, erased or retired.
+    fn block_event(
+        &mut self,
+        _fs: &mut FileSystem<F>,
+        _block: u32,
+        _event: BlockEvent,
+    ) -> Result<()> {
+        Ok(())
+    }
+
+    /// After a writable mount's repairs.
+    fn after_mount(&mut self, _fs: &mut FileSystem<F>) -> Result<()> {
+        Ok(())
+    }
+
+    /// fsck's checks of the store itself (nothing for the flash log: fsck reads it all).
+    fn check(&mut self, _fs: &mut FileSystem<F>) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// The NVRAM, for a store that has one.
+    fn nvram(&self) -> Option<minv::NvramReport> {
+        None
+    }
+
+    /// The NVRAM itself (tests arm power cuts on it).
+    fn nvram_mut(&mut self) -> Option<&mut nandkit_nvram::Nvram> {
+        None
+    }
+
+    /// Hands the NVRAM back (the file system is gone).
+    fn into_nvram(self: Box<Self>) -> Option<nandkit_nvram::Nvram> {
+        None
+    }
 }
 
 pub fn make<F: Flash>(kind: MetadataKind) -> Box<dyn MetadataStore<F>> {
     match kind {
         MetadataKind::FlashLog => Box::new(flash_log::FlashLog),
+        MetadataKind::Nvram => Box::new(NeedsNvram),
+    }
+}
+
+/// Stands in for the NVRAM store until one is given (mkfs installs it after erasing the
+/// device; a mount without the NVRAM is refused before any header is stored).
+struct NeedsNvram;
+
+impl<F: Flash> MetadataStore<F> for NeedsNvram {
+    fn name(&self) -> &'static str {
+        "nvram (missing)"
+    }
+
+    fn store_header(
+        &mut self,
+        _fs: &mut FileSystem<F>,
+        _ino: Ino,
+        _rec: &mut Record,
+    ) -> Result<Option<u32>> {
+        Err(crate::error::FsError::NeedsNvram)
+    }
+
+    fn recover(&mut self, _fs: &mut FileSystem<F>, _options: &MountOptions) -> Result<MountMethod> {
+        Err(crate::error::FsError::NeedsNvram)
+    }
+
+    fn unmount(&mut self, _fs: &mut FileSystem<F>) -> Result<bool> {
+        Ok(false)
     }
 }

@@ -131,17 +131,55 @@ impl From<StripedDevice> for Array {
     }
 }
 
-/// Power fails (nothing is flushed), power returns, and the device is mounted (scan).
+/// Power fails (nothing is flushed), power returns, and the device is mounted (scan, or
+/// from the NVRAM, whose unpersisted words the crash decides).
 pub fn crash_remount(fs: Fs) -> Fs {
-    let mut flash = fs.into_device();
+    let (mut flash, nv) = fs.into_parts();
     flash.power_cycle().expect("power cycle");
-    mount(flash).expect("mount after crash")
+    let nv = nv.map(|mut n| {
+        n.crash(0x5eed);
+        n
+    });
+    mount_parts(flash, nv).expect("mount after crash")
 }
 
 /// Clean unmount and mount again.
 pub fn clean_remount(fs: Fs) -> Fs {
-    let flash = fs.unmount().expect("unmount");
-    mount(flash).expect("mount after clean unmount")
+    let (flash, nv) = fs.unmount_parts().expect("unmount");
+    mount_parts(flash, nv).expect("mount after clean unmount")
+}
+
+/// The `minv` profile: metadata in NVRAM.
+pub fn minv(dev: Dev) -> FsConfig {
+    FsConfig::profile("minv", dev.blocks()).expect("minv profile")
+}
+
+/// A RAM NVRAM big enough for every test device (FeRAM timing).
+pub fn ram_nvram() -> nandkit_nvram::Nvram {
+    let config = nandkit_nvram::preset("feram")
+        .expect("feram preset")
+        .with_size_bytes(4 << 20)
+        .expect("4 MiB");
+    nandkit_nvram::Nvram::new_ram(config).expect("ram nvram")
+}
+
+/// mkfs with `config` on a new RAM device (and a new RAM NVRAM if the profile keeps its
+/// metadata there).
+pub fn format_with(dev: Dev, config: FsConfig) -> Fs {
+    let flash = StripedFlash::new(FlashDevice::ram(dev.config()).expect("ram device"));
+    if config.metadata == nandkit_fs::meta::MetadataKind::Nvram {
+        FileSystem::format_with_nvram(flash, ram_nvram(), config, clock()).expect("format")
+    } else {
+        FileSystem::format(flash, config, clock()).expect("format")
+    }
+}
+
+/// Mounts a device, from its NVRAM when it has one.
+pub fn mount_parts(flash: impl Into<Array>, nv: Option<nandkit_nvram::Nvram>) -> Result<Fs> {
+    match nv {
+        Some(nv) => FileSystem::mount_with_nvram(flash.into().0, nv, opts()),
+        None => mount(flash),
+    }
 }
 
 pub fn assert_fsck(fs: &mut Fs, ctx: &str) {

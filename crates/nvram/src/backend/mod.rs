@@ -7,7 +7,7 @@ pub mod ram;
 use crate::error::NvramError;
 
 /// Raw storage for the bytes of one NVRAM.
-pub trait Storage: Send {
+pub trait Storage: Send + Sync {
     /// Every byte of the NVRAM, current contents.
     fn bytes(&self) -> &[u8];
     fn bytes_mut(&mut self) -> &mut [u8];

@@ -1,0 +1,142 @@
+//! fsck's look at the NVRAM: walked afresh, it must say what the store believes, agree
+//! with the file system's RAM state, and never publish a page another chunk now owns.
+
+use std::collections::HashMap;
+
+use nandkit_flash::Flash;
+
+use super::layout::{get64, NvBlock, LOG_OFF, TABLE_OFF};
+use super::recover::{walk, Reader};
+use super::Minv;
+use crate::blocks::BlockState;
+use crate::fs::FileSystem;
+use crate::object::LOST_PAGE;
+use crate::rebuild::has_data;
+use crate::types::Ino;
+
+pub(super) fn check<F: Flash>(m: &mut Minv, fs: &mut FileSystem<F>) -> Vec<String> {
+    let mut p = Vec::new();
+    let regions = m.regions;
+    let pages = u64::from(fs.layout.blocks) * u64::from(fs.layout.pages_per_block);
+    let mut r = Reader {
+        nv: &mut m.nv,
+        patch: HashMap::new(),
+    };
+    match r.read(LOG_OFF, 8) {
+        Ok(b) if get64(&b, 0) != 0 => p.push("NVRAM: a redo transaction is left unapplied".into()),
+        Ok(_) => {}
+        Err(e) => p.push(format!("NVRAM: the redo log cannot be read: {e}")),
+    }
+    let table = r.read(TABLE_OFF, 8 * u64::from(fs.layout.blocks));
+    let found = walk(&mut r, &regions, fs.layout.chunk_bytes, pages);
+    let found = match found {
+        Ok(f) => f,
+        Err(e) => {
+            p.push(format!("NVRAM: {e}"));
+            return p;
+        }
+    };
+    // The NVRAM says what the store believes.
+    if found.inodes.len() != m.inodes.len() {
+        p.push(format!(
+            "NVRAM holds {} inodes, the store believes {}",
+            found.inodes.len(),
+            m.inodes.len()
+        ));
+    }
+    for (ino, (n, _)) in &found.inodes {
+        match m.inodes.get(ino) {
+            None => p.push(format!(
+                "NVRAM has an inode for object {ino} the store forgot"
+            )),
+            Some(mine) => {
+                if (mine.at, mine.record, &mine.slots, &mine.blocks)
+                    != (n.at, n.record, &n.slots, &n.blocks)
+                {
+                    p.push(format!(
+                        "object {ino}: NVRAM inode differs from the store's view"
+                    ));
+                }
+            }
+        }
+    }
+    let used: u64 = found.extents.iter().map(|e| e.1).sum();
+    if used != m.heap.in_use_bytes() {
+        p.push(format!(
+            "NVRAM heap: {used} bytes reachable, the manager counts {}",
+            m.heap.in_use_bytes()
+        ));
+    }
+    // Block status against RAM.
+    if let Ok(table) = table {
+        for b in 0..fs.layout.blocks {
+            let word = NvBlock::from_word(get64(&table, 8 * b as usize));
+            let ram = fs.blocks.get(b).state;
+            let ok = match ram {
+                BlockState::Empty => matches!(word, Some(NvBlock::Erased | NvBlock::InUse)),
+                BlockState::Bad => word == Some(NvBlock::Bad),
+                BlockState::Anchor => word == Some(NvBlock::Anchor),
+                _ => word == Some(NvBlock::InUse),
+            };
+            if !ok {
+                p.push(format!("block {b}: {ram:?} in RAM, NVRAM status {word:?}"));
+            }
+        }
+    }
+    // Objects against their inodes, and published pages against their owners.
+    let mut owner: HashMap<u32, (Ino, u32)> = HashMap::new();
+    for (&ino, o) in &fs.objects {
+        if has_data(o.kind) {
+            for (c, pno) in o.chunks.entries() {
+                if pno != LOST_PAGE {
+                    owner.insert(pno, (ino, c));
+                }
+            }
+        }
+    }
+    let mut inos: Vec<Ino> = fs.objects.keys().copied().collect();
+    inos.sort_unstable();
+    for ino in inos {
+        let o = &fs.objects[&ino];
+        let settled = !o.is_dirty() && !fs.caches.contains_key(&ino);
+        match found.inodes.get(&ino) {
+            None if settled && !fs.hollow.contains(&ino) => {
+                p.push(format!("object {ino} has no inode in NVRAM"));
+            }
+            None => {}
+            Some((_, rec)) if settled && (rec.kind != o.kind || rec.size != o.size) => {
+                p.push(format!(
+                    "object {ino}: NVRAM record says {:?} of {} bytes, RAM {:?} of {}",
+                    rec.kind, rec.size, o.kind, o.size
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    for (ino, (n, _)) in &found.inodes {
+        if !fs.objects.contains_key(ino) {
+            p.push(format!(
+                "NVRAM has an inode for object {ino}, which does not exist"
+            ));
+        }
+        for (&c, &pno) in &n.slots {
+            if pno == LOST_PAGE {
+                continue;
+            }
+            let b = fs.layout.block_of(pno);
+            if fs.blocks.get(b).state == BlockState::Empty {
+                p.push(format!(
+                    "object {ino}: chunk {c} is published at page {pno}, in erased block {b}"
+                ));
+            }
+            if let Some(&who) = owner.get(&pno) {
+                if who != (*ino, c) {
+                    p.push(format!(
+                        "object {ino}: chunk {c} is published at page {pno}, which holds {who:?}"
+                    ));
+                }
+            }
+        }
+    }
+    p
+}

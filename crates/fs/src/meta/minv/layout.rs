@@ -1,0 +1,340 @@
+//! Where everything lives in the NVRAM, and the superblock that says so.
+//!
+//! ```text
+//! 0       superblock (4 KiB): magic, version, flash geometry, where each region starts,
+//!         the file system configuration (JSON), CRC-32C over all of it. Written at mkfs,
+//!         never changed after.
+//! 4096    redo log (512 B): entry count, checksum, up to 31 (offset, value) word stores.
+//! 4608    block status table: one 8-byte word per flash erase block (erased, in use, bad,
+//!         anchor).
+//! ...     inode hash table: BUCKETS 8-byte heads of inode chains (0 = empty).
+//! ...     heap, in 32-byte units, to the end of the NVRAM: inodes (one unit), header
+//!         records (their encoded length, rounded up to units) and file-offset structures
+//!         (eight units: a chain link, the first chunk they map, and SLOTS page numbers).
+//! ```
+//!
+//! Every pointer is a byte offset into the NVRAM; 0 means "none" (offset 0 is the
+//! superblock, so nothing else can be there).
+
+use crate::error::{FsError, Result};
+use crate::layout::Layout;
+
+pub(crate) const MAGIC: [u8; 8] = *b"NKMINV\0\x01";
+pub(crate) const VERSION: u32 = 1;
+
+pub(crate) const SUPER_BYTES: u64 = 4096;
+pub(crate) const LOG_OFF: u64 = SUPER_BYTES;
+pub(crate) const LOG_BYTES: u64 = 512;
+/// Word stores one redo transaction may hold: (512 - 16) / 16.
+pub(crate) const LOG_ENTRIES: usize = 31;
+pub(crate) const TABLE_OFF: u64 = LOG_OFF + LOG_BYTES;
+/// Heads of the inode hash table's chains.
+pub(crate) const BUCKETS: u64 = 1024;
+/// The heap's allocation unit.
+pub(crate) const UNIT: u64 = 32;
+/// One inode: number, next in its chain, record, first offset structure.
+pub(crate) const INODE_BYTES: u64 = 32;
+pub(crate) const INODE_NEXT: u64 = 8;
+pub(crate) const INODE_RECORD: u64 = 16;
+pub(crate) const INODE_OFFSETS: u64 = 24;
+/// One file-offset structure: next (8), first chunk (4), owner (4), then the slots.
+pub(crate) const OFFSETS_BYTES: u64 = 256;
+pub(crate) const OFFSETS_HEAD: u64 = 16;
+/// Page numbers in one offset structure.
+pub(crate) const SLOTS: u32 = ((OFFSETS_BYTES - OFFSETS_HEAD) / 4) as u32;
+/// Longest configuration the superblock holds.
+const CONFIG_OFF: usize = 96;
+const CONFIG_MAX: usize = SUPER_BYTES as usize - CONFIG_OFF;
+
+/// Block status words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NvBlock {
+    Erased = 1,
+    InUse = 2,
+    Bad = 3,
+    Anchor = 4,
+}
+
+impl NvBlock {
+    pub(crate) fn from_word(w: u64) -> Option<NvBlock> {
+        Some(match w {
+            1 => NvBlock::Erased,
+            2 => NvBlock::InUse,
+            3 => NvBlock::Bad,
+            4 => NvBlock::Anchor,
+            _ => return None,
+        })
+    }
+}
+
+/// The regions of an NVRAM formatted for a device of `blocks` erase blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Regions {
+    pub blocks: u32,
+    pub buckets_off: u64,
+    pub heap_off: u64,
+    pub heap_end: u64,
+}
+
+impl Regions {
+    pub(crate) fn new(blocks: u32, size: u64) -> Result<Regions> {
+        let buckets_off = round_up(TABLE_OFF + 8 * u64::from(blocks), UNIT);
+        let heap_off = buckets_off + 8 * BUCKETS;
+        let heap_end = size / UNIT * UNIT;
+        if heap_off + 64 * UNIT > heap_end {
+            return Err(FsError::NoSpace);
+        }
+        Ok(Regions {
+            blocks,
+            buckets_off,
+            heap_off,
+            heap_end,
+        })
+    }
+
+    pub(crate) fn block_word(&self, block: u32) -> u64 {
+        TABLE_OFF + 8 * u64::from(block)
+    }
+
+    pub(crate) fn bucket_word(&self, bucket: u64) -> u64 {
+        self.buckets_off + 8 * bucket
+    }
+
+    /// NVRAM bytes taken before the first heap allocation.
+    pub(crate) fn fixed_bytes(&self) -> u64 {
+        self.heap_off
+    }
+}
+
+pub(crate) fn round_up(x: u64, to: u64) -> u64 {
+    x.div_ceil(to) * to
+}
+
+/// Which chain an inode number hangs on.
+pub(crate) fn bucket_of(ino: u32) -> u64 {
+    (u64::from(ino).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % BUCKETS
+}
+
+/// The superblock: what the NVRAM was formatted for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Superblock {
+    pub page_size: u32,
+    pub oob_size: u32,
+    pub pages_per_block: u32,
+    pub blocks: u32,
+    pub anchors: [u32; 2],
+    pub nvram_size: u64,
+    pub config_json: Vec<u8>,
+}
+
+impl Superblock {
+    pub(crate) fn for_layout(
+        layout: &Layout,
+        anchors: [u32; 2],
+        nvram_size: u64,
+        config: &crate::config::FsConfig,
+    ) -> Result<Superblock> {
+        let config_json = serde_json::to_vec(config)
+            .map_err(|e| FsError::Io(format!("encoding the configuration: {e}")))?;
+        if config_json.len() > CONFIG_MAX {
+            return Err(FsError::Invalid(
+                "the configuration does not fit the NVRAM superblock",
+            ));
+        }
+        Ok(Superblock {
+            page_size: layout.geometry.page_size_bytes,
+            oob_size: layout.geometry.oob_size_bytes,
+            pages_per_block: layout.pages_per_block,
+            blocks: layout.blocks,
+            anchors,
+            nvram_size,
+            config_json,
+        })
+    }
+
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut b = vec![0u8; SUPER_BYTES as usize];
+        b[0..8].copy_from_slice(&MAGIC);
+        put32(&mut b, 8, VERSION);
+        put32(&mut b, 12, self.config_json.len() as u32);
+        put32(&mut b, 16, self.page_size);
+        put32(&mut b, 20, self.oob_size);
+        put32(&mut b, 24, self.pages_per_block);
+        put32(&mut b, 28, self.blocks);
+        put32(&mut b, 32, self.anchors[0]);
+        put32(&mut b, 36, self.anchors[1]);
+        b[40..48].copy_from_slice(&self.nvram_size.to_le_bytes());
+        b[CONFIG_OFF..CONFIG_OFF + self.config_json.len()].copy_from_slice(&self.config_json);
+        let crc = crc32c::crc32c(&Self::covered(&b));
+        put32(&mut b, 88, crc);
+        b
+    }
+
+    /// The bytes the CRC covers: everything but the CRC field.
+    fn covered(b: &[u8]) -> Vec<u8> {
+        let mut c = b[..88].to_vec();
+        c.extend_from_slice(&b[92..]);
+        c
+    }
+
+    /// Checks and decodes a superblock; the error says what is wrong.
+    pub(crate) fn decode(b: &[u8]) -> std::result::Result<Superblock, String> {
+        if b.len() < SUPER_BYTES as usize {
+            return Err("shorter than a superblock".into());
+        }
+        if b[0..8] != MAGIC {
+            if b[0..6] == MAGIC[0..6] {
+                return Err(format!(
+                    "MiNV layout version {} (this nandkit reads {VERSION})",
+                    b[7]
+                ));
+            }
+            return Err("no nandkit MiNV superblock (magic missing)".into());
+        }
+        let stored = get32(b, 88);
+        if crc32c::crc32c(&Self::covered(&b[..SUPER_BYTES as usize])) != stored {
+            return Err("superblock checksum mismatch".into());
+        }
+        if get32(b, 8) != VERSION {
+            return Err(format!("superblock version {}", get32(b, 8)));
+        }
+        let len = get32(b, 12) as usize;
+        if len > CONFIG_MAX {
+            return Err("superblock configuration length out of range".into());
+        }
+        Ok(Superblock {
+            page_size: get32(b, 16),
+            oob_size: get32(b, 20),
+            pages_per_block: get32(b, 24),
+            blocks: get32(b, 28),
+            anchors: [get32(b, 32), get32(b, 36)],
+            nvram_size: u64::from_le_bytes(b[40..48].try_into().expect("8 bytes")),
+            config_json: b[CONFIG_OFF..CONFIG_OFF + len].to_vec(),
+        })
+    }
+}
+
+fn put32(b: &mut [u8], at: usize, v: u32) {
+    b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+}
+
+pub(crate) fn get32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+pub(crate) fn get64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// Our structure sizes, for the space model (`nandkit model nvram-space` without
+/// `--paper-constants`): NVRAM bytes = fixed + per file (inode + record) + offset
+/// structures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SpaceConstants {
+    /// Superblock and redo log (the paper's NVRAM manager).
+    pub manager: u64,
+    /// Status word per flash block.
+    pub block_info: u64,
+    /// The inode hash table.
+    pub inode_table: u64,
+    /// One inode.
+    pub inode: u64,
+    /// The heap's allocation unit: records and structures are whole units.
+    pub unit: u64,
+    /// Page numbers per file-offset structure.
+    pub offsets_per_struct: u64,
+    /// One file-offset structure.
+    pub offset_struct: u64,
+}
+
+/// The MiNV store's structure sizes.
+pub const SPACE: SpaceConstants = SpaceConstants {
+    manager: SUPER_BYTES + LOG_BYTES,
+    block_info: 8,
+    inode_table: 8 * BUCKETS,
+    inode: INODE_BYTES,
+    unit: UNIT,
+    offsets_per_struct: SLOTS as u64,
+    offset_struct: OFFSETS_BYTES,
+};
+
+/// NVRAM bytes of one object (inode and header record): a file with one name of
+/// `name_bytes` bytes, or (`None`) the root directory, which has no name.
+pub fn object_bytes(name_bytes: Option<usize>) -> u64 {
+    use crate::format::record::Name;
+    use crate::types::Kind;
+    let kind = if name_bytes.is_some() {
+        Kind::File
+    } else {
+        Kind::Dir
+    };
+    let mut r = crate::format::Record::bare(kind, 0o644, 0);
+    if let Some(n) = name_bytes {
+        r.names = vec![Name {
+            parent: crate::types::ROOT_INO,
+            name: vec![b'x'; n].into(),
+        }];
+    }
+    INODE_BYTES + record_bytes(r.encoded_len())
+}
+
+/// The space model's constants (`nandkit_models::nvram_space`) for our structures on a
+/// device of this geometry, files named with `name_bytes` bytes. The model is exact when
+/// the device has a multiple of 4 blocks (the status table is then a whole number of heap
+/// units).
+pub fn model_constants(
+    geometry: nandkit_flash::Geometry,
+    name_bytes: usize,
+) -> Result<nandkit_models::NvramConstants> {
+    let layout = Layout::new(geometry)?;
+    Ok(nandkit_models::NvramConstants {
+        block_size: u64::from(layout.pages_per_block) * u64::from(layout.chunk_bytes),
+        alloc_unit: u64::from(layout.chunk_bytes),
+        manager: SPACE.manager,
+        block_info: SPACE.block_info,
+        inode_table: SPACE.inode_table,
+        inode: object_bytes(Some(name_bytes)),
+        root_inode: object_bytes(None),
+        offsets_per_struct: SPACE.offsets_per_struct,
+        offset_struct: SPACE.offset_struct,
+    })
+}
+
+/// NVRAM bytes a header record of `encoded_len` bytes takes.
+pub fn record_bytes(encoded_len: usize) -> u64 {
+    round_up(encoded_len as u64, UNIT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn superblock_round_trips_and_refuses_damage() {
+        let sb = Superblock {
+            page_size: 512,
+            oob_size: 16,
+            pages_per_block: 32,
+            blocks: 4096,
+            anchors: [0, 1],
+            nvram_size: 1 << 20,
+            config_json: b"{\"profile\":\"minv\"}".to_vec(),
+        };
+        let b = sb.encode();
+        assert_eq!(Superblock::decode(&b).unwrap(), sb);
+        for at in [0, 9, 17, 40, 100] {
+            let mut bad = b.clone();
+            bad[at] ^= 1;
+            assert!(Superblock::decode(&bad).is_err(), "flip at {at} accepted");
+        }
+        assert!(Superblock::decode(&b[..100]).is_err());
+    }
+
+    #[test]
+    fn regions_fit_and_slots_fill_the_structure() {
+        let r = Regions::new(4096, 1 << 20).unwrap();
+        assert!(r.heap_off > r.buckets_off && r.heap_off.is_multiple_of(UNIT));
+        assert_eq!(OFFSETS_HEAD + 4 * u64::from(SLOTS), OFFSETS_BYTES);
+        assert!(Regions::new(4096, 4096).is_err());
+    }
+}

@@ -1,0 +1,619 @@
+//! MiNV's metadata store (DESIGN axis 1; paper: minvfs-nvram-metadata): every piece of
+//! metadata lives in byte-addressable NVRAM, flash holds file data only, and a mount reads
+//! the NVRAM and nothing on flash.
+//!
+//! The structures (layout in [`layout`]): a superblock, a status word per flash block, an
+//! inode hash table, fixed-size inodes, each object's header record (the same record the
+//! flash log writes as a header page: names, attributes, size), and per file a chain of
+//! fixed-size file-offset structures mapping chunk indexes to flash pages. The NVRAM
+//! manager ([`heap`]) is rebuilt at mount from what is reachable.
+//!
+//! Crash rules (DESIGN.md, after NOVA):
+//! - payload before pointer: a record, an inode or an offset structure is written and
+//!   persisted while unreachable, then published by one aligned 8-byte store (a record
+//!   pointer, a chain link, a bucket head, a pair of page slots), itself persisted;
+//! - names live in the child (upward directories, as in the flash log's headers), so
+//!   create, rename and unlink change one inode's record pointer: atomic by that store. A
+//!   rename over an existing name must also drop the victim: both stores go through the
+//!   redo log ([`redo`]), one transaction;
+//! - truncate publishes the record with the new size first and clears the page slots past
+//!   it after; a mount ignores (and a writable mount clears) slots past a file's size, so a
+//!   crash between the two finishes the truncate;
+//! - a data page is published (its slot stored) only after it is programmed, at the
+//!   object's next header write (fsync, close, sync, a namespace change), or before the
+//!   block holding the page it replaces is erased, whichever comes first: a crash loses the
+//!   writes not yet published, never published data;
+//! - block status: "in use" is persisted before a block's first page is programmed, so a
+//!   mount never hands out a block that holds data; "erased" may lag (a block still marked
+//!   in use is just cleaned again).
+//!
+//! Data pages still carry their tags in the OOB (owner, chunk, serial): cleaning reads a
+//! victim's valid pages and needs to know whose they are. A mount never reads them.
+
+mod check;
+mod heap;
+pub mod layout;
+mod recover;
+mod redo;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use nandkit_flash::Flash;
+use nandkit_nvram::{Nvram, NvramError, NvramStats};
+
+use self::heap::Heap;
+use self::layout::{
+    bucket_of, record_bytes, Regions, INODE_BYTES, INODE_NEXT, INODE_OFFSETS, INODE_RECORD,
+    OFFSETS_BYTES, OFFSETS_HEAD, SLOTS,
+};
+use super::{BlockEvent, MetadataStore};
+use crate::error::{FsError, Result};
+use crate::format::Record;
+use crate::fs::{FileSystem, MountMethod, MountOptions};
+use crate::object::NO_PAGE;
+use crate::rebuild::has_data;
+use crate::types::{Ino, ROOT_INO};
+
+pub use self::layout::{model_constants, object_bytes, SpaceConstants, SPACE};
+pub(crate) use recover::mount;
+
+/// An allocation in the heap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Extent {
+    pub off: u64,
+    pub bytes: u64,
+}
+
+/// What the NVRAM holds for one object (kept in DRAM too, so nothing is read back).
+#[derive(Debug)]
+pub(crate) struct NvInode {
+    pub at: u64,
+    /// The next inode in its hash chain (0: none).
+    pub next: u64,
+    pub record: Extent,
+    pub version: u64,
+    /// Offset structures by index (chunk / SLOTS).
+    pub blocks: BTreeMap<u32, u64>,
+    /// Published pages by chunk (holes are not listed).
+    pub slots: BTreeMap<u32, u32>,
+}
+
+pub struct Minv {
+    nv: Nvram,
+    regions: Regions,
+    heap: Heap,
+    inodes: HashMap<Ino, NvInode>,
+    /// Each bucket's chain, in NVRAM order.
+    chains: Vec<Vec<Ino>>,
+    /// Published pages: page -> (object, chunk). Lost pages are not listed.
+    by_page: HashMap<u32, (Ino, u32)>,
+    /// Inodes a mount found for objects that recovery did not keep (removed by a writable
+    /// mount once its repairs are done).
+    dead: Vec<Ino>,
+}
+
+/// Maps NVRAM failures; a lost power marks the file system dead like a flash power cut.
+fn nv_err<F: Flash>(fs: &FileSystem<F>, e: NvramError) -> FsError {
+    if matches!(e, NvramError::PowerLost) {
+        fs.dead.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    FsError::Nvram(e)
+}
+
+impl Minv {
+    /// An NVRAM freshly formatted for `fs` (mkfs): superblock, every block's status, an
+    /// empty inode table. The root's inode comes with the root's first header write.
+    pub(crate) fn format<F: Flash>(mut nv: Nvram, fs: &FileSystem<F>) -> Result<Minv> {
+        let regions = Regions::new(fs.layout.blocks, nv.size_bytes())?;
+        let sb = layout::Superblock::for_layout(
+            &fs.layout,
+            fs.anchors.blocks,
+            nv.size_bytes(),
+            &fs.config,
+        )?;
+        let mut head = sb.encode();
+        head.resize(regions.heap_off as usize, 0);
+        for b in 0..fs.layout.blocks {
+            let w = regions.block_word(b) as usize;
+            head[w..w + 8]
+                .copy_from_slice(&(status_of(fs.blocks.get(b).state) as u64).to_le_bytes());
+        }
+        nv.write(0, &head).map_err(|e| nv_err(fs, e))?;
+        nv.persist(0, regions.heap_off).map_err(|e| nv_err(fs, e))?;
+        Ok(Minv {
+            heap: Heap::rebuild(regions.heap_off, regions.heap_end, &[]),
+            nv,
+            regions,
+            inodes: HashMap::new(),
+            chains: vec![Vec::new(); layout::BUCKETS as usize],
+            by_page: HashMap::new(),
+            dead: Vec::new(),
+        })
+    }
+
+    pub fn nvram_stats(&self) -> NvramStats {
+        self.nv.stats()
+    }
+
+    /// NVRAM bytes in use: the fixed regions and every heap allocation.
+    pub fn bytes_in_use(&self) -> u64 {
+        self.regions.fixed_bytes() + self.heap.in_use_bytes()
+    }
+
+    fn store(&mut self, off: u64, value: u64) -> std::result::Result<(), NvramError> {
+        self.nv.write_u64(off, value)
+    }
+
+    fn store_persist(&mut self, off: u64, value: u64) -> std::result::Result<(), NvramError> {
+        self.nv.write_u64(off, value)?;
+        self.nv.persist(off, 8)
+    }
+
+    fn alloc(&mut self, bytes: u64) -> Result<u64> {
+        self.heap.alloc(bytes).ok_or(FsError::NoSpace)
+    }
+
+    /// Writes `bytes` into a new extent and persists it (unreachable until published).
+    fn write_extent(&mut self, bytes: &[u8]) -> Result<Extent> {
+        let len = record_bytes(bytes.len());
+        let off = self.alloc(len)?;
+        let mut padded = bytes.to_vec();
+        padded.resize(len as usize, 0);
+        let out = self
+            .nv
+            .write(off, &padded)
+            .and_then(|_| self.nv.persist(off, len));
+        if let Err(e) = out {
+            self.heap.release(off, len);
+            return Err(FsError::Nvram(e));
+        }
+        Ok(Extent { off, bytes: len })
+    }
+
+    /// The word that points at `ino`'s inode: its bucket head or its predecessor's link.
+    fn link_word(&self, ino: Ino) -> u64 {
+        let b = bucket_of(ino);
+        let chain = &self.chains[b as usize];
+        match chain.iter().position(|&i| i == ino) {
+            Some(0) | None => self.regions.bucket_word(b),
+            Some(i) => self.inodes[&chain[i - 1]].at + INODE_NEXT,
+        }
+    }
+
+    /// Drops `ino` from its chain in DRAM; returns the store that does it in NVRAM.
+    fn unchain(&mut self, ino: Ino) -> (u64, u64) {
+        let word = self.link_word(ino);
+        let next = self.inodes[&ino].next;
+        let b = bucket_of(ino) as usize;
+        let i = self.chains[b]
+            .iter()
+            .position(|&x| x == ino)
+            .expect("a chained inode");
+        self.chains[b].remove(i);
+        if i > 0 {
+            let pred = self.chains[b][i - 1];
+            self.inodes.get_mut(&pred).expect("chained").next = next;
+        }
+        (word, next)
+    }
+
+    /// Frees an unchained inode's allocations.
+    fn release_inode(&mut self, ino: Ino) {
+        let Some(n) = self.inodes.remove(&ino) else {
+            return;
+        };
+        self.heap.release(n.at, INODE_BYTES);
+        self.heap.release(n.record.off, n.record.bytes);
+        for off in n.blocks.values() {
+            self.heap.release(*off, OFFSETS_BYTES);
+        }
+        for p in n.slots.values() {
+            self.by_page.remove(p);
+        }
+    }
+
+    /// Removes an object's inode: one store unlinks it.
+    fn remove_inode<F: Flash>(&mut self, fs: &FileSystem<F>, ino: Ino) -> Result<()> {
+        let (word, next) = self.unchain(ino);
+        self.store_persist(word, next).map_err(|e| nv_err(fs, e))?;
+        self.release_inode(ino);
+        Ok(())
+    }
+
+    /// The offset structure for index `k` of `ino`, made (and linked into its chain) if
+    /// missing.
+    fn offsets_block<F: Flash>(&mut self, fs: &FileSystem<F>, ino: Ino, k: u32) -> Result<u64> {
+        let n = &self.inodes[&ino];
+        if let Some(&off) = n.blocks.get(&k) {
+            return Ok(off);
+        }
+        let next = n.blocks.range(k + 1..).next().map_or(0, |(_, &o)| o);
+        let pred_word = match n.blocks.range(..k).next_back() {
+            Some((_, &p)) => p,
+            None => n.at + INODE_OFFSETS,
+        };
+        let mut b = vec![0xffu8; OFFSETS_BYTES as usize];
+        b[0..8].copy_from_slice(&next.to_le_bytes());
+        b[8..12].copy_from_slice(&(k * SLOTS).to_le_bytes());
+        b[12..16].copy_from_slice(&ino.to_le_bytes());
+        let ext = self.write_extent(&b)?;
+        if let Err(e) = self.store_persist(pred_word, ext.off) {
+            self.heap.release(ext.off, ext.bytes);
+            return Err(nv_err(fs, e));
+        }
+        let n = self.inodes.get_mut(&ino).expect("listed");
+        n.blocks.insert(k, ext.off);
+        Ok(ext.off)
+    }
+
+    /// Publishes page numbers for chunks of `ino` (`NO_PAGE` clears a slot): each pair of
+    /// slots is one failure-atomic word.
+    fn set_slots<F: Flash>(
+        &mut self,
+        fs: &FileSystem<F>,
+        ino: Ino,
+        changes: &[(u32, u32)],
+    ) -> Result<()> {
+        let mut words: BTreeSet<(u32, u32)> = BTreeSet::new(); // (block index, word index)
+        for &(c, v) in changes {
+            let k = c / SLOTS;
+            if v == NO_PAGE && !self.inodes[&ino].blocks.contains_key(&k) {
+                continue;
+            }
+            self.offsets_block(fs, ino, k)?;
+            let n = self.inodes.get_mut(&ino).expect("listed");
+            let old = if v == NO_PAGE {
+                n.slots.remove(&c)
+            } else {
+                n.slots.insert(c, v)
+            };
+            if let Some(old) = old {
+                if self.by_page.get(&old) == Some(&(ino, c)) {
+                    self.by_page.remove(&old);
+                }
+            }
+            if v != NO_PAGE && v != crate::object::LOST_PAGE {
+                self.by_page.insert(v, (ino, c));
+            }
+            words.insert((k, (c % SLOTS) / 2));
+        }
+        for (k, w) in words {
+            let n = &self.inodes[&ino];
+            let base = n.blocks[&k];
+            let first = k * SLOTS + 2 * w;
+            let lo = n.slots.get(&first).copied().unwrap_or(NO_PAGE);
+            let hi = n.slots.get(&(first + 1)).copied().unwrap_or(NO_PAGE);
+            let off = base + OFFSETS_HEAD + 8 * u64::from(w);
+            self.store_persist(off, u64::from(lo) | (u64::from(hi) << 32))
+                .map_err(|e| nv_err(fs, e))?;
+        }
+        Ok(())
+    }
+
+    /// Offset structures wholly past the file's end and empty are unlinked and freed.
+    fn trim<F: Flash>(&mut self, fs: &FileSystem<F>, ino: Ino, size: u64) -> Result<()> {
+        let first_past = size.div_ceil(u64::from(fs.layout.chunk_bytes));
+        let k0 = first_past
+            .div_ceil(u64::from(SLOTS))
+            .min(u64::from(u32::MAX)) as u32;
+        let n = &self.inodes[&ino];
+        let tail: Vec<(u32, u64)> = n.blocks.range(k0..).map(|(&k, &o)| (k, o)).collect();
+        if tail.is_empty() || n.slots.range(k0.saturating_mul(SLOTS)..).next().is_some() {
+            return Ok(());
+        }
+        let word = match n.blocks.range(..k0).next_back() {
+            Some((_, &p)) => p,
+            None => n.at + INODE_OFFSETS,
+        };
+        self.store_persist(word, 0).map_err(|e| nv_err(fs, e))?;
+        let n = self.inodes.get_mut(&ino).expect("listed");
+        for (k, off) in tail {
+            n.blocks.remove(&k);
+            self.heap.release(off, OFFSETS_BYTES);
+        }
+        Ok(())
+    }
+
+    /// The page slots of `ino` that differ from its chunk map in RAM: (to publish now,
+    /// to clear after the record).
+    fn slot_changes<F: Flash>(fs: &FileSystem<F>, n: Option<&NvInode>, ino: Ino) -> SlotDiff {
+        let ram: Vec<(u32, u32)> = match fs.objects.get(&ino) {
+            Some(o) if has_data(o.kind) => o.chunks.entries(),
+            _ => Vec::new(),
+        };
+        let empty = BTreeMap::new();
+        let published = n.map_or(&empty, |n| &n.slots);
+        let mut diff = SlotDiff::default();
+        for &(c, p) in &ram {
+            if published.get(&c) != Some(&p) {
+                diff.set.push((c, p));
+            }
+        }
+        let mut ram_iter = ram.iter().peekable();
+        for &c in published.keys() {
+            while ram_iter.peek().is_some_and(|&&(rc, _)| rc < c) {
+                ram_iter.next();
+            }
+            if ram_iter.peek().is_none_or(|&&(rc, _)| rc != c) {
+                diff.clear.push((c, NO_PAGE));
+            }
+        }
+        diff
+    }
+
+    fn store_header_inner<F: Flash>(
+        &mut self,
+        fs: &mut FileSystem<F>,
+        ino: Ino,
+        rec: &mut Record,
+    ) -> Result<()> {
+        if rec.encoded_len() > fs.layout.chunk_bytes as usize {
+            return Err(FsError::NameTooLong);
+        }
+        rec.version = fs.take_serial();
+        if rec.names.is_empty() && ino != ROOT_INO && fs.link_count(ino) == 0 {
+            // Its last name is gone: the inode goes (an open file lives on in RAM only).
+            if self.inodes.contains_key(&ino) {
+                self.remove_inode(fs, ino)?;
+            }
+            return Ok(());
+        }
+        let bytes = rec.encode();
+        let diff = Self::slot_changes(fs, self.inodes.get(&ino), ino);
+        let new = !self.inodes.contains_key(&ino);
+        if new {
+            let at = self.alloc(INODE_BYTES)?;
+            self.inodes.insert(
+                ino,
+                NvInode {
+                    at,
+                    next: 0,
+                    record: Extent { off: 0, bytes: 0 },
+                    version: 0,
+                    blocks: BTreeMap::new(),
+                    slots: BTreeMap::new(),
+                },
+            );
+        }
+        let out = self.publish(fs, ino, rec, &bytes, &diff, new);
+        if out.is_err() && new {
+            // Never linked: give back what it took.
+            if let Some(n) = self.inodes.get(&ino) {
+                if n.record.bytes == 0 {
+                    let n = self.inodes.remove(&ino).expect("listed");
+                    self.heap.release(n.at, INODE_BYTES);
+                    for off in n.blocks.values() {
+                        self.heap.release(*off, OFFSETS_BYTES);
+                    }
+                    for p in n.slots.values() {
+                        self.by_page.remove(p);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn publish<F: Flash>(
+        &mut self,
+        fs: &mut FileSystem<F>,
+        ino: Ino,
+        rec: &Record,
+        bytes: &[u8],
+        diff: &SlotDiff,
+        new: bool,
+    ) -> Result<()> {
+        // Pages first, so the record never covers a chunk whose page is not published.
+        self.set_slots(fs, ino, &diff.set)?;
+        let ext = self.write_extent(bytes)?;
+        if new {
+            let b = bucket_of(ino) as usize;
+            let next = self.chains[b]
+                .first()
+                .map_or(0, |head| self.inodes[head].at);
+            let n = self.inodes.get_mut(&ino).expect("listed");
+            n.next = next;
+            n.record = ext;
+            n.version = rec.version;
+            let mut inode = [0u8; INODE_BYTES as usize];
+            inode[0..8].copy_from_slice(&u64::from(ino).to_le_bytes());
+            inode[8..16].copy_from_slice(&next.to_le_bytes());
+            inode[16..24].copy_from_slice(&ext.off.to_le_bytes());
+            let first = n.blocks.values().next().copied().unwrap_or(0);
+            inode[24..32].copy_from_slice(&first.to_le_bytes());
+            let at = n.at;
+            self.nv
+                .write(at, &inode)
+                .and_then(|_| self.nv.persist(at, INODE_BYTES))
+                .map_err(|e| nv_err(fs, e))?;
+            self.store_persist(self.regions.bucket_word(b as u64), at)
+                .map_err(|e| nv_err(fs, e))?;
+            self.chains[b].insert(0, ino);
+        } else {
+            // A rename over a name drops the object it replaces in the same transaction.
+            let victims: Vec<Ino> = rec
+                .name_updates
+                .iter()
+                .filter(|(t, names)| {
+                    names.is_empty()
+                        && *t != ino
+                        && *t != ROOT_INO
+                        && fs.link_count(*t) == 0
+                        && self.inodes.contains_key(t)
+                })
+                .map(|(t, _)| *t)
+                .take(layout::LOG_ENTRIES - 1)
+                .collect();
+            let mut entries = vec![(self.inodes[&ino].at + INODE_RECORD, ext.off)];
+            for &v in &victims {
+                entries.push(self.unchain(v));
+            }
+            // On failure power is gone: RAM state no longer matters, only what the NVRAM
+            // keeps.
+            self.commit(&entries).map_err(|e| nv_err(fs, e))?;
+            let n = self.inodes.get_mut(&ino).expect("listed");
+            let old = std::mem::replace(&mut n.record, ext);
+            n.version = rec.version;
+            self.heap.release(old.off, old.bytes);
+            for v in victims {
+                self.release_inode(v);
+            }
+        }
+        self.set_slots(fs, ino, &diff.clear)?;
+        self.trim(fs, ino, rec.size)
+    }
+
+    /// Before erasing `block`: every published page in it is republished as its chunk
+    /// stands in RAM (moved by cleaning, overwritten, or gone).
+    fn before_erase_inner<F: Flash>(&mut self, fs: &FileSystem<F>, block: u32) -> Result<()> {
+        let first = fs.layout.pno(block, 0);
+        let mut todo: BTreeMap<Ino, Vec<(u32, u32)>> = BTreeMap::new();
+        for p in first..first + fs.layout.pages_per_block {
+            let Some(&(ino, c)) = self.by_page.get(&p) else {
+                continue;
+            };
+            let now = match fs.objects.get(&ino) {
+                Some(o) if has_data(o.kind) => o.chunks.get(c),
+                _ => NO_PAGE,
+            };
+            if now == p {
+                return Err(FsError::Io(format!(
+                    "block {block} is being erased with page {p} of object {ino} live"
+                )));
+            }
+            todo.entry(ino).or_default().push((c, now));
+        }
+        for (ino, changes) in todo {
+            self.set_slots(fs, ino, &changes)?;
+        }
+        Ok(())
+    }
+
+    fn block_event_inner<F: Flash>(
+        &mut self,
+        fs: &FileSystem<F>,
+        block: u32,
+        event: BlockEvent,
+    ) -> Result<()> {
+        let word = self.regions.block_word(block);
+        let r = match event {
+            BlockEvent::Opened => self.store_persist(word, layout::NvBlock::InUse as u64),
+            BlockEvent::Retired => self.store_persist(word, layout::NvBlock::Bad as u64),
+            // May lag: a block still marked in use is only cleaned again.
+            BlockEvent::Erased => self.store(word, layout::NvBlock::Erased as u64),
+        };
+        r.map_err(|e| nv_err(fs, e))
+    }
+
+    /// Adds the NVRAM's time to the device clock (the two share one clock).
+    fn settle_clock<F: Flash>(&mut self, fs: &mut FileSystem<F>) {
+        let ns = self.nv.take_elapsed_ns();
+        if ns > 0 {
+            fs.dev.get_mut().advance_clock_ns(ns);
+        }
+    }
+
+    /// Removes the inodes of objects a mount did not keep.
+    pub(crate) fn remove_dead<F: Flash>(&mut self, fs: &mut FileSystem<F>) -> Result<()> {
+        for ino in std::mem::take(&mut self.dead) {
+            if self.inodes.contains_key(&ino) && !fs.objects.contains_key(&ino) {
+                self.remove_inode(fs, ino)?;
+            }
+        }
+        self.settle_clock(fs);
+        Ok(())
+    }
+}
+
+/// The status word a block in this state gets.
+fn status_of(state: crate::blocks::BlockState) -> layout::NvBlock {
+    use crate::blocks::BlockState as S;
+    match state {
+        S::Empty => layout::NvBlock::Erased,
+        S::Bad => layout::NvBlock::Bad,
+        S::Anchor => layout::NvBlock::Anchor,
+        _ => layout::NvBlock::InUse,
+    }
+}
+
+#[derive(Default)]
+struct SlotDiff {
+    set: Vec<(u32, u32)>,
+    clear: Vec<(u32, u32)>,
+}
+
+impl<F: Flash> MetadataStore<F> for Minv {
+    fn name(&self) -> &'static str {
+        "nvram"
+    }
+
+    fn store_header(
+        &mut self,
+        fs: &mut FileSystem<F>,
+        ino: Ino,
+        rec: &mut Record,
+    ) -> Result<Option<u32>> {
+        let out = self.store_header_inner(fs, ino, rec);
+        self.settle_clock(fs);
+        out.map(|()| None)
+    }
+
+    fn recover(&mut self, _fs: &mut FileSystem<F>, _options: &MountOptions) -> Result<MountMethod> {
+        // `minv::mount` builds the state before the store is installed.
+        Ok(MountMethod::Nvram)
+    }
+
+    fn unmount(&mut self, fs: &mut FileSystem<F>) -> Result<bool> {
+        let out = self.nv.persist_all().map_err(|e| nv_err(fs, e));
+        self.settle_clock(fs);
+        out.map(|()| false)
+    }
+
+    fn before_erase(&mut self, fs: &mut FileSystem<F>, block: u32) -> Result<()> {
+        let out = self.before_erase_inner(fs, block);
+        self.settle_clock(fs);
+        out
+    }
+
+    fn block_event(&mut self, fs: &mut FileSystem<F>, block: u32, event: BlockEvent) -> Result<()> {
+        let out = self.block_event_inner(fs, block, event);
+        self.settle_clock(fs);
+        out
+    }
+
+    fn after_mount(&mut self, fs: &mut FileSystem<F>) -> Result<()> {
+        self.remove_dead(fs)
+    }
+
+    fn check(&mut self, fs: &mut FileSystem<F>) -> Vec<String> {
+        let out = check::check(self, fs);
+        self.settle_clock(fs);
+        out
+    }
+
+    fn nvram(&self) -> Option<NvramReport> {
+        Some(NvramReport {
+            stats: self.nv.stats(),
+            bytes_in_use: self.bytes_in_use(),
+            size_bytes: self.nv.size_bytes(),
+            power_lost: self.nv.power_lost(),
+        })
+    }
+
+    fn nvram_mut(&mut self) -> Option<&mut Nvram> {
+        Some(&mut self.nv)
+    }
+
+    fn into_nvram(self: Box<Self>) -> Option<Nvram> {
+        Some(self.nv)
+    }
+}
+
+/// What a file system's NVRAM holds and has done.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct NvramReport {
+    pub stats: NvramStats,
+    pub bytes_in_use: u64,
+    pub size_bytes: u64,
+    pub power_lost: bool,
+}

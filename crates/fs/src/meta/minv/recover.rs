@@ -1,0 +1,360 @@
+//! Mounting from the NVRAM: everything the file system keeps in RAM is rebuilt from the
+//! NVRAM alone; flash is not read.
+//!
+//! Every pointer is checked before it is followed (inside the heap, aligned, not seen
+//! before) and every record against its checksum, so a damaged NVRAM gives a clear error,
+//! never a panic or a loop. The objects then go through the same recovery rules as a scan
+//! of the flash log (`rebuild`: names, hard links, attribute sets, name updates of a rename
+//! by version), with the chunk maps taken from the offset structures.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use nandkit_flash::Flash;
+use nandkit_nvram::Nvram;
+
+use super::heap::Heap;
+use super::layout::{
+    bucket_of, get32, get64, record_bytes, NvBlock, Regions, Superblock, BUCKETS, INODE_BYTES,
+    OFFSETS_BYTES, OFFSETS_HEAD, SLOTS, SUPER_BYTES, TABLE_OFF, UNIT,
+};
+use super::{Extent, Minv, NvInode};
+use crate::blocks::BlockState;
+use crate::config::FsConfig;
+use crate::error::{FsError, Result};
+use crate::format::Record;
+use crate::fs::{FileSystem, MountMethod, MountOptions};
+use crate::layout::Layout;
+use crate::meta::MetadataKind;
+use crate::object::{LOST_PAGE, NO_PAGE};
+use crate::scan::{Found, Seen};
+use crate::types::Ino;
+
+fn corrupt(why: impl Into<String>) -> FsError {
+    FsError::CorruptNvram(why.into())
+}
+
+/// Reads NVRAM through a redo transaction not yet applied (a read-only mount's view).
+pub(super) struct Reader<'a> {
+    pub nv: &'a mut Nvram,
+    pub patch: HashMap<u64, u64>,
+}
+
+impl Reader<'_> {
+    pub(super) fn read(&mut self, off: u64, len: u64) -> Result<Vec<u8>> {
+        let mut b = vec![0u8; len as usize];
+        self.nv.read(off, &mut b).map_err(FsError::Nvram)?;
+        for (&o, &v) in &self.patch {
+            if o >= off && o + 8 <= off + len {
+                let at = (o - off) as usize;
+                b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        Ok(b)
+    }
+}
+
+/// Checks that the NVRAM was formatted for this device and returns its configuration.
+fn superblock<F: Flash>(r: &mut Reader, dev: &F) -> Result<(Superblock, FsConfig)> {
+    let b = r.read(0, SUPER_BYTES)?;
+    let sb = Superblock::decode(&b).map_err(|why| {
+        if why.contains("magic") {
+            FsError::NotFormatted(format!("the NVRAM has {why}"))
+        } else {
+            corrupt(why)
+        }
+    })?;
+    let layout = Layout::new(dev.geometry())?;
+    let g = layout.geometry;
+    let mine = (sb.page_size, sb.oob_size, sb.pages_per_block, sb.blocks);
+    let theirs = (
+        g.page_size_bytes,
+        g.oob_size_bytes,
+        layout.pages_per_block,
+        layout.blocks,
+    );
+    if mine != theirs {
+        return Err(corrupt(format!(
+            "the NVRAM belongs to another flash device: made for {} blocks of {} pages of \
+             {}+{} B, this device has {} blocks of {} pages of {}+{} B",
+            sb.blocks,
+            sb.pages_per_block,
+            sb.page_size,
+            sb.oob_size,
+            layout.blocks,
+            layout.pages_per_block,
+            g.page_size_bytes,
+            g.oob_size_bytes
+        )));
+    }
+    if sb.nvram_size != r.nv.size_bytes() {
+        return Err(corrupt(format!(
+            "superblock says {} bytes of NVRAM, the device has {}",
+            sb.nvram_size,
+            r.nv.size_bytes()
+        )));
+    }
+    if sb.anchors.iter().any(|&a| a >= layout.blocks) {
+        return Err(corrupt("superblock names anchor blocks outside the device"));
+    }
+    let config: FsConfig = serde_json::from_slice(&sb.config_json)
+        .map_err(|e| corrupt(format!("superblock configuration does not decode: {e}")))?;
+    if config.metadata != MetadataKind::Nvram {
+        return Err(corrupt("superblock configuration is not a MiNV one"));
+    }
+    config.alloc_params.validate()?;
+    Ok((sb, config))
+}
+
+/// What the walk of the inode table found.
+pub(super) struct Found2 {
+    pub inodes: HashMap<Ino, (NvInode, Record)>,
+    pub chains: Vec<Vec<Ino>>,
+    pub extents: Vec<(u64, u64)>,
+}
+
+pub(super) fn walk(
+    r: &mut Reader,
+    regions: &Regions,
+    chunk_bytes: u32,
+    pages: u64,
+) -> Result<Found2> {
+    let heap_ok = |off: u64, len: u64| {
+        off >= regions.heap_off
+            && off.is_multiple_of(UNIT)
+            && off.saturating_add(len) <= regions.heap_end
+    };
+    let heads = r.read(regions.buckets_off, 8 * BUCKETS)?;
+    let mut seen_at: HashSet<u64> = HashSet::new();
+    let mut out = Found2 {
+        inodes: HashMap::new(),
+        chains: vec![Vec::new(); BUCKETS as usize],
+        extents: Vec::new(),
+    };
+    for b in 0..BUCKETS {
+        let mut at = get64(&heads, 8 * b as usize);
+        while at != 0 {
+            if !heap_ok(at, INODE_BYTES) || !seen_at.insert(at) {
+                return Err(corrupt(format!(
+                    "inode chain {b} points at offset {at}, outside the heap or seen twice"
+                )));
+            }
+            let i = r.read(at, INODE_BYTES)?;
+            let ino = get64(&i, 0);
+            let ino = Ino::try_from(ino)
+                .ok()
+                .filter(|&x| x != 0 && bucket_of(x) == b)
+                .ok_or_else(|| {
+                    corrupt(format!("inode at {at} has number {ino}, not of chain {b}"))
+                })?;
+            if out.inodes.contains_key(&ino) {
+                return Err(corrupt(format!("object {ino} has two inodes")));
+            }
+            let (next, rec_off, first) = (get64(&i, 8), get64(&i, 16), get64(&i, 24));
+            if !heap_ok(rec_off, UNIT) {
+                return Err(corrupt(format!(
+                    "object {ino}: record pointer {rec_off} is bad"
+                )));
+            }
+            let head = r.read(rec_off, 8)?;
+            let len = u64::from(u16::from_le_bytes([head[0], head[1]]));
+            if len < 8
+                || len > u64::from(chunk_bytes)
+                || !heap_ok(rec_off, record_bytes(len as usize))
+            {
+                return Err(corrupt(format!("object {ino}: record length {len} is bad")));
+            }
+            let bytes = r.read(rec_off, len)?;
+            let rec = Record::decode(&bytes)
+                .ok_or_else(|| corrupt(format!("object {ino}: record fails its checksum")))?;
+            let record = Extent {
+                off: rec_off,
+                bytes: record_bytes(len as usize),
+            };
+            out.extents.push((at, INODE_BYTES));
+            out.extents.push((record.off, record.bytes));
+            let mut n = NvInode {
+                at,
+                next,
+                record,
+                version: rec.version,
+                blocks: BTreeMap::new(),
+                slots: BTreeMap::new(),
+            };
+            let mut o = first;
+            let mut last: Option<u32> = None;
+            while o != 0 {
+                if !heap_ok(o, OFFSETS_BYTES) || !seen_at.insert(o) {
+                    return Err(corrupt(format!(
+                        "object {ino}: offset chain points at {o}, outside the heap or seen twice"
+                    )));
+                }
+                let s = r.read(o, OFFSETS_BYTES)?;
+                let (first_chunk, owner) = (get32(&s, 8), get32(&s, 12));
+                let k = first_chunk / SLOTS;
+                if first_chunk % SLOTS != 0 || owner != ino || last.is_some_and(|l| l >= k) {
+                    return Err(corrupt(format!(
+                        "object {ino}: offset structure at {o} is out of order or not its own"
+                    )));
+                }
+                last = Some(k);
+                for i in 0..SLOTS {
+                    let p = get32(&s, (OFFSETS_HEAD + 4 * u64::from(i)) as usize);
+                    if p == NO_PAGE {
+                        continue;
+                    }
+                    if p != LOST_PAGE && u64::from(p) >= pages {
+                        return Err(corrupt(format!("object {ino}: page {p} is off the device")));
+                    }
+                    n.slots.insert(first_chunk + i, p);
+                }
+                n.blocks.insert(k, o);
+                out.extents.push((o, OFFSETS_BYTES));
+                o = get64(&s, 0);
+            }
+            at = next;
+            out.chains[b as usize].push(ino);
+            out.inodes.insert(ino, (n, rec));
+        }
+    }
+    out.extents.sort_unstable();
+    for w in out.extents.windows(2) {
+        if w[0].0 + w[0].1 > w[1].0 {
+            return Err(corrupt(format!(
+                "structures overlap at NVRAM offset {}",
+                w[1].0
+            )));
+        }
+    }
+    Ok(out)
+}
+
+/// Mounts the file system whose metadata is in `nv` over `dev`.
+pub(crate) fn mount<F: Flash>(
+    mut nv: Nvram,
+    dev: F,
+    options: &MountOptions,
+) -> Result<FileSystem<F>> {
+    let mut r = Reader {
+        nv: &mut nv,
+        patch: HashMap::new(),
+    };
+    let (sb, config) = superblock(&mut r, &dev)?;
+    let mut fs = FileSystem::empty(dev, config, Arc::clone(&options.clock))?;
+    fs.read_only = options.read_only;
+    fs.anchors.blocks = sb.anchors;
+    let regions = Regions::new(fs.layout.blocks, r.nv.size_bytes())?;
+    let tables_end = regions.heap_off;
+    let log = super::redo::read(r.nv, |o| {
+        o >= TABLE_OFF && o + 8 <= tables_end || o >= regions.heap_off && o < regions.heap_end
+    })
+    .map_err(corrupt)?;
+    if let Some(entries) = &log {
+        r.patch = entries.iter().copied().collect();
+    }
+
+    // Block status.
+    let ppb = fs.layout.pages_per_block;
+    let table = r.read(TABLE_OFF, 8 * u64::from(fs.layout.blocks))?;
+    for b in 0..fs.layout.blocks {
+        let w = get64(&table, 8 * b as usize);
+        let state = NvBlock::from_word(w)
+            .ok_or_else(|| corrupt(format!("block {b} has status word {w:#x}")))?;
+        match state {
+            NvBlock::Erased => {}
+            NvBlock::InUse => {
+                fs.blocks.set_state(b, BlockState::Full);
+                fs.blocks.update(b, |x| x.next_page = ppb);
+            }
+            NvBlock::Bad => fs.blocks.set_state(b, BlockState::Bad),
+            NvBlock::Anchor => fs.blocks.set_state(b, BlockState::Anchor),
+        }
+    }
+    let pages = u64::from(fs.layout.blocks) * u64::from(ppb);
+    let found = walk(&mut r, &regions, fs.layout.chunk_bytes, pages)?;
+    drop(r);
+
+    let mut store = Minv {
+        heap: Heap::rebuild(regions.heap_off, regions.heap_end, &found.extents),
+        nv,
+        regions,
+        inodes: HashMap::new(),
+        chains: found.chains,
+        by_page: HashMap::new(),
+        dead: Vec::new(),
+    };
+    if let Some(entries) = log {
+        if !options.read_only {
+            store
+                .apply(&entries)
+                .and_then(|_| store.store_persist(super::layout::LOG_OFF, 0))
+                .map_err(FsError::Nvram)?;
+        }
+    }
+    let mut seen = Vec::with_capacity(found.inodes.len());
+    let mut order: Vec<Ino> = found.inodes.keys().copied().collect();
+    order.sort_unstable();
+    let mut inodes = found.inodes;
+    for ino in order {
+        let (n, rec) = inodes.remove(&ino).expect("listed");
+        for (&c, &p) in &n.slots {
+            if p != LOST_PAGE && store.by_page.insert(p, (ino, c)).is_some() {
+                return Err(corrupt(format!("page {p} is published twice")));
+            }
+        }
+        seen.push(Seen {
+            pno: NO_PAGE,
+            what: Found::Header {
+                obj: ino,
+                version: rec.version,
+                facts: rec.facts(ino),
+                record: Some(Box::new(rec)),
+            },
+        });
+        store.inodes.insert(ino, n);
+    }
+    fs.rebuild(seen)?;
+    install_chunks(&mut fs, &mut store);
+    fs.mount_method = MountMethod::Nvram;
+    let ns = store.nv.take_elapsed_ns();
+    fs.dev.get_mut().advance_clock_ns(ns);
+    fs.metadata = Some(Box::new(store));
+    fs.recount_reserves();
+    Ok(fs)
+}
+
+/// Chunk maps from the published pages: a page counts if it lies within its file's size
+/// and in a block in use; others are stale (a truncate or delete cut short), cleared by the
+/// object's next header write (a writable mount makes one at once).
+fn install_chunks<F: Flash>(fs: &mut FileSystem<F>, store: &mut Minv) {
+    let c = u64::from(fs.layout.chunk_bytes);
+    let mut inos: Vec<Ino> = store.inodes.keys().copied().collect();
+    inos.sort_unstable();
+    for ino in inos {
+        let n = &store.inodes[&ino];
+        let Some(o) = fs.objects.get_mut(&ino) else {
+            store.dead.push(ino);
+            continue;
+        };
+        let mut stale = !crate::rebuild::has_data(o.kind) && !n.slots.is_empty();
+        if crate::rebuild::has_data(o.kind) {
+            for (&chunk, &p) in &n.slots {
+                let inside = u64::from(chunk) * c < o.size;
+                let ok = p == LOST_PAGE
+                    || fs.blocks.get(fs.layout.block_of(p)).state == BlockState::Full;
+                if !inside || !ok {
+                    stale = true;
+                    continue;
+                }
+                o.chunks.set(chunk, p);
+                o.saw_chunk(chunk);
+                if p != LOST_PAGE {
+                    fs.blocks.set_valid(p);
+                }
+            }
+        }
+        if stale {
+            fs.repairs.push(ino);
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! The `minv` profile (metadata in NVRAM): it works like any profile, mounts without
+//! reading flash, survives crashes, and refuses a damaged NVRAM with an error.
+
+mod common;
+
+use common::*;
+use nandkit_fs::*;
+
+fn fresh(dev: Dev) -> Fs {
+    format_with(dev, minv(dev))
+}
+
+#[test]
+fn files_round_trip_through_unmount_and_crash() {
+    for dev in Dev::ALL {
+        let mut fs = fresh(dev);
+        let d = fs.create(ROOT_INO, b"dir", dir()).unwrap().ino;
+        let mut files = Vec::new();
+        for i in 0..20u64 {
+            let ino = fs
+                .create(d, format!("f{i}").as_bytes(), file())
+                .unwrap()
+                .ino;
+            let data = pattern(i, (i as usize * 997) % 9000 + 1);
+            fs.write(ino, 0, &data).unwrap();
+            fs.fsync(ino).unwrap();
+            files.push((ino, data));
+        }
+        fs.rename(d, b"f3", ROOT_INO, b"moved", RenameMode::Replace)
+            .unwrap();
+        fs.unlink(d, b"f4").unwrap();
+        let (ino4, _) = files.remove(4);
+        assert_fsck(&mut fs, dev.name());
+        let mut fs = clean_remount(fs);
+        assert_eq!(fs.mount_method(), MountMethod::Nvram);
+        assert_fsck(&mut fs, dev.name());
+        for (ino, data) in &files {
+            assert_bytes(&read_all(&mut fs, *ino).unwrap(), data, dev.name());
+        }
+        assert!(fs.lookup(ROOT_INO, b"moved").is_ok());
+        assert!(fs.getattr(ino4).is_err());
+        let mut fs = crash_remount(fs);
+        assert_fsck(&mut fs, dev.name());
+        for (ino, data) in &files {
+            assert_bytes(&read_all(&mut fs, *ino).unwrap(), data, dev.name());
+        }
+    }
+}
+
+#[test]
+fn mount_reads_nothing_on_flash() {
+    let dev = Dev::Small;
+    let mut fs = fresh(dev);
+    for i in 0..30u64 {
+        let ino = fs
+            .create(ROOT_INO, format!("f{i}").as_bytes(), file())
+            .unwrap()
+            .ino;
+        fs.write(ino, 0, &pattern(i, 3000)).unwrap();
+    }
+    let (mut flash, nv) = fs.unmount_parts().unwrap();
+    let t = flash.stats().total();
+    let reads = t.page_reads + t.oob_reads;
+    let fs = mount_parts(flash, nv).unwrap();
+    let t = fs.device().stats().total();
+    assert_eq!(t.page_reads + t.oob_reads, reads, "mount read flash");
+}
+
+/// The space model with our structure sizes predicts the NVRAM bytes in use exactly.
+#[test]
+fn nvram_use_equals_the_space_model() {
+    let dev = Dev::Small;
+    let g = dev.config().geometry.striped();
+    let name_bytes = 8;
+    let c = nandkit_fs::meta::minv::model_constants(g, name_bytes).unwrap();
+    let flash = u64::from(dev.blocks()) * c.block_size;
+    for (files, size) in [
+        (0u64, 0u64),
+        (1, 512),
+        (16, 2048),
+        (40, 30_000),
+        (3, 300_000),
+        (100, 1),
+    ] {
+        let mut fs = fresh(dev);
+        for i in 0..files {
+            let name = format!("f{i:07}");
+            assert_eq!(name.len(), name_bytes);
+            let ino = fs.create(ROOT_INO, name.as_bytes(), file()).unwrap().ino;
+            fs.write(ino, 0, &pattern(i, size as usize)).unwrap();
+            fs.fsync(ino).unwrap();
+        }
+        let model = nandkit_models::nvram_space_uniform(&c, flash, files, size).unwrap();
+        let measured = fs.nvram().unwrap().bytes_in_use;
+        assert_eq!(measured, model.bytes, "{files} files of {size} bytes");
+        // And again from a mount (the manager rebuilt from what is reachable).
+        let fs = clean_remount(fs);
+        assert_eq!(fs.nvram().unwrap().bytes_in_use, model.bytes, "remounted");
+    }
+}
+
+/// Damaged NVRAM: every byte of the metadata region flipped in turn (and random garbage)
+/// gives a mount that works or a clear error, never a panic.
+#[test]
+fn damaged_nvram_is_an_error_not_a_panic() {
+    let dev = Dev::Small;
+    let mut fs = fresh(dev);
+    for i in 0..12u64 {
+        let ino = fs
+            .create(ROOT_INO, format!("f{i}").as_bytes(), file())
+            .unwrap()
+            .ino;
+        fs.write(ino, 0, &pattern(i, 2000 + i as usize * 700))
+            .unwrap();
+    }
+    fs.rename(ROOT_INO, b"f1", ROOT_INO, b"f2", RenameMode::Replace)
+        .unwrap();
+    let (flash, nv) = fs.unmount_parts().unwrap();
+    let mut flash = flash.into_inner();
+    let mut nv = nv.unwrap();
+    let used = 200_000u64; // past the tables and everything the heap holds here
+    let mut image = vec![0u8; used as usize];
+    nv.read(0, &mut image).unwrap();
+    let mut refused = 0;
+    let mut rng = 0x9e37_79b9_u64;
+    for k in 0..600u64 {
+        let mut bad = image.clone();
+        // Half the time a byte of the tables (superblock, log, status, buckets), else of
+        // the heap where inodes, records and offset structures are.
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let at = if k % 2 == 0 {
+            (rng >> 33) % 16_000
+        } else {
+            16_000 + (rng >> 33) % (used - 16_000)
+        } as usize;
+        bad[at] ^= 1 << (k % 8);
+        let mut nv2 = ram_nvram();
+        nv2.write(0, &bad).unwrap();
+        nv2.persist_all().unwrap();
+        let f = clone_device(&mut flash);
+        match FileSystem::mount_with_nvram(nandkit_flash::StripedFlash::new(f), nv2, opts()) {
+            Ok(mut fs) => {
+                // Whatever it made of it must hold together.
+                let _ = fs.fsck();
+                let _ = dentries(&mut fs);
+            }
+            Err(e) => {
+                refused += 1;
+                assert!(!format!("{e}").is_empty());
+            }
+        }
+    }
+    assert!(refused > 50, "only {refused} damaged images refused");
+}
