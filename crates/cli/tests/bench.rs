@@ -561,3 +561,72 @@ fn moda_repeat_json_contract() {
     };
     assert!(slowest("between") < slowest("none"));
 }
+
+/// MiNV's Figure 8 bench: rows per profile and mount method; minv reads no flash and beats
+/// yaffs's scan.
+#[test]
+fn minv_mount_json_contract() {
+    let v = bench_json(&[
+        "minv-mount",
+        "--device-size",
+        "4MiB",
+        "--utilizations",
+        "0,1",
+        "--file-size",
+        "256KiB",
+    ]);
+    let rows = v.as_array().expect("an array of rows");
+    assert_eq!(rows.len(), 2 * 2 * 3, "layouts x utilizations x mounts");
+    for r in rows {
+        for field in ["profile", "method", "layout"] {
+            assert!(r[field].is_string(), "{field}: {r}");
+        }
+        assert!(
+            f(r, "utilization") >= 0.0 && f(r, "mount_sim_us") > 0.0,
+            "{r}"
+        );
+        if r["profile"] == "minv" {
+            assert_eq!(u(r, "flash_reads"), 0, "{r}");
+            let scan = rows
+                .iter()
+                .find(|s| {
+                    s["method"] == "scan"
+                        && s["layout"] == r["layout"]
+                        && s["target"] == r["target"]
+                })
+                .expect("a scan row");
+            assert!(
+                f(r, "mount_sim_us") < f(scan, "mount_sim_us"),
+                "{r} vs {scan}"
+            );
+        }
+    }
+}
+
+/// MiNV's Figure 11 bench: every workload under both profiles, with the fields the
+/// maintainers check; minv is faster and uses less energy on each.
+#[test]
+fn ttfs_json_contract() {
+    let v = bench_json(&["ttfs", "--device-size", "8MiB"]);
+    let rows = v.as_array().expect("an array of rows");
+    assert_eq!(rows.len(), 6);
+    for w in ["fax", "phone", "recorder"] {
+        let row = |p: &str| {
+            rows.iter()
+                .find(|r| r["workload"] == w && r["profile"] == p)
+                .unwrap_or_else(|| panic!("{w} / {p}"))
+        };
+        let (y, m) = (row("yaffs"), row("minv"));
+        for r in [y, m] {
+            for field in ["sim_s", "energy_j"] {
+                assert!(f(r, field) > 0.0, "{field}: {r}");
+            }
+            for field in ["flash_reads", "flash_programs", "flash_erases"] {
+                u(r, field);
+            }
+        }
+        assert!(f(m, "sim_s") < f(y, "sim_s"), "{w}: {m} vs {y}");
+        assert!(f(m, "energy_j") < f(y, "energy_j"), "{w}: {m} vs {y}");
+        assert!(u(m, "flash_programs") <= u(y, "flash_programs"), "{w}");
+    }
+}

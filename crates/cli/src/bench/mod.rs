@@ -6,11 +6,13 @@
 //! data pages). Every random choice comes from a seed the report names: the device's
 //! (`--seed`, bad blocks and bit errors) and the workload's (`--workload-seed`).
 
+pub mod energy;
 mod fuse;
 mod heap;
 mod iozone;
 mod ma_mount;
 mod ma_realtime;
+mod minv;
 mod moda_common;
 mod moda_repeat;
 mod moda_table;
@@ -148,6 +150,18 @@ enum BenchCommand {
             nandkit bench moda-repeat\n  \
             nandkit bench moda-repeat --modes none,idle --gap 5 --idle-after 0.5 --json")]
     ModaRepeat(moda_repeat::ModaRepeatArgs),
+    /// The MiNV paper's Figure 8: mount time against utilization, yaffs (checkpoint and
+    /// scan) against minv (NVRAM), on a fresh and an aged layout.
+    #[command(long_about = minv::MOUNT_LONG_ABOUT, after_help = "Examples:\n  \
+            nandkit bench minv-mount\n  \
+            nandkit bench minv-mount --utilizations 0,1 --layouts fresh --json")]
+    MinvMount(minv::MinvMountArgs),
+    /// The MiNV paper's Figure 11: the TTFS workloads (fax, phone, recorder) under yaffs
+    /// and minv: time, flash operations, energy.
+    #[command(long_about = minv::TTFS_LONG_ABOUT, after_help = "Examples:\n  \
+            nandkit bench ttfs\n  \
+            nandkit bench ttfs --workloads fax --json")]
+    Ttfs(minv::TtfsArgs),
 }
 
 /// A file system as the benchmarks run it: on a RAM array seen striped.
@@ -167,6 +181,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::ModaTable(a) => moda_table::run(a),
         BenchCommand::ModaUtilization(a) => moda_utilization::run(a),
         BenchCommand::ModaRepeat(a) => moda_repeat::run(a),
+        BenchCommand::MinvMount(a) => minv::run_mount(a),
+        BenchCommand::Ttfs(a) => minv::run_ttfs(a),
     }
 }
 
@@ -269,6 +285,14 @@ pub fn format_on(
     let ram = FlashDevice::ram_with(config, options).context("creating the RAM device")?;
     let dev = StripedFlash::new(ram);
     let fs_config = fs_args.config(&dev)?;
+    if fs_config.metadata == nandkit_fs::meta::MetadataKind::Nvram {
+        // The paper's board: 12 MB of FeRAM.
+        let nv = nandkit_nvram::preset(nandkit_nvram::DEFAULT_PRESET)
+            .and_then(nandkit_nvram::Nvram::new_ram)
+            .context("creating the RAM NVRAM")?;
+        return FileSystem::format_with_nvram(dev, nv, fs_config, bench_clock())
+            .context("formatting");
+    }
     FileSystem::format(dev, fs_config, bench_clock()).context("formatting")
 }
 

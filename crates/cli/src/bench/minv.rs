@@ -1,0 +1,452 @@
+//! MiNV's experiments: mount time against utilization (the paper's Figure 8) and the TTFS
+//! workloads Fax, Mobile Phone and Event Recorder (Figure 11), yaffs against minv, with
+//! flash operation counts and energy.
+
+use anyhow::Context;
+use clap::Args;
+use nandkit_flash::Flash;
+use nandkit_fs::{FsError, Ino, ROOT_INO};
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::Serialize;
+
+use super::{format, mount_options, print_json, timed_mount, Fs, FsArgs};
+use crate::device_args::DeviceArgs;
+
+pub const MOUNT_LONG_ABOUT: &str = "Fills a fresh device to each utilization (used / usable \
+    space), unmounts it cleanly, and times the next mount: yaffs from its checkpoint and by a \
+    full scan, minv from its NVRAM. Two layouts: 'fresh' writes files one after another on an \
+    erased device (the paper's procedure, the scan's best case); 'aged' creates, overwrites \
+    and deletes files at random until the utilization is reached. mount_sim_us is simulated \
+    time (flash and NVRAM share one clock).";
+
+pub const TTFS_LONG_ABOUT: &str = "Runs the TTFS workloads (fax, phone, recorder) on a \
+    fresh device under the yaffs and minv profiles: total simulated time of the run (and \
+    its final sync), flash reads, programs and erases, and energy (NVRAM included for \
+    minv).";
+
+/// The device of the MiNV benches: the paper's 64 MB small-page chip.
+#[derive(Args)]
+pub struct MinvDeviceArgs {
+    /// Device preset.
+    #[arg(
+        long,
+        short = 'g',
+        default_value = "smallblock-64m-mtd",
+        value_name = "NAME"
+    )]
+    pub geometry: String,
+    /// Device capacity [default: the preset's].
+    #[arg(long, value_name = "SIZE", value_parser = crate::device_args::parse_bytes)]
+    pub device_size: Option<u64>,
+    /// Seed of the workloads and the aged layout.
+    #[arg(long, default_value_t = 1, value_name = "SEED")]
+    pub seed: u64,
+    /// Print a JSON array of rows instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl MinvDeviceArgs {
+    fn device(&self) -> anyhow::Result<nandkit_flash::DeviceConfig> {
+        DeviceArgs {
+            geometry: self.geometry.clone(),
+            chips: 1,
+            device_size: self.device_size,
+            seed: None,
+        }
+        .config()
+    }
+}
+
+fn format_profile(config: &nandkit_flash::DeviceConfig, profile: &str) -> anyhow::Result<Fs> {
+    format(
+        config.clone(),
+        &FsArgs {
+            profile: profile.into(),
+            ..FsArgs::default()
+        },
+    )
+}
+
+#[derive(Args)]
+pub struct MinvMountArgs {
+    #[command(flatten)]
+    dev: MinvDeviceArgs,
+    /// Utilizations to fill to, comma-separated (1 = until the device is full).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "0,0.2,0.4,0.6,0.8,1",
+        value_name = "U"
+    )]
+    utilizations: Vec<f64>,
+    /// Layouts: fresh (sequential fill), aged (create, overwrite, delete).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "fresh,aged",
+        value_name = "NAMES"
+    )]
+    layouts: Vec<String>,
+    /// Size of each file of the fresh layout.
+    #[arg(long, default_value = "1MiB", value_name = "SIZE", value_parser = crate::device_args::parse_bytes)]
+    file_size: u64,
+}
+
+#[derive(Serialize)]
+struct MountRow {
+    profile: &'static str,
+    /// scan, checkpoint or nvram.
+    method: &'static str,
+    layout: String,
+    /// The utilization asked for.
+    target: f64,
+    /// Used / usable space when unmounted.
+    utilization: f64,
+    files: u64,
+    mount_sim_us: f64,
+    mount_host_ms: f64,
+    flash_reads: u64,
+    nvram_bytes_read: u64,
+    energy_j: f64,
+}
+
+pub fn run_mount(args: MinvMountArgs) -> anyhow::Result<()> {
+    let config = args.dev.device()?;
+    let mut rows = Vec::new();
+    for layout in &args.layouts {
+        for &u in &args.utilizations {
+            if !(0.0..=1.0).contains(&u) {
+                anyhow::bail!("--utilizations {u}: must be within 0..=1");
+            }
+            for profile in ["yaffs", "minv"] {
+                let mut fs = format_profile(&config, profile)?;
+                let files = match layout.as_str() {
+                    "fresh" => fill_fresh(&mut fs, u, args.file_size)?,
+                    "aged" => fill_aged(&mut fs, u, args.dev.seed)?,
+                    other => anyhow::bail!("--layouts {other}: fresh or aged"),
+                };
+                let s = fs.statfs();
+                let utilization = s.used_chunks as f64 / s.total_chunks.max(1) as f64;
+                let base = RowBase {
+                    layout: layout.clone(),
+                    target: u,
+                    utilization,
+                    files,
+                };
+                if profile == "yaffs" {
+                    let dev = fs.unmount().context("unmounting")?;
+                    let (fs, t) = timed_mount_row(dev, false, &base)?;
+                    rows.push(t);
+                    let dev = fs.unmount().context("unmounting")?;
+                    let (_, t) = timed_mount_row(dev, true, &base)?;
+                    rows.push(t);
+                } else {
+                    rows.push(minv_mount_row(fs, &base)?);
+                }
+            }
+            if !args.dev.json {
+                eprintln!("{layout} u={u}: done");
+            }
+        }
+    }
+    if args.dev.json {
+        return print_json(&rows);
+    }
+    println!(
+        "{:<6} {:<10} {:<6} {:>6} {:>6} {:>6} {:>12} {:>10} {:>10}",
+        "layout", "mount", "target", "u", "files", "reads", "mount_us", "host_ms", "energy_mJ"
+    );
+    for r in &rows {
+        println!(
+            "{:<6} {:<10} {:>6.2} {:>6.3} {:>6} {:>6} {:>12.1} {:>10.2} {:>10.3}",
+            r.layout,
+            format!("{}/{}", r.profile, r.method),
+            r.target,
+            r.utilization,
+            r.files,
+            r.flash_reads,
+            r.mount_sim_us,
+            r.mount_host_ms,
+            r.energy_j * 1e3
+        );
+    }
+    Ok(())
+}
+
+struct RowBase {
+    layout: String,
+    target: f64,
+    utilization: f64,
+    files: u64,
+}
+
+fn reads(fs: &Fs) -> u64 {
+    let t = fs.device().stats().total();
+    t.page_reads + t.oob_reads
+}
+
+fn timed_mount_row(
+    dev: nandkit_flash::StripedDevice,
+    force_scan: bool,
+    b: &RowBase,
+) -> anyhow::Result<(Fs, MountRow)> {
+    let mut dev = dev;
+    let t = dev.stats().total();
+    let before = t.page_reads + t.oob_reads;
+    let e0 = super::energy::flash_energy_j(&mut dev);
+    let (mut fs, timing) = timed_mount(dev, force_scan)?;
+    let energy_j = super::energy::flash_energy_j(fs.device_mut()) - e0;
+    let row = MountRow {
+        profile: "yaffs",
+        method: if force_scan { "scan" } else { "checkpoint" },
+        layout: b.layout.clone(),
+        target: b.target,
+        utilization: b.utilization,
+        files: b.files,
+        mount_sim_us: timing.sim_ms * 1e3,
+        mount_host_ms: timing.host_ms,
+        flash_reads: reads(&fs) - before,
+        nvram_bytes_read: 0,
+        energy_j,
+    };
+    Ok((fs, row))
+}
+
+fn minv_mount_row(fs: Fs, b: &RowBase) -> anyhow::Result<MountRow> {
+    let (mut dev, nv) = fs.unmount_parts().context("unmounting")?;
+    let nv = nv.context("a minv file system without its NVRAM")?;
+    let nv_before = nv.stats();
+    let t = dev.stats().total();
+    let before = t.page_reads + t.oob_reads;
+    let e0 = super::energy::flash_energy_j(&mut dev);
+    let sim_start = dev.now_ns();
+    let host = std::time::Instant::now();
+    let mut fs = nandkit_fs::FileSystem::mount_with_nvram(dev, nv, mount_options(false))
+        .context("mounting from NVRAM")?;
+    let mount_host_ms = host.elapsed().as_secs_f64() * 1e3;
+    let mount_sim_us = (fs.device().now_ns() - sim_start) as f64 / 1e3;
+    let nv_after = fs.nvram().context("the NVRAM")?.stats;
+    let energy_j = super::energy::flash_energy_j(fs.device_mut()) - e0 + nv_after.energy_j()
+        - nv_before.energy_j();
+    Ok(MountRow {
+        profile: "minv",
+        method: "nvram",
+        layout: b.layout.clone(),
+        target: b.target,
+        utilization: b.utilization,
+        files: b.files,
+        mount_sim_us,
+        mount_host_ms,
+        flash_reads: reads(&fs) - before,
+        nvram_bytes_read: nv_after.bytes_read - nv_before.bytes_read,
+        energy_j,
+    })
+}
+
+fn used_fraction(fs: &Fs) -> f64 {
+    let s = fs.statfs();
+    s.used_chunks as f64 / s.total_chunks.max(1) as f64
+}
+
+/// Files of `file_size`, one after another, until `u` of the space is used (or the device
+/// is full). Returns the files made.
+fn fill_fresh(fs: &mut Fs, u: f64, file_size: u64) -> anyhow::Result<u64> {
+    let mut n = 0u64;
+    let data = super::noise(file_size as usize, 7);
+    while used_fraction(fs) < u {
+        let ino = match fs.create(
+            ROOT_INO,
+            format!("f{n:06}").as_bytes(),
+            super::regular_file(),
+        ) {
+            Ok(a) => a.ino,
+            Err(FsError::NoSpace) => break,
+            Err(e) => return Err(e).context("creating a file"),
+        };
+        n += 1;
+        match fs.write(ino, 0, &data) {
+            Ok(_) => {}
+            Err(FsError::NoSpace) => break,
+            Err(e) => return Err(e).context("writing a file"),
+        }
+        fs.fsync(ino).or_else(|e| match e {
+            FsError::NoSpace => Ok(()),
+            e => Err(e),
+        })?;
+    }
+    fs.sync().or_else(|e| match e {
+        FsError::NoSpace => Ok(()),
+        e => Err(e),
+    })?;
+    Ok(n)
+}
+
+/// Creates (16 KiB .. 1 MiB), overwrites and deletes files at random until `u` of the
+/// space is used; at `u` = 1, until the device refuses.
+fn fill_aged(fs: &mut Fs, u: f64, seed: u64) -> anyhow::Result<u64> {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut files: Vec<(Ino, u64)> = Vec::new();
+    let mut next = 0u64;
+    let mut refusals = 0;
+    let chunk = super::noise(1 << 20, seed);
+    while used_fraction(fs) < u && refusals < 8 {
+        let r: f64 = rng.gen();
+        let out: Result<(), FsError> = if r < 0.15 && !files.is_empty() {
+            let i = rng.gen_range(0..files.len());
+            let (ino, _) = files.swap_remove(i);
+            let name = format!("a{ino:08}");
+            fs.unlink(ROOT_INO, name.as_bytes())
+        } else if r < 0.40 && !files.is_empty() {
+            let i = rng.gen_range(0..files.len());
+            let (ino, size) = files[i];
+            let off = rng.gen_range(0..size.max(1));
+            let len = rng.gen_range(1..=(size - off).clamp(1, 256 << 10)) as usize;
+            fs.write(ino, off, &chunk[..len]).map(|_| ())
+        } else {
+            let size = rng.gen_range(16u64 << 10..=1 << 20);
+            next += 1;
+            match fs.create(ROOT_INO, b"new", super::regular_file()) {
+                Ok(a) => {
+                    let name = format!("a{:08}", a.ino);
+                    fs.rename(
+                        ROOT_INO,
+                        b"new",
+                        ROOT_INO,
+                        name.as_bytes(),
+                        Default::default(),
+                    )?;
+                    files.push((a.ino, size));
+                    fs.write(a.ino, 0, &chunk[..size as usize]).map(|_| ())
+                }
+                Err(e) => Err(e),
+            }
+        };
+        match out {
+            Ok(()) => refusals = 0,
+            Err(FsError::NoSpace) => refusals += 1,
+            Err(e) => return Err(e).context("ageing the device"),
+        }
+    }
+    let _ = next;
+    fs.sync().or_else(|e| match e {
+        FsError::NoSpace => Ok(()),
+        e => Err(e),
+    })?;
+    Ok(files.len() as u64)
+}
+
+#[derive(Args)]
+pub struct TtfsArgs {
+    #[command(flatten)]
+    dev: MinvDeviceArgs,
+    /// Workloads, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "fax,phone,recorder",
+        value_name = "NAMES"
+    )]
+    workloads: Vec<String>,
+    /// Profiles, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "yaffs,minv",
+        value_name = "NAMES"
+    )]
+    profiles: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct TtfsRow {
+    workload: String,
+    profile: String,
+    sim_s: f64,
+    energy_j: f64,
+    flash_reads: u64,
+    flash_programs: u64,
+    flash_erases: u64,
+    nvram_bytes_written: u64,
+    /// "ok", or where the workload met a full device.
+    outcome: String,
+}
+
+pub fn run_ttfs(args: TtfsArgs) -> anyhow::Result<()> {
+    let config = args.dev.device()?;
+    let device_bytes = config.geometry.total_bytes();
+    let mut rows = Vec::new();
+    for w in &args.workloads {
+        for profile in &args.profiles {
+            let mut fs = format_profile(&config, profile)?;
+            let mut load = nandkit_workloads::by_name(w, args.dev.seed, device_bytes)
+                .with_context(|| format!("unknown workload {w}"))?;
+            let t0 = fs.device_mut().stats().total();
+            let e0 = super::energy::flash_energy_j(fs.device_mut());
+            let nv0 = fs.nvram().map(|n| n.stats);
+            let start = fs.device().now_ns();
+            let summary = load
+                .run(&mut fs)
+                .with_context(|| format!("{w} under {profile}"))?;
+            fs.sync().context("sync after the workload")?;
+            let sim_s = (fs.device().now_ns() - start) as f64 / 1e9;
+            let t1 = fs.device_mut().stats().total();
+            let nv1 = fs.nvram().map(|n| n.stats);
+            let nv_energy = match (nv0, nv1) {
+                (Some(a), Some(b)) => b.energy_j() - a.energy_j(),
+                _ => 0.0,
+            };
+            rows.push(TtfsRow {
+                workload: w.clone(),
+                profile: profile.clone(),
+                sim_s,
+                energy_j: super::energy::flash_energy_j(fs.device_mut()) - e0 + nv_energy,
+                flash_reads: (t1.page_reads + t1.oob_reads) - (t0.page_reads + t0.oob_reads),
+                flash_programs: t1.programs - t0.programs,
+                flash_erases: t1.erases - t0.erases,
+                nvram_bytes_written: match (nv0, nv1) {
+                    (Some(a), Some(b)) => b.bytes_written - a.bytes_written,
+                    _ => 0,
+                },
+                outcome: match summary.enospc {
+                    Some(n) => format!("enospc at op {n}"),
+                    None => "ok".into(),
+                },
+            });
+            if !args.dev.json {
+                eprintln!("{w} / {profile}: done");
+            }
+        }
+    }
+    if args.dev.json {
+        return print_json(&rows);
+    }
+    println!(
+        "{:<9} {:<6} {:>9} {:>10} {:>8} {:>9} {:>7} {:>8}",
+        "workload", "fs", "sim_s", "energy_J", "reads", "programs", "erases", "speedup"
+    );
+    for r in &rows {
+        let yaffs = rows
+            .iter()
+            .find(|y| y.workload == r.workload && y.profile == "yaffs")
+            .map_or(f64::NAN, |y| y.sim_s);
+        println!(
+            "{:<9} {:<6} {:>9.2} {:>10.3} {:>8} {:>9} {:>7} {:>7.2}x{}",
+            r.workload,
+            r.profile,
+            r.sim_s,
+            r.energy_j,
+            r.flash_reads,
+            r.flash_programs,
+            r.flash_erases,
+            yaffs / r.sim_s,
+            if r.outcome == "ok" {
+                String::new()
+            } else {
+                format!("  ({})", r.outcome)
+            }
+        );
+    }
+    Ok(())
+}
