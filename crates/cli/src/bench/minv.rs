@@ -155,12 +155,12 @@ pub fn run_mount(args: MinvMountArgs) -> anyhow::Result<()> {
         return print_json(&rows);
     }
     println!(
-        "{:<6} {:<10} {:<6} {:>6} {:>6} {:>6} {:>12} {:>10} {:>10}",
+        "{:<6} {:<16} {:<6} {:>6} {:>6} {:>6} {:>12} {:>10} {:>10}",
         "layout", "mount", "target", "u", "files", "reads", "mount_us", "host_ms", "energy_mJ"
     );
     for r in &rows {
         println!(
-            "{:<6} {:<10} {:>6.2} {:>6.3} {:>6} {:>6} {:>12.1} {:>10.2} {:>10.3}",
+            "{:<6} {:<16} {:>6.2} {:>6.3} {:>6} {:>6} {:>12.1} {:>10.2} {:>10.3}",
             r.layout,
             format!("{}/{}", r.profile, r.method),
             r.target,
