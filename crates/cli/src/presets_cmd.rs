@@ -1,7 +1,7 @@
 //! `nandkit presets`
 
 use clap::Args;
-use nandkit_flash::presets;
+use nandkit_flash::{presets, Preset};
 
 #[derive(Args)]
 pub struct PresetsArgs {
@@ -20,6 +20,8 @@ pub fn run(args: PresetsArgs) -> anyhow::Result<()> {
                     "name": p.name,
                     "summary": p.summary,
                     "source": p.source,
+                    "energy": p.config.energy,
+                    "energy_source": p.energy_source,
                     "config": p.config,
                     "total_bytes": p.config.geometry.total_bytes(),
                 })
@@ -70,7 +72,57 @@ pub fn run(args: PresetsArgs) -> anyhow::Result<()> {
     for p in &all {
         println!("{:<19} {}", p.name, p.source);
     }
+    println!();
+    print_energy(&all);
     Ok(())
+}
+
+/// Energy per operation, then where it comes from: one line per distinct source, naming
+/// the presets that share it (most share one rule, so it is not repeated for each).
+/// `--json` gives every preset's full `energy_source`.
+fn print_energy(all: &[Preset]) {
+    println!(
+        "{:<19} {:>11} {:>11} {:>11} {:>11}",
+        "ENERGY", "READ", "PROGRAM", "ERASE", "BUS/BYTE"
+    );
+    for p in all {
+        let e = p.config.energy;
+        println!(
+            "{:<19} {:>11} {:>11} {:>11} {:>11}",
+            p.name,
+            micro_joules(e.read_pj),
+            micro_joules(e.program_pj),
+            micro_joules(e.erase_pj),
+            match e.transfer_pj_per_byte {
+                0 => "-".to_string(),
+                pj => format!("{}nJ", pj as f64 / 1e3),
+            },
+        );
+    }
+    println!("(READ is the array read; each byte moved over the bus adds BUS/BYTE)");
+    let mut sources: Vec<&str> = Vec::new();
+    for p in all {
+        if !sources.contains(&p.energy_source) {
+            sources.push(p.energy_source);
+        }
+    }
+    for source in &sources {
+        let names: Vec<_> = all
+            .iter()
+            .filter(|p| p.energy_source == *source)
+            .map(|p| p.name)
+            .collect();
+        // A source that extends the first one (the common rule) shows only what it adds.
+        let text = match source.strip_prefix(sources[0]) {
+            Some(extra) if !extra.is_empty() => format!("as above{extra}"),
+            _ => source.to_string(),
+        };
+        println!("\n{}: {text}", names.join(", "));
+    }
+}
+
+fn micro_joules(pj: u64) -> String {
+    format!("{}uJ", pj as f64 / 1e6)
 }
 
 fn micros(ns: u64) -> String {

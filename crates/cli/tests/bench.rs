@@ -34,6 +34,7 @@ fn u(r: &Value, field: &str) -> u64 {
 /// The fields every benchmark reports for its measured phase.
 fn check_phase(r: &Value) {
     assert!(f(r, "sim_s") > 0.0, "{r}");
+    assert!(f(r, "energy_j") > 0.0, "{r}");
     assert!(f(r, "host_s") > 0.0, "{r}");
     for field in [
         "flash_reads",
@@ -66,6 +67,34 @@ fn check_phase(r: &Value) {
     );
 }
 
+/// A phase's energy is exactly its flash operations at the preset's figures (as
+/// `nandkit presets --json` gives them): (array) read, program and erase energy, plus the
+/// bus energy of every byte moved.
+fn check_phase_energy(r: &Value, geometry: &str) {
+    let out = nandkit(&["presets", "--json"]);
+    let presets: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p = presets
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == geometry)
+        .unwrap_or_else(|| panic!("preset {geometry}"));
+    let e = &p["energy"];
+    let g = &p["config"]["geometry"];
+    let bus = u(e, "transfer_pj_per_byte");
+    let (page, oob) = (u(g, "page_size_bytes"), u(g, "oob_size_bytes"));
+    let want_pj = u(r, "flash_programs") * (u(e, "program_pj") + (page + oob) * bus)
+        + u(r, "flash_reads") * (u(e, "read_pj") + (page + oob) * bus)
+        + u(r, "flash_oob_reads") * (u(e, "read_pj") + oob * bus)
+        + u(r, "flash_erases") * u(e, "erase_pj");
+    let got = f(r, "energy_j");
+    let want = want_pj as f64 * 1e-12;
+    assert!(
+        (got - want).abs() <= want * 1e-12,
+        "{got} J, want {want} J: {r}"
+    );
+}
+
 #[test]
 fn seq_write_json_contract() {
     let r = bench_json(&[
@@ -82,6 +111,7 @@ fn seq_write_json_contract() {
     u(&r, "device_seed");
     u(&r, "workload_seed");
     check_phase(&r);
+    check_phase_energy(&r, "tiny");
     assert_eq!(u(&r, "user_bytes"), 1 << 20);
     assert_eq!(u(&r, "user_pages"), 512);
     assert!(f(&r, "host_user_mb_per_s") > 0.0);
@@ -97,6 +127,9 @@ fn seq_write_json_contract() {
         "mount_scan_ms_sim",
         "mount_checkpoint_ms_host",
         "mount_checkpoint_ms_sim",
+        "unmount_energy_j",
+        "mount_scan_energy_j",
+        "mount_checkpoint_energy_j",
     ] {
         assert!(f(&r, field) > 0.0, "{field}: {r}");
     }
@@ -126,6 +159,8 @@ fn random_overwrite_json_contract_and_determinism() {
     assert_eq!(u(&r, "workload_seed"), 7);
     check_phase(&r);
     check_phase(&r["fill"]);
+    check_phase_energy(&r, "tiny");
+    check_phase_energy(&r["fill"], "tiny");
     let file = u(&r, "file_size_bytes");
     let usable = u(&r, "usable_capacity_bytes");
     assert_eq!(file % 4096, 0);
@@ -157,7 +192,13 @@ fn random_overwrite_json_contract_and_determinism() {
 
     // Same seeds, same run (simulated numbers are deterministic).
     let again = bench_json(&args);
-    for field in ["flash_programs", "pages_copied", "flash_erases", "sim_s"] {
+    for field in [
+        "flash_programs",
+        "pages_copied",
+        "flash_erases",
+        "sim_s",
+        "energy_j",
+    ] {
         assert_eq!(r[field], again[field], "{field}");
     }
 }
@@ -231,7 +272,9 @@ fn heap_json_contract() {
         let m = &small[mount];
         assert!(u(m, "heap_peak_bytes") >= u(m, "heap_bytes"), "{m}");
         assert!(f(m, "host_ms") > 0.0 && f(m, "sim_ms") > 0.0, "{m}");
+        assert!(f(m, "energy_j") > 0.0, "{m}");
     }
+    assert!(f(small, "unmount_energy_j") > 0.0, "{small}");
     assert_eq!(small["scan_mount"]["method"], "Scan");
     // 300 files cost more heap than one.
     assert!(f(&r, "heap_bytes_35000_files_2kib") > f(&r, "heap_bytes_one_100mib_file"));
@@ -261,7 +304,11 @@ fn mount_json_contract() {
         assert_eq!(m["method"], method, "{m}");
         assert_eq!(u(m, "reads"), u(m, "page_reads") + u(m, "oob_reads"), "{m}");
         assert!(u(m, "heap_bytes") > 0 && f(m, "sim_ms") > 0.0, "{m}");
+        assert!(f(m, "energy_j") > 0.0, "{m}");
     }
+    // A mount only reads, so its energy follows its reads.
+    let energy = |m: &str| f(&r[m], "energy_j");
+    assert!(energy("scan_mount") > energy("checkpoint_mount"), "{r}");
     // A checkpoint mount reads far fewer pages than a scan, which reads about one page
     // per block (a summary or an erased first page) and every page of the blocks left
     // open (the default device is 32 MiB: 256 blocks of tiny's shape).
@@ -345,6 +392,8 @@ fn iozone_json_contract_and_shape() {
     let (sim, thr) = (threaded("sim"), threaded("threaded"));
     assert_eq!(thr["executor"], "threaded");
     assert_eq!(f(&sim, "sim_ms"), f(&thr, "sim_ms"), "{sim} {thr}");
+    assert_eq!(f(&sim, "energy_j"), f(&thr, "energy_j"), "{sim} {thr}");
+    assert!(f(&sim, "energy_j") > 0.0, "{sim}");
     assert_eq!(u(&sim, "page_programs"), u(&thr, "page_programs"));
     assert!(f(&thr, "host_us_per_record") > 0.0, "{thr}");
 }
@@ -371,6 +420,9 @@ fn ma_mount_json_contract() {
     for (a, b) in one.iter().zip(four) {
         assert!(a["scenario"].is_string());
         assert!(f(a, "mount_sim_ms") > 0.0, "{a}");
+        for field in ["mount_energy_j", "scan_mount_energy_j"] {
+            assert!(f(a, field) > 0.0 && f(b, field) > 0.0, "{field}: {a} {b}");
+        }
         assert!(
             f(b, "scan_mount_sim_ms") < f(a, "scan_mount_sim_ms"),
             "{a} {b}"
@@ -408,6 +460,7 @@ fn trace_json_contract() {
     assert!(reads > 0 && writes > 0, "{r}");
     assert_eq!(u(&r, "requests"), reads + writes);
     check_phase(&r);
+    check_phase_energy(&r, "tiny");
 
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("web.csv");
@@ -463,10 +516,13 @@ fn moda_table_json_contract() {
             "est_copies",
             "est_clean_s",
             "clean_s",
+            "clean_energy_j",
             "run_s",
+            "run_energy_j",
         ] {
             assert!(f(r, k) >= 0.0, "{k} in {r}");
         }
+        assert!(f(r, "run_energy_j") > 0.0, "{r}");
         u(r, "erases");
         u(r, "copies");
         assert!(f(r, "run_s") > 0.0);
@@ -510,6 +566,10 @@ fn moda_utilization_json_contract() {
         assert_eq!(r["outcome"], "ok", "{r}");
         assert!((f(r, "u_start") - f(r, "u0")).abs() < 0.05, "{r}");
         assert!(f(r, "run_s") > 0.0 && f(r, "clean_s") > 0.0, "{r}");
+        assert!(
+            f(r, "run_energy_j") > 0.0 && f(r, "clean_energy_j") > 0.0,
+            "{r}"
+        );
         assert!(f(r, "u") > f(r, "u_start"), "{r}");
         assert_eq!(u(r, "written_bytes"), u(&rows[0], "written_bytes"), "{r}");
         u(r, "erases");
@@ -544,9 +604,11 @@ fn moda_repeat_json_contract() {
         }
         for r in done {
             assert_eq!(r["outcome"], "ok");
+            assert!(f(r, "run_energy_j") > 0.0, "{r}");
             let cleaned = u(r, "gap_erases");
             match mode {
-                "none" => assert_eq!(cleaned, 0),
+                // Idle time costs no energy.
+                "none" => assert_eq!((cleaned, f(r, "gap_energy_j")), (0, 0.0)),
                 "between" => assert_eq!(f(r, "overrun_s"), 0.0),
                 _ => assert!(f(r, "gap_clean_s") <= 5.0 + f(r, "overrun_s")),
             }
@@ -585,6 +647,7 @@ fn minv_mount_json_contract() {
             f(r, "utilization") >= 0.0 && f(r, "mount_sim_us") > 0.0,
             "{r}"
         );
+        assert!(f(r, "energy_j") > 0.0, "{r}");
         if r["profile"] == "minv" {
             assert_eq!(u(r, "flash_reads"), 0, "{r}");
             let scan = rows

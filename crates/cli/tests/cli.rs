@@ -31,6 +31,14 @@ fn presets_lists_every_paper_device() {
         .unwrap();
     assert_eq!(mlc["config"]["timing"]["program_ns"], 600_000);
     assert_eq!(mlc["total_bytes"], 1u64 << 30);
+    // 3.3 V x 25 mA x 600 us, in picojoules, with where the figure comes from.
+    assert_eq!(mlc["energy"]["program_pj"], 49_500_000);
+    assert_eq!(mlc["energy"], mlc["config"]["energy"]);
+    let source = mlc["energy_source"].as_str().unwrap();
+    assert!(source.contains("typical values"), "{source}");
+    for want in ["ENERGY", "49.5uJ", "typical values"] {
+        assert!(text.contains(want), "{want} missing from:\n{text}");
+    }
 }
 
 #[test]

@@ -166,12 +166,15 @@ impl Chip {
     }
 
     /// Moves the chip's clock: the operation starts when both the caller and the chip are
-    /// ready, and the chip stays busy for `cost_ns`.
-    fn occupy(&mut self, issue_ns: u64, cost_ns: u64) -> (u64, u64) {
+    /// ready, and the chip stays busy for `cost_ns`. It also spends `cost_pj`: time and
+    /// energy are charged together, so every operation that takes time (torn ones too)
+    /// costs energy, whichever executor or striped view issued it.
+    fn occupy(&mut self, issue_ns: u64, cost_ns: u64, cost_pj: u64) -> (u64, u64) {
         let start = issue_ns.max(self.busy_until_ns);
         let end = start + cost_ns;
         self.busy_until_ns = end;
         self.stats.busy_ns += cost_ns;
+        self.stats.energy_pj += cost_pj;
         if self.realtime && cost_ns > 0 {
             std::thread::sleep(Duration::from_nanos(cost_ns));
         }
@@ -291,7 +294,11 @@ impl Chip {
     ) -> Timed<EccReport> {
         let g = *self.geometry();
         let bytes = g.raw_page_bytes();
-        let (start_ns, end_ns) = self.occupy(issue_ns, self.config.timing.read_cost_ns(bytes));
+        let (start_ns, end_ns) = self.occupy(
+            issue_ns,
+            self.config.timing.read_cost_ns(bytes),
+            self.config.energy.read_cost_pj(bytes),
+        );
         self.stats.page_reads += 1;
         self.stats.bytes_read += bytes as u64;
         let result = self.check_ecc(addr, Some(data), oob);
@@ -317,7 +324,11 @@ impl Chip {
         let raw = self.storage.page(addr.block, addr.page);
         oob.copy_from_slice(&raw[g.page_size_bytes as usize..]);
         let bytes = g.oob_size_bytes as usize;
-        let (start_ns, end_ns) = self.occupy(issue_ns, self.config.timing.read_cost_ns(bytes));
+        let (start_ns, end_ns) = self.occupy(
+            issue_ns,
+            self.config.timing.read_cost_ns(bytes),
+            self.config.energy.read_cost_pj(bytes),
+        );
         self.stats.oob_reads += 1;
         self.stats.bytes_read += bytes as u64;
         let result = self.check_ecc(addr, None, oob);
@@ -471,7 +482,11 @@ impl Chip {
             );
         }
         let bytes = g.raw_page_bytes();
-        let (start_ns, end_ns) = self.occupy(issue_ns, self.config.timing.program_cost_ns(bytes));
+        let (start_ns, end_ns) = self.occupy(
+            issue_ns,
+            self.config.timing.program_cost_ns(bytes),
+            self.config.energy.program_cost_pj(bytes),
+        );
         self.stats.programs += 1;
         self.stats.bytes_written += bytes as u64;
         meta.write_ptr = addr.page + 1;
@@ -521,7 +536,11 @@ impl Chip {
             Ok(m) => m,
             Err(e) => return self.refused(issue_ns, e),
         };
-        let (start_ns, end_ns) = self.occupy(issue_ns, self.config.timing.erase_cost_ns());
+        let (start_ns, end_ns) = self.occupy(
+            issue_ns,
+            self.config.timing.erase_cost_ns(),
+            self.config.energy.erase_cost_pj(),
+        );
         self.stats.erases += 1;
         self.stuck_errors.retain(|&(b, _), _| b != addr.block);
         let worn_out = meta.erase_count >= self.block_limits[addr.block as usize];

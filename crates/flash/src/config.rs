@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::ecc::EccModel;
+use crate::energy::Energy;
 use crate::error::FlashError;
 use crate::geometry::Geometry;
 use crate::timing::Timing;
@@ -12,16 +13,50 @@ use crate::wear::{CellType, WearModel};
 /// A complete device description: shape, speed, reliability and the seed behind every random
 /// choice the device makes (factory bad blocks, block lifetimes, bit errors, torn writes).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(from = "StoredConfig")]
 pub struct DeviceConfig {
     /// Preset this device came from (or a free-form label).
     pub name: String,
     pub geometry: Geometry,
     pub timing: Timing,
+    /// Energy of each operation, per chip.
+    pub energy: Energy,
     pub cell: CellType,
     pub wear: WearModel,
     pub ecc: EccModel,
     /// Seed for every random draw the device makes. Same seed, same device, same faults.
     pub seed: u64,
+}
+
+/// A configuration as a sidecar stores it. Sidecars written before the energy model have
+/// no `energy`; they get the presets' rule applied to their own timing, so an old image
+/// reports the energy a new one of the same device would.
+#[derive(Deserialize)]
+struct StoredConfig {
+    name: String,
+    geometry: Geometry,
+    timing: Timing,
+    #[serde(default)]
+    energy: Option<Energy>,
+    cell: CellType,
+    wear: WearModel,
+    ecc: EccModel,
+    seed: u64,
+}
+
+impl From<StoredConfig> for DeviceConfig {
+    fn from(s: StoredConfig) -> Self {
+        Self {
+            energy: s.energy.unwrap_or_else(|| Energy::typical(&s.timing)),
+            name: s.name,
+            geometry: s.geometry,
+            timing: s.timing,
+            cell: s.cell,
+            wear: s.wear,
+            ecc: s.ecc,
+            seed: s.seed,
+        }
+    }
 }
 
 impl DeviceConfig {
@@ -80,5 +115,24 @@ impl DeviceConfig {
             .page_size_bytes
             .div_ceil(self.ecc.codeword_bytes.max(1))
             + 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sidecars_without_energy_get_the_typical_energy_of_their_timing() {
+        let config = crate::preset("smallblock-64m").unwrap();
+        let mut json = serde_json::to_value(&config).unwrap();
+        assert!(json.get("energy").is_some());
+        let round_trip: DeviceConfig = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(round_trip, config);
+        // As a sidecar written before the energy model stored it.
+        json.as_object_mut().unwrap().remove("energy");
+        let old: DeviceConfig = serde_json::from_value(json).unwrap();
+        assert_eq!(old.energy, Energy::typical(&config.timing));
+        assert_eq!(old, config);
     }
 }

@@ -11,7 +11,8 @@
 //!
 //! Simulated time is deterministic: each chip starts an operation at max(issue time, its
 //! `busy_until`) and stays busy for the latency plus bus transfer. Every random choice (bad
-//! blocks, lifetimes, bit errors, how a cut op tears) comes from the device seed.
+//! blocks, lifetimes, bit errors, how a cut op tears) comes from the device seed. Each
+//! operation also spends its [`energy`], counted per chip next to the time.
 
 pub mod backend;
 pub mod chip;
@@ -19,6 +20,7 @@ pub mod command;
 pub mod config;
 pub mod device;
 pub mod ecc;
+pub mod energy;
 pub mod error;
 pub mod executor;
 pub mod geometry;
@@ -34,6 +36,7 @@ pub use command::{Command, Completion, Reply};
 pub use config::DeviceConfig;
 pub use device::{BlockInfo, DeviceOptions, Flash, FlashDevice};
 pub use ecc::{EccModel, EccReport};
+pub use energy::Energy;
 pub use error::FlashError;
 pub use executor::ExecutorKind;
 pub use geometry::{BlockAddr, Geometry, PageAddr, OOB_BBM_BYTES};

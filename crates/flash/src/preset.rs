@@ -1,7 +1,14 @@
 //! Named devices from the papers, selectable everywhere as `--geometry NAME`.
+//!
+//! Energy: none of the papers gives energy figures, so every preset's are typical values,
+//! derived one way (the `energy_source` of each preset says so): E = V x I x t over each
+//! phase of the preset's own timing, at 3.3 V and 25 mA (82.5 mW). A part with slower
+//! programs (MLC, TLC) therefore spends more per program in the same proportion, and a
+//! byte on the bus costs 82.5 mW x its transfer time.
 
 use crate::config::DeviceConfig;
 use crate::ecc::EccModel;
+use crate::energy::Energy;
 use crate::error::FlashError;
 use crate::geometry::Geometry;
 use crate::timing::Timing;
@@ -14,8 +21,26 @@ pub struct Preset {
     pub summary: &'static str,
     /// The paper (file in shared/papers) or datasheet each number comes from.
     pub source: &'static str,
+    /// Where the energy figures (`config.energy`) come from.
+    pub energy_source: &'static str,
     pub config: DeviceConfig,
 }
+
+/// The basis of every preset's energy, as a literal so the sources below can extend it.
+/// The datasheet figures are real; the choice of 25 mA for every phase is ours.
+macro_rules! typical_energy {
+    () => {
+        "typical values, not from the papers: 3.3 V x 25 mA x each latency (and x bus time \
+         per byte). 3.3 V is the nominal VCC of 3 V NAND (Micron MT29FxG08xAA datasheet: \
+         2.7/3.3/3.6 V min/typ/max); 25 mA is our pick in the typical-to-maximum active \
+         current range that 3 V datasheets give for read (ICC1, while data streams out), \
+         program (ICC2) and erase (ICC3), e.g. Numonyx NAND01G-B2B 10 mA typ / 20 mA max, \
+         Samsung K9F5608U0C 25 mA max for program and erase"
+    };
+}
+
+/// Energy source of a preset whose latencies are the chip's own.
+const TYPICAL_ENERGY: &str = typical_energy!();
 
 /// The preset a command uses when none is named.
 pub const DEFAULT_PRESET: &str = "mlc-1g";
@@ -53,6 +78,7 @@ fn make(
             oob_ecc_bytes: ecc.oob_ecc_bytes(page),
         },
         timing,
+        energy: Energy::typical(&timing),
         cell,
         wear: WearModel::for_cell(cell),
         ecc,
@@ -88,48 +114,60 @@ pub fn presets() -> Vec<Preset> {
             name: "slc-1g",
             summary: "1 GiB SLC, 2 KiB pages, 64 pages/block, 25 us / 200 us / 1.5 ms",
             source: "MA paper (ma-ubifs-mtd-array.txt) Table 1; pages/block and OOB typical, not in the paper",
+            energy_source: TYPICAL_ENERGY,
             config: make("slc-1g", 2048, 64, 64, GIB, timing(25 * US, 200 * US, 1_500 * US, 40), CellType::Slc),
         },
         Preset {
             name: "mlc-1g",
             summary: "1 GiB MLC, 2 KiB pages, 64 pages/block, 25 us / 600 us / 2 ms",
             source: "MA paper Table 1; pages/block and OOB typical, not in the paper",
+            energy_source: TYPICAL_ENERGY,
             config: make("mlc-1g", 2048, 64, 64, GIB, timing(25 * US, 600 * US, 2 * MS, 40), CellType::Mlc),
         },
         Preset {
             name: "tlc-1g",
             summary: "1 GiB TLC, 4 KiB pages, 64 pages/block, 75 us / 1.3 ms / 4 ms",
             source: "MA paper Table 1; pages/block and OOB typical, not in the paper",
+            energy_source: TYPICAL_ENERGY,
             config: make("tlc-1g", 4096, 128, 64, GIB, timing(75 * US, 1_300 * US, 4 * MS, 40), CellType::Tlc),
         },
         Preset {
             name: "smallblock-64m",
             summary: "64 MiB SLC small-block, 512 B pages + 16 B OOB, 32 pages/block, 15 us / 200 us / 2 ms",
             source: "MODA paper (moda-uniformity-allocation.txt) sec. 3 datasheet figures; MiNV's 64 MB chip",
+            energy_source: TYPICAL_ENERGY,
             config: make("smallblock-64m", 512, 16, 32, 64 * MIB, timing(15 * US, 200 * US, 2 * MS, 20), CellType::Slc),
         },
         Preset {
             name: "smallblock-64m-mtd",
             summary: "smallblock-64m with latencies seen above MTD: 0.2 ms / 1.03 ms / 1.74 ms",
             source: "MODA paper Figure 6 (times measured above the MTD layer, transfers included)",
+            energy_source: concat!(
+                typical_energy!(),
+                "; the latencies were measured above MTD and include the transfers, so the bus \
+                 costs nothing extra"
+            ),
             config: make("smallblock-64m-mtd", 512, 16, 32, 64 * MIB, timing(200 * US, 1_030 * US, 1_740 * US, 0), CellType::Slc),
         },
         Preset {
             name: "mnfs-128m",
             summary: "128 MiB SLC small-block, 512 B pages + 16 B OOB, 32 pages/block, 15 us / 200 us / 2 ms",
             source: "MNFS paper (mnfs-multimedia-fs.txt) 128 MB volume; timings of the same small-block part",
+            energy_source: TYPICAL_ENERGY,
             config: make("mnfs-128m", 512, 16, 32, 128 * MIB, timing(15 * US, 200 * US, 2 * MS, 20), CellType::Slc),
         },
         Preset {
             name: "mlc-8k",
             summary: "1 GiB MLC, 8 KiB pages + 448 B OOB, 256 pages/block, 75 us / 1.3 ms / 3.8 ms",
             source: "MA paper sec. 6.1 (hardware board's Micron MLC, BCH 4 bits/512 B); capacity and OOB typical",
+            energy_source: TYPICAL_ENERGY,
             config: make("mlc-8k", 8192, 448, 256, GIB, timing(75 * US, 1_300 * US, 3_800 * US, 133), CellType::Mlc),
         },
         Preset {
             name: "tiny",
             summary: "8 MiB SLC, 2 KiB pages, 64 pages/block, 64 blocks, no factory bad blocks: for tests",
             source: "nandkit test device",
+            energy_source: TYPICAL_ENERGY,
             config: tiny,
         },
     ]
@@ -217,6 +255,33 @@ mod tests {
         assert_eq!(small, EccModel::hamming(256));
         assert_eq!((small.codeword_bytes, small.check_bytes), (256, 3));
         assert_eq!((small.correctable_bits, small.scrub_threshold_bits), (1, 1));
+    }
+
+    #[test]
+    fn energy_per_preset_is_82_5_milliwatts_times_its_latencies() {
+        // (name, read, program, erase in pJ, bus pJ per byte): 3.3 V x 25 mA x each phase.
+        let want = [
+            ("slc-1g", 2_062_500, 16_500_000, 123_750_000, 2_063),
+            ("mlc-1g", 2_062_500, 49_500_000, 165_000_000, 2_063),
+            ("tlc-1g", 6_187_500, 107_250_000, 330_000_000, 2_063),
+            ("smallblock-64m", 1_237_500, 16_500_000, 165_000_000, 4_125),
+            ("smallblock-64m-mtd", 16_500_000, 84_975_000, 143_550_000, 0),
+            ("mnfs-128m", 1_237_500, 16_500_000, 165_000_000, 4_125),
+            ("mlc-8k", 6_187_500, 107_250_000, 313_500_000, 620),
+            ("tiny", 2_062_500, 16_500_000, 123_750_000, 2_063),
+        ];
+        assert_eq!(presets().len(), want.len());
+        for (name, read, program, erase, per_byte) in want {
+            let e = preset(name).unwrap().energy;
+            let got = (e.read_pj, e.program_pj, e.erase_pj, e.transfer_pj_per_byte);
+            assert_eq!(got, (read, program, erase, per_byte), "{name}");
+            // Splitting over chips or resizing changes no chip's energy per operation.
+            let split = preset(name).unwrap().with_chips(4).unwrap();
+            assert_eq!(split.energy, e, "{name} x4");
+        }
+        for p in presets() {
+            assert!(p.energy_source.contains("typical values"), "{}", p.name);
+        }
     }
 
     #[test]

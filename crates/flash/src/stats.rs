@@ -19,6 +19,8 @@ pub struct ChipStats {
     pub bytes_written: u64,
     /// Simulated nanoseconds this chip spent busy.
     pub busy_ns: u64,
+    /// Picojoules this chip spent on its operations (see [`crate::energy`]).
+    pub energy_pj: u64,
     /// Reads where ECC corrected at least one bit.
     pub corrected_reads: u64,
     /// Reads with a codeword beyond correction.
@@ -38,6 +40,7 @@ impl ChipStats {
         self.bytes_read += o.bytes_read;
         self.bytes_written += o.bytes_written;
         self.busy_ns += o.busy_ns;
+        self.energy_pj += o.energy_pj;
         self.corrected_reads += o.corrected_reads;
         self.uncorrectable_reads += o.uncorrectable_reads;
         self.program_failures += o.program_failures;
@@ -59,5 +62,16 @@ impl DeviceStats {
             t.add(c);
         }
         t
+    }
+
+    /// Picojoules all chips spent. Chips working in parallel save time, not energy, so
+    /// this is a sum, unlike the simulated clock.
+    pub fn energy_pj(&self) -> u64 {
+        self.chips.iter().map(|c| c.energy_pj).sum()
+    }
+
+    /// [`Self::energy_pj`] in joules.
+    pub fn energy_j(&self) -> f64 {
+        self.energy_pj() as f64 * 1e-12
     }
 }

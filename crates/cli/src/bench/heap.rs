@@ -12,9 +12,10 @@ use nandkit_flash::StripedDevice;
 use nandkit_fs::{FileSystem, MountMethod, ROOT_INO};
 use serde::Serialize;
 
+use super::energy::Mark;
 use super::{
-    directory, format, mount_options, noise, print_json, regular_file, write_sequential,
-    DeviceInfo, FsArgs, PhaseStats, Progress, Snapshot,
+    directory, format, human_joules, mount_options, noise, print_json, regular_file,
+    write_sequential, DeviceInfo, FsArgs, PhaseStats, Progress, Snapshot,
 };
 use crate::device_args::{parse_bytes, DeviceArgs};
 use crate::heap as counter;
@@ -70,6 +71,7 @@ struct MountHeap {
     heap_peak_bytes: i64,
     host_ms: f64,
     sim_ms: f64,
+    energy_j: f64,
 }
 
 #[derive(Serialize)]
@@ -79,9 +81,10 @@ struct Case {
     dirs: u64,
     /// The populate phase: creates, writes and a sync of everything.
     populate: PhaseStats,
-    /// Host and simulated time of the clean unmount after it (checkpoint).
+    /// Host and simulated time of the clean unmount after it (checkpoint), and its energy.
     unmount_host_s: f64,
     unmount_sim_s: f64,
+    unmount_energy_j: f64,
     /// Mount with default options (a checkpoint if the unmount left one).
     default_mount: MountHeap,
     /// Mount with force_scan.
@@ -201,11 +204,11 @@ fn run_case(
     let populate = PhaseStats::between(&start, &end, chunk_bytes);
     let objects = fs.statfs().objects;
 
-    let sim_before = nandkit_flash::Flash::now_ns(&*fs.device());
+    let before_unmount = Mark::of_fs(&fs);
     let t = std::time::Instant::now();
-    let dev = fs.unmount().context("unmounting")?;
+    let mut dev = fs.unmount().context("unmounting")?;
     let unmount_host_s = t.elapsed().as_secs_f64();
-    let unmount_sim_s = (nandkit_flash::Flash::now_ns(&dev) - sim_before) as f64 / 1e9;
+    let unmount = before_unmount.to_device(&mut dev);
 
     let (dev, default_mount) = measure_mount(dev, false, objects)?;
     let (_, scan_mount) = measure_mount(dev, true, objects)?;
@@ -215,7 +218,8 @@ fn run_case(
         dirs: parents.len() as u64,
         populate,
         unmount_host_s,
-        unmount_sim_s,
+        unmount_sim_s: unmount.sim_s(),
+        unmount_energy_j: unmount.energy_j(),
         default_mount,
         scan_mount,
     })
@@ -224,12 +228,13 @@ fn run_case(
 /// Mounts and measures the heap the mount call leaves allocated; hands the device back
 /// untouched (nothing is written).
 fn measure_mount(
-    dev: StripedDevice,
+    mut dev: StripedDevice,
     force_scan: bool,
     objects: u64,
 ) -> anyhow::Result<(StripedDevice, MountHeap)> {
     let options = mount_options(force_scan);
-    let sim_start = nandkit_flash::Flash::now_ns(&dev);
+    // Marks are taken outside the heap window: reading the counters allocates.
+    let start = Mark::of_device(&mut dev);
     let before = counter::live_bytes() as i64;
     counter::reset_peak();
     let t = std::time::Instant::now();
@@ -237,7 +242,7 @@ fn measure_mount(
     let host_ms = t.elapsed().as_secs_f64() * 1e3;
     let after = counter::live_bytes() as i64;
     let peak = counter::peak_bytes() as i64;
-    let sim_ms = (nandkit_flash::Flash::now_ns(&*fs.device()) - sim_start) as f64 / 1e6;
+    let spent = start.to_fs(&fs);
     let found = fs.statfs().objects;
     ensure!(
         found == objects,
@@ -248,7 +253,8 @@ fn measure_mount(
         heap_bytes: after - before,
         heap_peak_bytes: peak - before,
         host_ms,
-        sim_ms,
+        sim_ms: spent.sim_ms(),
+        energy_j: spent.energy_j(),
     };
     Ok((fs.into_device(), heap))
 }
@@ -268,20 +274,23 @@ fn print_table(r: &Report) {
         );
         c.populate.print("  populate");
         println!(
-            "  unmount   host {:.3} s, simulated {:.3} s",
-            c.unmount_host_s, c.unmount_sim_s
+            "  unmount   host {:.3} s, simulated {:.3} s, energy {}",
+            c.unmount_host_s,
+            c.unmount_sim_s,
+            human_joules(c.unmount_energy_j)
         );
         for (what, m) in [("mount", &c.default_mount), ("scan mount", &c.scan_mount)] {
             println!(
                 "  {what:<11}{:?}: heap kept {} bytes ({:.1} per file, {:.0} per GiB of flash), \
-                 peak {} bytes; host {:.1} ms, simulated {:.1} ms",
+                 peak {} bytes; host {:.1} ms, simulated {:.1} ms, energy {}",
                 m.method,
                 m.heap_bytes,
                 m.heap_bytes as f64 / c.files as f64,
                 m.heap_bytes as f64 / (r.device.device_bytes as f64 / (1u64 << 30) as f64),
                 m.heap_peak_bytes,
                 m.host_ms,
-                m.sim_ms
+                m.sim_ms,
+                human_joules(m.energy_j)
             );
         }
     }

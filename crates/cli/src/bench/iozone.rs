@@ -6,12 +6,12 @@ use std::time::Instant;
 
 use anyhow::{ensure, Context};
 use clap::{Args, ValueEnum};
-use nandkit_flash::Flash;
 use nandkit_fs::ROOT_INO;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::Serialize;
 
+use super::energy::Mark;
 use super::{format_on, noise, print_rows_json, regular_file, FsArgs, Progress};
 use crate::device_args::{parse_bytes, DeviceArgs};
 
@@ -23,7 +23,8 @@ pub const LONG_ABOUT: &str =
     offsets of the written file (seeded). Only that phase is measured.\n\n\
     sim_mb_per_s = bytes / simulated seconds (the device clock: on P chips, a record's pages \
     program in parallel). host_mb_per_s = bytes / host seconds. With P > 1 the same run on \
-    one chip is made too, and speedup_vs_p1 is the ratio of the two sim_mb_per_s.\n\n\
+    one chip is made too, and speedup_vs_p1 is the ratio of the two sim_mb_per_s. \
+    energy_j is the joules the phase spent: P chips save time, not energy.\n\n\
     A record's pages go to flash as batches over the chips; its fsync then writes the \
     file's header, one page on one chip. At small records that page and the record's \
     few data pages are most of the work, so the chips wait for each other and P helps \
@@ -82,6 +83,9 @@ struct Row {
     /// Bytes written in the measured phase.
     bytes: u64,
     sim_ms: f64,
+    /// Joules the measured phase spent (the same on any number of chips for the same
+    /// flash operations: parallelism saves time, not energy).
+    energy_j: f64,
     host_ms: f64,
     sim_mb_per_s: f64,
     host_mb_per_s: f64,
@@ -165,7 +169,7 @@ fn one(args: &IozoneArgs, chips: u32, record: u64, file_size: u64) -> anyhow::Re
     let quiet = args.json || args.sweep;
     let mut progress = Progress::bytes(records * record, "writing", quiet);
     let programs_before = fs.device_mut().stats().total().programs;
-    let sim_start = fs.device().now_ns();
+    let start = Mark::of_fs(&fs);
     let host = Instant::now();
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(args.workload_seed);
     for k in 0..records {
@@ -178,7 +182,8 @@ fn one(args: &IozoneArgs, chips: u32, record: u64, file_size: u64) -> anyhow::Re
     }
     progress.finish();
     let host_s = host.elapsed().as_secs_f64();
-    let sim_s = (fs.device().now_ns() - sim_start) as f64 / 1e9;
+    let spent = start.to_fs(&fs);
+    let sim_s = spent.sim_s();
     let bytes = records * record;
     let mb = bytes as f64 / 1e6;
     Ok(Row {
@@ -194,6 +199,7 @@ fn one(args: &IozoneArgs, chips: u32, record: u64, file_size: u64) -> anyhow::Re
         file_size_bytes: file_size,
         bytes,
         sim_ms: sim_s * 1e3,
+        energy_j: spent.energy_j(),
         host_ms: host_s * 1e3,
         sim_mb_per_s: mb / sim_s.max(1e-12),
         host_mb_per_s: mb / host_s.max(1e-12),
@@ -206,12 +212,20 @@ fn one(args: &IozoneArgs, chips: u32, record: u64, file_size: u64) -> anyhow::Re
 fn print_row(r: &Row, header: bool) {
     if header {
         println!(
-            "{:<10} {:>5} {:>9} {:>12} {:>12} {:>12} {:>9} {:>10}",
-            "mode", "chips", "record", "sim MB/s", "host MB/s", "host us/rec", "vs P=1", "programs"
+            "{:<10} {:>5} {:>9} {:>12} {:>12} {:>12} {:>9} {:>10} {:>10}",
+            "mode",
+            "chips",
+            "record",
+            "sim MB/s",
+            "host MB/s",
+            "host us/rec",
+            "vs P=1",
+            "programs",
+            "energy J"
         );
     }
     println!(
-        "{:<10} {:>5} {:>9} {:>12.2} {:>12.1} {:>12.1} {:>8.2}x {:>10}",
+        "{:<10} {:>5} {:>9} {:>12.2} {:>12.1} {:>12.1} {:>8.2}x {:>10} {:>10.4}",
         format!("{:?}", r.mode).to_lowercase(),
         r.chips,
         human(r.record_bytes),
@@ -219,7 +233,8 @@ fn print_row(r: &Row, header: bool) {
         r.host_mb_per_s,
         r.host_us_per_record,
         r.speedup_vs_p1,
-        r.page_programs
+        r.page_programs,
+        r.energy_j
     );
 }
 

@@ -13,7 +13,7 @@ pub const LONG_ABOUT: &str =
     (capacity constant as P changes), fills it (nothing; one 50 MB file; one 100 MB file; \
     16,000 or 35,000 files of 2 KB, 1,000 to a directory), unmounts cleanly, then mounts \
     the default way (from the checkpoint the unmount wrote) and by a forced full scan. \
-    Reported: simulated and host milliseconds and flash reads of each mount.\n\n\
+    Reported: simulated and host milliseconds, energy and flash reads of each mount.\n\n\
     A scan reads one page per block (its summary) and more for blocks without one; on P \
     chips a block is P chips' blocks, so there are P times fewer of them. A checkpoint \
     mount reads the checkpoint's pages, which lie over all chips.\n\n\
@@ -44,6 +44,7 @@ struct Row {
     scenario: String,
     /// The default mount (from the checkpoint).
     mount_sim_ms: f64,
+    mount_energy_j: f64,
     mount_host_ms: f64,
     mount_method: MountMethod,
     mount_reads: u64,
@@ -51,6 +52,7 @@ struct Row {
     /// mount; the RAM device's own bytes are not counted.
     mount_heap_bytes: u64,
     scan_mount_sim_ms: f64,
+    scan_mount_energy_j: f64,
     scan_mount_host_ms: f64,
     scan_mount_reads: u64,
 }
@@ -77,17 +79,27 @@ pub fn run(args: MaMountArgs) -> anyhow::Result<()> {
         if !args.json {
             if rows.is_empty() {
                 println!(
-                    "{:<22} {:>5} {:>16} {:>8} {:>14} {:>8} {:>10}",
-                    "scenario", "chips", "checkpoint ms", "reads", "scan ms", "reads", "heap KiB"
+                    "{:<22} {:>5} {:>16} {:>8} {:>8} {:>14} {:>8} {:>8} {:>10}",
+                    "scenario",
+                    "chips",
+                    "checkpoint ms",
+                    "mJ",
+                    "reads",
+                    "scan ms",
+                    "mJ",
+                    "reads",
+                    "heap KiB"
                 );
             }
             println!(
-                "{:<22} {:>5} {:>16.2} {:>8} {:>14.2} {:>8} {:>10.1}",
+                "{:<22} {:>5} {:>16.2} {:>8.3} {:>8} {:>14.2} {:>8.3} {:>8} {:>10.1}",
                 row.scenario,
                 row.chips,
                 row.mount_sim_ms,
+                row.mount_energy_j * 1e3,
                 row.mount_reads,
                 row.scan_mount_sim_ms,
+                row.scan_mount_energy_j * 1e3,
                 row.scan_mount_reads,
                 row.mount_heap_bytes as f64 / 1024.0
             );
@@ -150,11 +162,13 @@ fn scenario(args: &MaMountArgs, name: &str, fill: &Fill) -> anyhow::Result<Row> 
         chips,
         scenario: name.to_string(),
         mount_sim_ms: mount.sim_ms,
+        mount_energy_j: mount.energy_j,
         mount_host_ms: mount.host_ms,
         mount_method: mount.method,
         mount_reads: reads,
         mount_heap_bytes: heap,
         scan_mount_sim_ms: scan.sim_ms,
+        scan_mount_energy_j: scan.energy_j,
         scan_mount_host_ms: scan.host_ms,
         scan_mount_reads: scan_reads,
     })

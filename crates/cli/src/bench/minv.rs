@@ -4,12 +4,12 @@
 
 use anyhow::Context;
 use clap::Args;
-use nandkit_flash::Flash;
 use nandkit_fs::{FsError, Ino, ROOT_INO};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::Serialize;
 
+use super::energy::Mark;
 use super::{format, mount_options, print_json, timed_mount, Fs, FsArgs};
 use crate::device_args::DeviceArgs;
 
@@ -195,9 +195,7 @@ fn timed_mount_row(
     let mut dev = dev;
     let t = dev.stats().total();
     let before = t.page_reads + t.oob_reads;
-    let e0 = super::energy::flash_energy_j(&mut dev);
-    let (mut fs, timing) = timed_mount(dev, force_scan)?;
-    let energy_j = super::energy::flash_energy_j(fs.device_mut()) - e0;
+    let (fs, timing) = timed_mount(dev, force_scan)?;
     let row = MountRow {
         profile: "yaffs",
         method: if force_scan { "scan" } else { "checkpoint" },
@@ -209,7 +207,7 @@ fn timed_mount_row(
         mount_host_ms: timing.host_ms,
         flash_reads: reads(&fs) - before,
         nvram_bytes_read: 0,
-        energy_j,
+        energy_j: timing.energy_j,
     };
     Ok((fs, row))
 }
@@ -220,16 +218,13 @@ fn minv_mount_row(fs: Fs, b: &RowBase) -> anyhow::Result<MountRow> {
     let nv_before = nv.stats();
     let t = dev.stats().total();
     let before = t.page_reads + t.oob_reads;
-    let e0 = super::energy::flash_energy_j(&mut dev);
-    let sim_start = dev.now_ns();
+    let start = Mark::of_parts(&mut dev, nv_before.energy_pj);
     let host = std::time::Instant::now();
-    let mut fs = nandkit_fs::FileSystem::mount_with_nvram(dev, nv, mount_options(false))
+    let fs = nandkit_fs::FileSystem::mount_with_nvram(dev, nv, mount_options(false))
         .context("mounting from NVRAM")?;
     let mount_host_ms = host.elapsed().as_secs_f64() * 1e3;
-    let mount_sim_us = (fs.device().now_ns() - sim_start) as f64 / 1e3;
+    let mount = start.to_fs(&fs);
     let nv_after = fs.nvram().context("the NVRAM")?.stats;
-    let energy_j = super::energy::flash_energy_j(fs.device_mut()) - e0 + nv_after.energy_j()
-        - nv_before.energy_j();
     Ok(MountRow {
         profile: "minv",
         method: "nvram",
@@ -237,11 +232,11 @@ fn minv_mount_row(fs: Fs, b: &RowBase) -> anyhow::Result<MountRow> {
         target: b.target,
         utilization: b.utilization,
         files: b.files,
-        mount_sim_us,
+        mount_sim_us: mount.sim_us(),
         mount_host_ms,
         flash_reads: reads(&fs) - before,
         nvram_bytes_read: nv_after.bytes_read - nv_before.bytes_read,
-        energy_j,
+        energy_j: mount.energy_j(),
     })
 }
 
@@ -383,25 +378,20 @@ pub fn run_ttfs(args: TtfsArgs) -> anyhow::Result<()> {
             let mut load = nandkit_workloads::by_name(w, args.dev.seed, device_bytes)
                 .with_context(|| format!("unknown workload {w}"))?;
             let t0 = fs.device_mut().stats().total();
-            let e0 = super::energy::flash_energy_j(fs.device_mut());
             let nv0 = fs.nvram().map(|n| n.stats);
-            let start = fs.device().now_ns();
+            let start = Mark::of_fs(&fs);
             let summary = load
                 .run(&mut fs)
                 .with_context(|| format!("{w} under {profile}"))?;
             fs.sync().context("sync after the workload")?;
-            let sim_s = (fs.device().now_ns() - start) as f64 / 1e9;
+            let spent = start.to_fs(&fs);
             let t1 = fs.device_mut().stats().total();
             let nv1 = fs.nvram().map(|n| n.stats);
-            let nv_energy = match (nv0, nv1) {
-                (Some(a), Some(b)) => b.energy_j() - a.energy_j(),
-                _ => 0.0,
-            };
             rows.push(TtfsRow {
                 workload: w.clone(),
                 profile: profile.clone(),
-                sim_s,
-                energy_j: super::energy::flash_energy_j(fs.device_mut()) - e0 + nv_energy,
+                sim_s: spent.sim_s(),
+                energy_j: spent.energy_j(),
                 flash_reads: (t1.page_reads + t1.oob_reads) - (t0.page_reads + t0.oob_reads),
                 flash_programs: t1.programs - t0.programs,
                 flash_erases: t1.erases - t0.erases,

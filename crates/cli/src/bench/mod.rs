@@ -1,10 +1,11 @@
 //! `nandkit bench`: file system benchmarks on a simulated RAM device.
 //!
 //! Every benchmark formats a fresh device, runs one workload through the nandkit-fs API and
-//! reports, for the phase it measures, simulated time (the device clock), host time, flash
-//! operation counts, pages copied by cleaning and write amplification (flash programs / user
-//! data pages). Every random choice comes from a seed the report names: the device's
-//! (`--seed`, bad blocks and bit errors) and the workload's (`--workload-seed`).
+//! reports, for the phase it measures, simulated time (the device clock), energy
+//! (`energy_j`, see [`energy`]), host time, flash operation counts, pages copied by cleaning
+//! and write amplification (flash programs / user data pages). Every random choice comes
+//! from a seed the report names: the device's (`--seed`, bad blocks and bit errors) and the
+//! workload's (`--workload-seed`).
 
 pub mod energy;
 mod fuse;
@@ -37,6 +38,8 @@ use nandkit_fs::{
 use rand::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::Serialize;
+
+use self::energy::Mark;
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -350,7 +353,7 @@ pub fn write_sequential(
 /// Device and file system counters at one moment, to measure a phase by difference.
 pub struct Snapshot {
     host: Instant,
-    sim_ns: u64,
+    mark: Mark,
     dev: ChipStats,
     fs: FsStats,
 }
@@ -360,7 +363,7 @@ impl Snapshot {
         let dev = fs.device_mut().stats().total();
         Snapshot {
             host: Instant::now(),
-            sim_ns: fs.device().now_ns(),
+            mark: Mark::of_fs(fs),
             dev,
             fs: fs.stats().clone(),
         }
@@ -372,6 +375,8 @@ impl Snapshot {
 pub struct PhaseStats {
     /// Simulated seconds (device clock) the phase took.
     pub sim_s: f64,
+    /// Joules the flash (and NVRAM, if any) spent in the phase.
+    pub energy_j: f64,
     /// Host (wall-clock) seconds the phase took.
     pub host_s: f64,
     /// Full page reads (data + OOB).
@@ -405,8 +410,10 @@ impl PhaseStats {
         let user_bytes = end.fs.user_bytes_written - start.fs.user_bytes_written;
         let user_pages = user_bytes.div_ceil(u64::from(chunk_bytes));
         let programs = end.dev.programs - start.dev.programs;
+        let spent = start.mark.to(end.mark);
         PhaseStats {
-            sim_s: (end.sim_ns - start.sim_ns) as f64 / 1e9,
+            sim_s: spent.sim_s(),
+            energy_j: spent.energy_j(),
             host_s: end.host.duration_since(start.host).as_secs_f64(),
             flash_reads: end.dev.page_reads - start.dev.page_reads,
             flash_oob_reads: end.dev.oob_reads - start.dev.oob_reads,
@@ -428,8 +435,10 @@ impl PhaseStats {
 
     pub fn print(&self, label: &str) {
         println!(
-            "{label:<12}simulated {:.3} s, host {:.3} s",
-            self.sim_s, self.host_s
+            "{label:<12}simulated {:.3} s, host {:.3} s, energy {}",
+            self.sim_s,
+            self.host_s,
+            human_joules(self.energy_j)
         );
         println!(
             "{:<12}flash: {} reads, {} OOB reads, {} programs, {} erases",
@@ -470,28 +479,42 @@ pub struct MountTiming {
     pub method: MountMethod,
     pub host_ms: f64,
     pub sim_ms: f64,
+    pub energy_j: f64,
 }
 
-/// Mounts `dev` and times it (host and simulated).
+/// Mounts `dev` and times it (host and simulated) and its energy.
 pub fn timed_mount(
-    dev: StripedDevice,
+    mut dev: StripedDevice,
     force_scan: bool,
 ) -> anyhow::Result<(FileSystem<StripedDevice>, MountTiming)> {
     let options = mount_options(force_scan);
-    let sim_start = dev.now_ns();
+    let start = Mark::of_device(&mut dev);
     let t = Instant::now();
     let fs = FileSystem::mount(dev, options).context("mounting")?;
     let host_ms = t.elapsed().as_secs_f64() * 1e3;
-    let sim_ms = (fs.device().now_ns() - sim_start) as f64 / 1e6;
+    let spent = start.to_fs(&fs);
     let method = fs.mount_method();
     Ok((
         fs,
         MountTiming {
             method,
             host_ms,
-            sim_ms,
+            sim_ms: spent.sim_ms(),
+            energy_j: spent.energy_j(),
         },
     ))
+}
+
+/// Joules for a table, in J, mJ or uJ: a mount spends microjoules, a long run joules.
+pub fn human_joules(j: f64) -> String {
+    let (value, unit) = if j == 0.0 || j.abs() >= 1.0 {
+        (j, "J")
+    } else if j.abs() >= 1e-3 {
+        (j * 1e3, "mJ")
+    } else {
+        (j * 1e6, "uJ")
+    };
+    format!("{value:.3} {unit}")
 }
 
 /// Device facts every report starts with.

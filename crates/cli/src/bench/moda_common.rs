@@ -3,9 +3,9 @@
 
 use anyhow::Context;
 use clap::Args;
-use nandkit_flash::Flash;
 use nandkit_fs::AllocatorKind;
 
+use super::energy::Mark;
 use super::{format, Fs, FsArgs};
 use crate::device_args::DeviceArgs;
 
@@ -79,23 +79,22 @@ pub struct Cleaned {
     pub copies: u64,
     /// Simulated seconds.
     pub seconds: f64,
+    /// Joules the cleaning spent.
+    pub energy_j: f64,
 }
 
 /// Explicit cleaning until the cleaner finds no block left to reclaim (bounded: each
 /// pass reclaims a block or stops).
 pub fn clean_everything(fs: &mut Fs) -> anyhow::Result<Cleaned> {
     let before = fs.stats().clone();
-    let start = fs.device().now_ns();
+    let start = Mark::of_fs(fs);
     while fs.gc(64).context("cleaning")? > 0 {}
+    let spent = start.to_fs(fs);
     let after = fs.stats();
     Ok(Cleaned {
         erases: after.blocks_cleaned - before.blocks_cleaned,
         copies: after.pages_copied - before.pages_copied,
-        seconds: (fs.device().now_ns() - start) as f64 / 1e9,
+        seconds: spent.sim_s(),
+        energy_j: spent.energy_j(),
     })
-}
-
-/// Simulated seconds since `start_ns`.
-pub fn seconds_since(fs: &Fs, start_ns: u64) -> f64 {
-    (fs.device().now_ns() - start_ns) as f64 / 1e9
 }

@@ -22,7 +22,8 @@ use nandkit_flash::Flash;
 use nandkit_workloads::{IdleCleaning, Target, TargetError};
 use serde::Serialize;
 
-use super::moda_common::{clean_everything, format_with, seconds_since, ModaArgs};
+use super::energy::Mark;
+use super::moda_common::{clean_everything, format_with, ModaArgs};
 use super::{print_json, Fs};
 
 pub const LONG_ABOUT: &str = "The MODA paper's Figure 8 with idle-time cleaning added: \
@@ -32,7 +33,8 @@ pub const LONG_ABOUT: &str = "The MODA paper's Figure 8 with idle-time cleaning 
     it takes (between: the paper's periodic cleaning), or idle-time cleaning runs (idle: \
     after --idle-after of no requests, one block at a time while the gap lasts). Per run: \
     utilization before it, running time, blocks cleaned on demand during it, and the \
-    gap's cleaning. Times are simulated seconds.";
+    gap's cleaning. Times are simulated seconds; run_energy_j and gap_energy_j are joules \
+    (idle time itself costs none).";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Mode {
@@ -78,12 +80,15 @@ struct Row {
     /// Utilization before the run (the paper's x axis).
     u_before: f64,
     run_s: f64,
+    run_energy_j: f64,
     /// Blocks on-demand cleaning reclaimed during the run.
     run_erases: u64,
     /// Blocks the gap after the run reclaimed (between, idle).
     gap_erases: u64,
     /// Simulated seconds the gap spent cleaning.
     gap_clean_s: f64,
+    /// Joules the gap spent (its cleaning: idle time itself costs nothing).
+    gap_energy_j: f64,
     /// Idle mode: how long the next run waited for a cleaning step still running.
     overrun_s: f64,
     /// "ok", or "enospc": this run could not complete, the sequence ends.
@@ -113,7 +118,7 @@ pub fn run(args: ModaRepeatArgs) -> anyhow::Result<()> {
             for run in 0..args.max_runs {
                 let u_before = fs.uip().0;
                 let cleaned_before = fs.stats().blocks_cleaned;
-                let start = fs.device().now_ns();
+                let start = Mark::of_fs(&fs);
                 let seed = args.moda.workload_seed.wrapping_add(u64::from(run));
                 let mut load = nandkit_workloads::in_dir(
                     "postmark",
@@ -133,15 +138,18 @@ pub fn run(args: ModaRepeatArgs) -> anyhow::Result<()> {
                         ))
                     }
                 };
+                let spent = start.to_fs(&fs);
                 let mut row = Row {
                     policy: policy.name(),
                     mode: mode.name(),
                     run,
                     u_before,
-                    run_s: seconds_since(&fs, start),
+                    run_s: spent.sim_s(),
+                    run_energy_j: spent.energy_j(),
                     run_erases: fs.stats().blocks_cleaned - cleaned_before,
                     gap_erases: 0,
                     gap_clean_s: 0.0,
+                    gap_energy_j: 0.0,
                     overrun_s: 0.0,
                     outcome: if full { "enospc" } else { "ok" },
                 };
@@ -166,6 +174,7 @@ pub fn run(args: ModaRepeatArgs) -> anyhow::Result<()> {
 
 /// The idle time between two runs.
 fn gap(fs: &mut Fs, mode: Mode, gap_ns: u64, after_ns: u64, row: &mut Row) -> anyhow::Result<()> {
+    let start = Mark::of_fs(fs);
     match mode {
         Mode::None => fs.device_mut().advance_clock_ns(gap_ns),
         Mode::Between => {
@@ -182,26 +191,39 @@ fn gap(fs: &mut Fs, mode: Mode, gap_ns: u64, after_ns: u64, row: &mut Row) -> an
             row.overrun_s = s.overrun_ns as f64 / 1e9;
         }
     }
+    row.gap_energy_j = start.to_fs(fs).energy_j();
     Ok(())
 }
 
 /// Per policy and mode: every run's time and on-demand cleaning, then the totals.
 fn print_table(rows: &[Row]) {
     println!(
-        "{:<11} {:<8} {:>4} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
-        "policy", "mode", "run", "u_before", "run_s", "run_ers", "gap_ers", "gap_s", "overrun"
+        "{:<11} {:<8} {:>4} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "policy",
+        "mode",
+        "run",
+        "u_before",
+        "run_s",
+        "run_J",
+        "run_ers",
+        "gap_ers",
+        "gap_s",
+        "gap_J",
+        "overrun"
     );
     for r in rows {
         println!(
-            "{:<11} {:<8} {:>4} {:>8.3} {:>8.2} {:>8} {:>8} {:>8.2} {:>8.3}{}",
+            "{:<11} {:<8} {:>4} {:>8.3} {:>8.2} {:>8.3} {:>8} {:>8} {:>8.2} {:>8.3} {:>8.3}{}",
             r.policy,
             r.mode,
             r.run,
             r.u_before,
             r.run_s,
+            r.run_energy_j,
             r.run_erases,
             r.gap_erases,
             r.gap_clean_s,
+            r.gap_energy_j,
             r.overrun_s,
             if r.outcome == "ok" {
                 ""
@@ -212,8 +234,8 @@ fn print_table(rows: &[Row]) {
     }
     println!();
     println!(
-        "{:<11} {:<8} {:>5} {:>10} {:>10} {:>10} {:>10}",
-        "policy", "mode", "runs", "sum_run_s", "max_run_s", "sum_gap_s", "overrun_s"
+        "{:<11} {:<8} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "policy", "mode", "runs", "sum_run_s", "max_run_s", "sum_gap_s", "overrun_s", "energy_J"
     );
     let mut keys: Vec<(&str, &str)> = rows.iter().map(|r| (r.policy, r.mode)).collect();
     keys.dedup();
@@ -223,7 +245,7 @@ fn print_table(rows: &[Row]) {
             .filter(|r| r.policy == policy && r.mode == mode && r.outcome == "ok")
             .collect();
         println!(
-            "{:<11} {:<8} {:>5} {:>10.2} {:>10.2} {:>10.2} {:>10.3}",
+            "{:<11} {:<8} {:>5} {:>10.2} {:>10.2} {:>10.2} {:>10.3} {:>10.3}",
             policy,
             mode,
             rs.len(),
@@ -231,6 +253,10 @@ fn print_table(rows: &[Row]) {
             rs.iter().map(|r| r.run_s).fold(0.0, f64::max),
             rs.iter().map(|r| r.gap_clean_s).sum::<f64>(),
             rs.iter().map(|r| r.overrun_s).sum::<f64>(),
+            // Runs and the gaps after them: everything the sequence spent.
+            rs.iter()
+                .map(|r| r.run_energy_j + r.gap_energy_j)
+                .sum::<f64>(),
         );
     }
 }

@@ -7,12 +7,12 @@
 
 use anyhow::Context;
 use clap::Args;
-use nandkit_flash::Flash;
 use nandkit_fs::AllocatorKind;
 use nandkit_models::cleaning_cost::{cleaning_cost, CleaningCostInput};
 use serde::Serialize;
 
-use super::moda_common::{clean_everything, format_with, seconds_since, ModaArgs};
+use super::energy::Mark;
+use super::moda_common::{clean_everything, format_with, ModaArgs};
 use super::print_json;
 
 pub const LONG_ABOUT: &str = "Runs each workload of the MODA paper (camera, movie, phone, \
@@ -20,7 +20,8 @@ pub const LONG_ABOUT: &str = "Runs each workload of the MODA paper (camera, movi
     (sequential, moda, dac, page-hotcold). After the run it reports u, i, p, the model's \
     estimated erases, copies and cleaning seconds (equation 2 with the device's read, \
     program and erase times), and the measured ones: explicit cleaning until nothing is \
-    left to reclaim. run_s and clean_s are simulated seconds.";
+    left to reclaim. run_s and clean_s are simulated seconds; run_energy_j and \
+    clean_energy_j the joules the same spans spent.";
 
 #[derive(Args)]
 pub struct ModaTableArgs {
@@ -44,7 +45,9 @@ struct Row {
     erases: u64,
     copies: u64,
     clean_s: f64,
+    clean_energy_j: f64,
     run_s: f64,
+    run_energy_j: f64,
     /// "ok", or where the workload met a full device.
     outcome: String,
 }
@@ -69,12 +72,12 @@ pub fn run(args: ModaTableArgs) -> anyhow::Result<()> {
             let mut fs = format_with(&config, policy)?;
             let mut load = nandkit_workloads::by_name(w, args.moda.workload_seed, device_bytes)
                 .with_context(|| format!("unknown workload {w}"))?;
-            let start = fs.device().now_ns();
+            let start = Mark::of_fs(&fs);
             let summary = load
                 .run(&mut fs)
                 .with_context(|| format!("{w} under {}", policy.name()))?;
             fs.sync().context("sync after the workload")?;
-            let run_s = seconds_since(&fs, start);
+            let run = start.to_fs(&fs);
             let (u, i, p) = fs.uip();
             let est = cleaning_cost(&CleaningCostInput {
                 blocks: fs.block_table().len() as u64,
@@ -100,7 +103,9 @@ pub fn run(args: ModaTableArgs) -> anyhow::Result<()> {
                 erases: cleaned.erases,
                 copies: cleaned.copies,
                 clean_s: cleaned.seconds,
-                run_s,
+                clean_energy_j: cleaned.energy_j,
+                run_s: run.sim_s(),
+                run_energy_j: run.energy_j(),
                 outcome: match summary.enospc {
                     Some(n) => format!("enospc at op {n}"),
                     None => "ok".into(),
@@ -121,7 +126,7 @@ pub fn run(args: ModaTableArgs) -> anyhow::Result<()> {
         .unwrap_or(0)
         .max(8);
     println!(
-        "{:<ww$} {:<13} {:>6} {:>7} {:>5} {:>9} {:>9} {:>8} {:>7} {:>7} {:>8} {:>8}",
+        "{:<ww$} {:<13} {:>6} {:>7} {:>5} {:>9} {:>9} {:>8} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8}",
         "workload",
         "policy",
         "u",
@@ -133,11 +138,13 @@ pub fn run(args: ModaTableArgs) -> anyhow::Result<()> {
         "erases",
         "copies",
         "clean_s",
-        "run_s"
+        "clean_J",
+        "run_s",
+        "run_J"
     );
     for r in &rows {
         println!(
-            "{:<ww$} {:<13} {:>6.3} {:>7.4} {:>5.2} {:>9.0} {:>9.0} {:>8.2} {:>7} {:>7} {:>8.2} {:>8.1}{}",
+            "{:<ww$} {:<13} {:>6.3} {:>7.4} {:>5.2} {:>9.0} {:>9.0} {:>8.2} {:>7} {:>7} {:>8.2} {:>8.3} {:>8.1} {:>8.3}{}",
             r.workload,
             r.policy,
             r.u,
@@ -149,7 +156,9 @@ pub fn run(args: ModaTableArgs) -> anyhow::Result<()> {
             r.erases,
             r.copies,
             r.clean_s,
+            r.clean_energy_j,
             r.run_s,
+            r.run_energy_j,
             if r.outcome == "ok" { String::new() } else { format!("  ({})", r.outcome) }
         );
     }

@@ -13,10 +13,10 @@
 
 use anyhow::Context;
 use clap::Args;
-use nandkit_flash::Flash;
 use serde::Serialize;
 
-use super::moda_common::{clean_everything, format_with, seconds_since, ModaArgs};
+use super::energy::Mark;
+use super::moda_common::{clean_everything, format_with, ModaArgs};
 use super::print_json;
 
 pub const LONG_ABOUT: &str = "The MODA paper's Figure 7: PostMark after pre-filling the \
@@ -24,7 +24,7 @@ pub const LONG_ABOUT: &str = "The MODA paper's Figure 7: PostMark after pre-fill
     --clean-fill cleans after it, so PostMark starts with no invalid pages). For each u0 and \
     policy: PostMark's running time, the blocks cleaned while it ran (on-demand cleaning), \
     the bytes it wrote (less than a full run's when the device filled), u, i, p after it, and the measured cost of cleaning every invalid page. Times are \
-    simulated seconds.";
+    simulated seconds, each with its energy in joules (run_energy_j, clean_energy_j).";
 
 #[derive(Args)]
 pub struct ModaUtilizationArgs {
@@ -46,8 +46,9 @@ struct Row {
     /// ... and the one reached (all pages valid / all pages).
     u_start: f64,
     policy: &'static str,
-    /// PostMark's running time.
+    /// PostMark's running time, and its energy.
     run_s: f64,
+    run_energy_j: f64,
     /// Blocks reclaimed by on-demand cleaning while PostMark ran.
     run_erases: u64,
     /// Bytes PostMark wrote (all of them unless it ran out of space).
@@ -58,6 +59,7 @@ struct Row {
     erases: u64,
     copies: u64,
     clean_s: f64,
+    clean_energy_j: f64,
     outcome: String,
 }
 
@@ -90,7 +92,7 @@ pub fn run(args: ModaUtilizationArgs) -> anyhow::Result<()> {
             let u_start = fs.uip().0;
             let cleaned_before = fs.stats().blocks_cleaned;
             let written_before = fs.stats().user_bytes_written;
-            let start = fs.device().now_ns();
+            let start = Mark::of_fs(&fs);
             let mut load =
                 nandkit_workloads::by_name("postmark", seed, device_bytes).context("postmark")?;
             let outcome = match load.run(&mut fs) {
@@ -102,7 +104,7 @@ pub fn run(args: ModaUtilizationArgs) -> anyhow::Result<()> {
                 nandkit_fs::FsError::NoSpace => Ok(()),
                 e => Err(e),
             })?;
-            let run_s = seconds_since(&fs, start);
+            let run = start.to_fs(&fs);
             let run_erases = fs.stats().blocks_cleaned - cleaned_before;
             let (u, i, p) = fs.uip();
             let cleaned = clean_everything(&mut fs)?;
@@ -110,7 +112,8 @@ pub fn run(args: ModaUtilizationArgs) -> anyhow::Result<()> {
                 u0,
                 u_start,
                 policy: policy.name(),
-                run_s,
+                run_s: run.sim_s(),
+                run_energy_j: run.energy_j(),
                 run_erases,
                 written_bytes: fs.stats().user_bytes_written - written_before,
                 u,
@@ -119,6 +122,7 @@ pub fn run(args: ModaUtilizationArgs) -> anyhow::Result<()> {
                 erases: cleaned.erases,
                 copies: cleaned.copies,
                 clean_s: cleaned.seconds,
+                clean_energy_j: cleaned.energy_j,
                 outcome,
             });
             if !args.moda.json {
@@ -130,11 +134,12 @@ pub fn run(args: ModaUtilizationArgs) -> anyhow::Result<()> {
         return print_json(&rows);
     }
     println!(
-        "{:>5} {:>7} {:<13} {:>8} {:>8} {:>8} {:>6} {:>7} {:>5} {:>7} {:>7} {:>8}",
+        "{:>5} {:>7} {:<13} {:>8} {:>8} {:>8} {:>8} {:>6} {:>7} {:>5} {:>7} {:>7} {:>8} {:>8}",
         "u0",
         "u_start",
         "policy",
         "run_s",
+        "run_J",
         "run_ers",
         "wrote_kb",
         "u",
@@ -142,15 +147,17 @@ pub fn run(args: ModaUtilizationArgs) -> anyhow::Result<()> {
         "p",
         "erases",
         "copies",
-        "clean_s"
+        "clean_s",
+        "clean_J"
     );
     for r in &rows {
         println!(
-            "{:>5.2} {:>7.3} {:<13} {:>8.2} {:>8} {:>8} {:>6.3} {:>7.4} {:>5.2} {:>7} {:>7} {:>8.2}{}",
+            "{:>5.2} {:>7.3} {:<13} {:>8.2} {:>8.3} {:>8} {:>8} {:>6.3} {:>7.4} {:>5.2} {:>7} {:>7} {:>8.2} {:>8.3}{}",
             r.u0,
             r.u_start,
             r.policy,
             r.run_s,
+            r.run_energy_j,
             r.run_erases,
             r.written_bytes / 1000,
             r.u,
@@ -159,6 +166,7 @@ pub fn run(args: ModaUtilizationArgs) -> anyhow::Result<()> {
             r.erases,
             r.copies,
             r.clean_s,
+            r.clean_energy_j,
             if r.outcome == "ok" {
                 String::new()
             } else {

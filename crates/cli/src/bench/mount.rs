@@ -4,11 +4,12 @@
 
 use anyhow::{ensure, Context};
 use clap::Args;
-use nandkit_flash::{Flash, StripedDevice};
+use nandkit_flash::StripedDevice;
 use nandkit_fs::blocks::BlockState;
 use nandkit_fs::{FileSystem, Ino, Kind, MountMethod, ROOT_INO};
 use serde::Serialize;
 
+use super::energy::Mark;
 use super::{
     directory, format, mount_options, noise, print_json, regular_file, DeviceInfo, FsArgs,
     PhaseStats, Progress, Snapshot,
@@ -20,7 +21,7 @@ pub const LONG_ABOUT: &str = "Measures what mounting costs. Formats a RAM device
     default 32 MiB of 2 KiB pages, 64 pages per block), creates N small files (each \
     created, written and closed: 3 page programs), unmounts cleanly (a checkpoint), \
     then mounts twice: the default way (from the checkpoint) and by a forced full scan. \
-    For each mount: flash page reads and OOB-only reads, simulated and host time, and the \
+    For each mount: flash page reads and OOB-only reads, simulated and host time, energy, and the \
     heap the mount keeps (a counting allocator: live bytes after the call minus before). \
     Then every directory is listed and every file stat'ed, which loads the names and \
     attributes a mount leaves on flash until they are needed, and the heap is measured \
@@ -64,6 +65,7 @@ struct MountCost {
     /// Reads per block in use (not erased, not bad).
     reads_per_used_block: f64,
     sim_ms: f64,
+    energy_j: f64,
     host_ms: f64,
     /// Heap the mount keeps (live bytes after it returned minus before the call).
     heap_bytes: i64,
@@ -204,7 +206,8 @@ fn measure(
     used_blocks: u64,
 ) -> anyhow::Result<(StripedDevice, MountCost)> {
     let reads_before = dev.stats().total();
-    let sim_start = dev.now_ns();
+    // Marks are taken outside the heap window: reading the counters allocates.
+    let start = Mark::of_device(&mut dev);
     let before = counter::live_bytes() as i64;
     counter::reset_peak();
     let t = std::time::Instant::now();
@@ -212,7 +215,7 @@ fn measure(
     let host_ms = t.elapsed().as_secs_f64() * 1e3;
     let after = counter::live_bytes() as i64;
     let peak = counter::peak_bytes() as i64;
-    let sim_ms = (fs.device().now_ns() - sim_start) as f64 / 1e6;
+    let spent = start.to_fs(&fs);
     let reads_after = fs.device_mut().stats().total();
     let found = fs.statfs().objects;
     ensure!(
@@ -227,7 +230,8 @@ fn measure(
         oob_reads,
         reads: page_reads + oob_reads,
         reads_per_used_block: (page_reads + oob_reads) as f64 / used_blocks.max(1) as f64,
-        sim_ms,
+        sim_ms: spent.sim_ms(),
+        energy_j: spent.energy_j(),
         host_ms,
         heap_bytes: after - before,
         heap_peak_bytes: peak - before,
@@ -251,16 +255,25 @@ fn print_table(r: &Report) {
         r.used_blocks, r.open_block_pages
     );
     println!(
-        "{:<12} {:>8} {:>8} {:>8} {:>10} {:>10} {:>12} {:>10}",
-        "MOUNT", "READS", "PAGE", "OOB", "SIM MS", "HOST MS", "HEAP BYTES", "PER OBJECT"
+        "{:<12} {:>8} {:>8} {:>8} {:>10} {:>10} {:>10} {:>12} {:>10}",
+        "MOUNT",
+        "READS",
+        "PAGE",
+        "OOB",
+        "SIM MS",
+        "ENERGY mJ",
+        "HOST MS",
+        "HEAP BYTES",
+        "PER OBJECT"
     );
     for (label, m) in [("checkpoint", &r.checkpoint_mount), ("scan", &r.scan_mount)] {
         println!(
-            "{label:<12} {:>8} {:>8} {:>8} {:>10.2} {:>10.2} {:>12} {:>10.1}",
+            "{label:<12} {:>8} {:>8} {:>8} {:>10.2} {:>10.3} {:>10.2} {:>12} {:>10.1}",
             m.reads,
             m.page_reads,
             m.oob_reads,
             m.sim_ms,
+            m.energy_j * 1e3,
             m.host_ms,
             m.heap_bytes,
             m.heap_bytes_per_object

@@ -4,13 +4,14 @@
 
 use anyhow::{ensure, Context};
 use clap::Args;
-use nandkit_flash::{Flash, StripedDevice};
+use nandkit_flash::StripedDevice;
 use nandkit_fs::{FileSystem, MountMethod, ROOT_INO};
 use serde::Serialize;
 
+use super::energy::Mark;
 use super::{
-    format, noise, print_json, ratio, regular_file, timed_mount, write_sequential, DeviceInfo,
-    FsArgs, MountTiming, PhaseStats, Progress, Snapshot,
+    format, human_joules, noise, print_json, ratio, regular_file, timed_mount, write_sequential,
+    DeviceInfo, FsArgs, MountTiming, PhaseStats, Progress, Snapshot,
 };
 use crate::device_args::{parse_bytes, DeviceArgs};
 
@@ -26,7 +27,10 @@ pub const LONG_ABOUT: &str =
     Then the file system is unmounted cleanly (which writes a checkpoint when the \
     profile keeps them) and mounted by force-scan and by the default method; \
     both mounts are timed in host and simulated milliseconds, and the method \
-    the default mount actually used is reported.";
+    the default mount actually used is reported.\n\n\
+    Every simulated span also reports its energy in joules (energy_j, unmount_energy_j, \
+    mount_*_energy_j): the preset's energy per flash operation (`nandkit presets`), \
+    typical values.";
 
 #[derive(Args)]
 pub struct SeqWriteArgs {
@@ -68,12 +72,15 @@ struct Report {
     efficiency_vs_raw: f64,
     /// The clean unmount after the write phase (sync, checkpoint).
     unmount_sim_ms: f64,
+    unmount_energy_j: f64,
     unmount_flash_programs: u64,
     mount_scan_ms_host: f64,
     mount_scan_ms_sim: f64,
+    mount_scan_energy_j: f64,
     scan_mount_method: MountMethod,
     mount_checkpoint_ms_host: f64,
     mount_checkpoint_ms_sim: f64,
+    mount_checkpoint_energy_j: f64,
     /// What the default mount actually did: `Checkpoint`, or `Scan` if it found none.
     checkpoint_mount_method: MountMethod,
 }
@@ -108,10 +115,10 @@ pub fn run(args: SeqWriteArgs) -> anyhow::Result<()> {
     progress.finish();
     let write = PhaseStats::between(&start, &end, chunk_bytes);
 
-    let before_unmount = fs.device().now_ns();
+    let before_unmount = Mark::of_fs(&fs);
     let programs_before = fs.device_mut().stats().total().programs;
     let mut dev = fs.unmount().context("unmounting")?;
-    let unmount_sim_ms = (dev.now_ns() - before_unmount) as f64 / 1e6;
+    let unmount = before_unmount.to_device(&mut dev);
     let unmount_flash_programs = dev.stats().total().programs - programs_before;
 
     // The default mount first, while the device is exactly as the clean unmount left it;
@@ -140,13 +147,16 @@ pub fn run(args: SeqWriteArgs) -> anyhow::Result<()> {
         raw_program_mb_per_s,
         efficiency_vs_raw: sim_user_mb_per_s / raw_program_mb_per_s,
         write,
-        unmount_sim_ms,
+        unmount_sim_ms: unmount.sim_ms(),
+        unmount_energy_j: unmount.energy_j(),
         unmount_flash_programs,
         mount_scan_ms_host: scan.host_ms,
         mount_scan_ms_sim: scan.sim_ms,
+        mount_scan_energy_j: scan.energy_j,
         scan_mount_method: scan.method,
         mount_checkpoint_ms_host: checkpoint.host_ms,
         mount_checkpoint_ms_sim: checkpoint.sim_ms,
+        mount_checkpoint_energy_j: checkpoint.energy_j,
         checkpoint_mount_method: checkpoint.method,
     };
     if args.json {
@@ -189,13 +199,18 @@ fn print_table(r: &Report, scan: &MountTiming, checkpoint: &MountTiming) {
         r.raw_program_mb_per_s, r.efficiency_vs_raw
     );
     println!(
-        "unmount     {:.3} ms simulated, {} flash programs",
-        r.unmount_sim_ms, r.unmount_flash_programs
+        "unmount     {:.3} ms simulated, {} flash programs, energy {}",
+        r.unmount_sim_ms,
+        r.unmount_flash_programs,
+        human_joules(r.unmount_energy_j)
     );
     for (label, m) in [("mount scan", scan), ("mount", checkpoint)] {
         println!(
-            "{label:<12}{:?}: host {:.3} ms, simulated {:.3} ms",
-            m.method, m.host_ms, m.sim_ms
+            "{label:<12}{:?}: host {:.3} ms, simulated {:.3} ms, energy {}",
+            m.method,
+            m.host_ms,
+            m.sim_ms,
+            human_joules(m.energy_j)
         );
     }
 }

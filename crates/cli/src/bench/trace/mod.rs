@@ -106,8 +106,8 @@ struct Row {
     setup_bytes: u64,
     #[serde(flatten)]
     summary: Summary,
-    /// The replay: its simulated seconds (sim_s, idle time included), host seconds and
-    /// flash counts.
+    /// The replay: its simulated seconds (sim_s, idle time included), energy (energy_j,
+    /// which idle time does not add to), host seconds and flash counts.
     #[serde(flatten)]
     phase: PhaseStats,
     /// mean_response_ms over that of the same trace replayed on one chip.
@@ -293,7 +293,7 @@ fn print_header(title: &str, r: &Row) {
         r.device.device_seed
     );
     println!(
-        "{:>5} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>8} {:>7} {:>7}",
+        "{:>5} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>9} {:>8} {:>7} {:>7}",
         "chips",
         "mean ms",
         "p50 ms",
@@ -302,6 +302,7 @@ fn print_header(title: &str, r: &Row) {
         "read ms",
         "write ms",
         "sim s",
+        "energy J",
         "host s",
         "erases",
         "vs P=1"
@@ -311,7 +312,7 @@ fn print_header(title: &str, r: &Row) {
 fn print_row(r: &Row) {
     let s = &r.summary;
     println!(
-        "{:>5} {:>9.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9.3} {:>9.1} {:>8.2} {:>7} {:>7.3}",
+        "{:>5} {:>9.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9.3} {:>9.1} {:>9.3} {:>8.2} {:>7} {:>7.3}",
         r.device.chips,
         s.mean_response_ms,
         s.p50_response_ms,
@@ -320,6 +321,7 @@ fn print_row(r: &Row) {
         s.mean_read_response_ms,
         s.mean_write_response_ms,
         r.phase.sim_s,
+        r.phase.energy_j,
         r.phase.host_s,
         r.phase.flash_erases,
         r.normalized_to_p1
