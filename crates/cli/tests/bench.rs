@@ -693,3 +693,50 @@ fn ttfs_json_contract() {
         assert!(u(m, "flash_programs") <= u(y, "flash_programs"), "{w}");
     }
 }
+
+/// MiNV's synthetic workload (Figures 9-10): both profiles run the same files; minv reads
+/// nothing on flash and owes no erases at the end, yaffs reads (its headers, its cleaning)
+/// and leaves dead blocks behind.
+#[test]
+fn minv_synthetic_json_contract() {
+    let v = bench_json(&[
+        "minv-synthetic",
+        "--device-size",
+        "4MiB",
+        "--sizes",
+        "512,64KiB",
+        "--rounds",
+        "2",
+    ]);
+    let rows = v.as_array().expect("an array of rows");
+    assert_eq!(rows.len(), 4);
+    for size in [512, 65536] {
+        let row = |p: &str| {
+            rows.iter()
+                .find(|r| r["file_size"] == size && r["profile"] == p)
+                .unwrap_or_else(|| panic!("{size} / {p}"))
+        };
+        let (y, m) = (row("yaffs"), row("minv"));
+        assert_eq!(u(y, "files"), u(m, "files"), "same files: {y} {m}");
+        assert!(u(y, "files") > 10, "{y}");
+        for r in [y, m] {
+            assert_eq!(r["outcome"], "ok", "{r}");
+            assert_eq!(u(r, "rounds"), 2);
+            assert!(f(r, "sim_s") > 0.0 && f(r, "energy_j") > 0.0, "{r}");
+            assert!(u(r, "flash_programs") >= u(r, "files") * 2, "{r}");
+        }
+        assert_eq!(u(m, "flash_reads"), 0, "{m}");
+        assert_eq!(u(m, "blocks_left_to_erase"), 0, "{m}");
+        assert!(u(m, "flash_erases") > 0, "erase on delete: {m}");
+        assert!(u(y, "blocks_left_to_erase") > 0, "{y}");
+        assert!(
+            u(m, "flash_programs") < u(y, "flash_programs"),
+            "{m} vs {y}"
+        );
+        assert!(f(m, "sim_s") < f(y, "sim_s"), "{m} vs {y}");
+    }
+    let small = rows
+        .iter()
+        .find(|r| r["file_size"] == 512 && r["profile"] == "yaffs");
+    assert!(u(small.unwrap(), "flash_reads") > 0);
+}

@@ -110,18 +110,33 @@ impl<F: Flash> FileSystem<F> {
 
     /// MiNV erases the blocks a delete left without a valid page at once (erase on
     /// delete), so writes later find them erased; a flash log leaves them to cleaning (its
-    /// blocks may still hold the headers that keep the deleted object dead).
+    /// blocks may still hold the headers that keep the deleted object dead). A stream's
+    /// open block that the delete emptied is closed and erased too: left open, the next
+    /// file's pages would join the dead ones there, and cleaning would later copy them out
+    /// (a flash read MiNV never needs).
     pub(crate) fn erase_emptied_blocks(&mut self) -> Result<()> {
         if self.metadata_on_flash() || self.read_only {
             return Ok(());
         }
+        // Posted programs land first, so the valid counts are final.
+        self.settle()?;
         let empty: Vec<u32> = (0..self.layout.blocks)
             .filter(|&b| {
                 let x = self.blocks.get(b);
-                x.state == crate::blocks::BlockState::Full && x.valid == 0
+                x.valid == 0
+                    && (x.state == crate::blocks::BlockState::Full
+                        || x.state == crate::blocks::BlockState::Active && x.next_page > 0)
             })
             .collect();
         for b in empty {
+            if self.blocks.get(b).state == crate::blocks::BlockState::Active {
+                for open in &mut self.streams {
+                    if open.as_ref().is_some_and(|o| o.block == b) {
+                        *open = None;
+                    }
+                }
+                self.blocks.set_state(b, crate::blocks::BlockState::Full);
+            }
             self.erase_block(b)?;
         }
         Ok(())

@@ -66,6 +66,54 @@ fn mount_reads_nothing_on_flash() {
     assert_eq!(t.page_reads + t.oob_reads, reads, "mount read flash");
 }
 
+/// Erase on delete: once a delete leaves a block without a live page, that block is erased,
+/// the stream's open block included, so later writes never share a block with dead pages
+/// and create/delete rounds never clean (never read flash).
+#[test]
+fn deletes_erase_every_emptied_block_and_rounds_read_nothing() {
+    let dev = Dev::Small;
+    let mut fs = fresh(dev);
+    let ppb = dev.config().geometry.pages_per_block;
+    let before = fs.device().stats().total();
+    for round in 0..4u64 {
+        // Five files of 1.5 blocks: the last leaves the open block half written.
+        for i in 0..5u64 {
+            let ino = fs
+                .create(ROOT_INO, format!("f{i}").as_bytes(), file())
+                .unwrap()
+                .ino;
+            fs.write(
+                ino,
+                0,
+                &pattern(round * 10 + i, dev.chunk() * ppb as usize * 3 / 2),
+            )
+            .unwrap();
+            fs.fsync(ino).unwrap();
+        }
+        for i in 0..5u64 {
+            fs.unlink(ROOT_INO, format!("f{i}").as_bytes()).unwrap();
+        }
+        let dead: Vec<usize> = fs
+            .block_table()
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.valid == 0 && b.next_page > 0)
+            .map(|(i, _)| i)
+            .collect();
+        assert!(
+            dead.is_empty(),
+            "round {round}: blocks {dead:?} hold only dead pages"
+        );
+        assert_fsck(&mut fs, "after the deletes");
+    }
+    let after = fs.device().stats().total();
+    assert_eq!(
+        after.page_reads + after.oob_reads,
+        before.page_reads + before.oob_reads
+    );
+    assert!(after.erases > before.erases);
+}
+
 /// The space model with our structure sizes predicts the NVRAM bytes in use exactly.
 #[test]
 fn nvram_use_equals_the_space_model() {

@@ -59,7 +59,10 @@ impl MinvDeviceArgs {
     }
 }
 
-fn format_profile(config: &nandkit_flash::DeviceConfig, profile: &str) -> anyhow::Result<Fs> {
+pub(super) fn format_profile(
+    config: &nandkit_flash::DeviceConfig,
+    profile: &str,
+) -> anyhow::Result<Fs> {
     format(
         config.clone(),
         &FsArgs {
