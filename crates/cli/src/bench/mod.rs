@@ -219,9 +219,10 @@ pub struct FsArgs {
     /// DAC: regions (write streams) by update frequency.
     #[arg(long, value_name = "K", default_value_t = AllocParams::default().regions)]
     pub dac_regions: u32,
-    /// Profiles with metadata in NVRAM (minv): its capacity [default: the FeRAM preset's
-    /// 12 MiB, the MiNV paper's board].
-    #[arg(long, value_name = "SIZE", value_parser = crate::device_args::parse_bytes)]
+    /// Profiles with metadata in NVRAM (minv): the NVRAM's capacity for a bench that asks
+    /// for one [default: the FeRAM preset's 12 MiB, the MiNV paper's board]. Not a flag
+    /// here: mkfs has its own `--nvram-size`.
+    #[arg(skip)]
     pub nvram_size: Option<u64>,
 }
 
