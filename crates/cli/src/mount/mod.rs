@@ -91,10 +91,11 @@ Mount options (-o, comma-separated or repeated):
                              find erased blocks (default 2; 0: never). It takes blocks
                              at least half invalid, or any while erased blocks are
                              fewer than an eighth of the device
-  threads=N                  request threads (default 1). Reads run together on
-                             several threads; other calls one at a time. More help
-                             only when several programs do I/O at once on a
-                             many-core machine
+  threads=N                  request threads (default 2). Reads run together on
+                             several threads; other calls one at a time. With two,
+                             one thread waits for the next request while the other
+                             replies; more help when several programs do I/O at
+                             once on a many-core machine
   attr_timeout=S, entry_timeout=S
                              seconds the kernel may cache attributes (default 1; 0
                              with nowriteback, so a stat never shows an old link

@@ -15,12 +15,16 @@ use crate::image::FUSE_TYPE;
 const DEFAULT_COMMIT_SECS: u64 = 5;
 
 /// Default request threads. Reads share the file system's lock and run together; every
-/// other call runs alone under it. On a single stream of requests (one program doing
-/// I/O, the common case) more threads cost a cross-thread wake-up per request. Measured
-/// with fio on this 2-core machine (4 KiB random writes with fsync every 32, then random
-/// reads, 4 jobs each): one thread 34-40k / 49-52k IOPS, two 26-29k / 42-46k, four
-/// 35k / 43-53k: more threads do not pay here (more cores would be needed).
-const DEFAULT_THREADS: usize = 1;
+/// other call runs alone under it. Two threads: while one thread replies, the other is
+/// already waiting in /dev/fuse for the next request, so the kernel hands it over without
+/// waking a sleeping daemon. Measured on this 2-core machine (2026-11-25, fio 4 KiB, 4
+/// jobs, 32 MiB each): random reads 92-98k IOPS with one thread, 105-115k with two, 110k
+/// with four; random writes with fsync every 32 119k / 126-129k / 124-126k; one process's
+/// small calls without the write-back cache (`bench fuse --options nowriteback`): 4-byte
+/// appends 19-22k calls/s with one thread, 59-60k with two, 4 KiB pwrites 18k / 41k. (An
+/// earlier machine measured the opposite, 34-40k / 26-29k random writes: the gain comes
+/// from the kernel's wake-up path, which differs between machines.)
+const DEFAULT_THREADS: usize = 2;
 
 /// Default seconds without a request before the idle cleaner starts (`-o idle_clean=`).
 /// Long enough that a program pausing between writes is not interrupted by cleaning,
@@ -213,9 +217,10 @@ mod tests {
         assert!(!n.fuse.writeback);
         assert_eq!(n.fuse.attr_ttl, Duration::ZERO);
         assert_eq!(parse(&[]).unwrap().fuse.attr_ttl, Duration::from_secs(1));
-        let w = parse(&["writeback,threads=2"]).unwrap();
+        assert_eq!(parse(&[]).unwrap().threads, 2);
+        let w = parse(&["writeback,threads=3"]).unwrap();
         assert!(w.fuse.writeback);
-        assert_eq!(w.threads, 2);
+        assert_eq!(w.threads, 3);
         assert_eq!(w.fuse.attr_ttl, Duration::from_secs(1));
         assert!(parse(&["bogus"]).is_err());
         assert!(parse(&["threads=0"]).is_err());
