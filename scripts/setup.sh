@@ -15,6 +15,12 @@ for pair in fusermount3:fuse3 pkg-config:pkg-config setfattr:attr setfacl:acl \
   command -v "${pair%%:*}" >/dev/null 2>&1 || need_apt+=("${pair#*:}")
 done
 
+# Libraries, checked by package: libclang-dev lets littlefs2-sys (crates/littlefs, the
+# littlefs peer) generate its bindings to the littlefs C library.
+for pkg in libclang-dev; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
+
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
   echo "setup: installing ${need_apt[*]} from Debian"
