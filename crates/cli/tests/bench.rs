@@ -740,3 +740,79 @@ fn minv_synthetic_json_contract() {
         .find(|r| r["file_size"] == 512 && r["profile"] == "yaffs");
     assert!(u(small.unwrap(), "flash_reads") > 0);
 }
+
+/// The peers bench: littlefs and yaffs run the same workloads with the same counters; every
+/// scripted workload has its row; the power-cut rows say how many cut points mounted.
+#[test]
+fn peers_json_contract() {
+    let v = bench_json(&[
+        "peers",
+        "--geometry",
+        "tiny",
+        "--fs",
+        "littlefs,yaffs",
+        "--workloads",
+        "camera",
+        "--small-files",
+        "20",
+        "--overwrites",
+        "64",
+        "--cut-points",
+        "30",
+    ]);
+    let rows = v.as_array().expect("an array of rows");
+    let scripted = [
+        "format+mount",
+        "small-files",
+        "large-file",
+        "small-overwrite",
+        "remount",
+        "delete",
+        "fill",
+        "random-overwrite",
+        "camera",
+        "power-cut",
+    ];
+    for fs in ["littlefs", "yaffs"] {
+        for w in scripted {
+            let r = rows
+                .iter()
+                .find(|r| r["fs"] == fs && r["workload"] == w)
+                .unwrap_or_else(|| panic!("no row for {fs} / {w}"));
+            for field in ["page_reads", "page_programs", "block_erases", "heap_bytes"] {
+                u(r, field);
+            }
+            for field in ["sim_ms", "host_ms", "energy_j"] {
+                assert!(f(r, field) >= 0.0, "{field}: {r}");
+            }
+            assert!(r["outcome"].is_string(), "{r}");
+        }
+        let row = |w: &str| {
+            rows.iter()
+                .find(|r| r["fs"] == fs && r["workload"] == w)
+                .unwrap()
+        };
+        let small = row("small-files");
+        assert_eq!(small["outcome"], "ok", "{small}");
+        assert!(u(small, "page_programs") >= 20, "{small}");
+        assert!(
+            u(small, "heap_bytes") > 0 && f(small, "sim_ms") > 0.0,
+            "{small}"
+        );
+        let fill = row("fill");
+        assert!(
+            fill["outcome"].as_str().unwrap().starts_with("enospc at "),
+            "{fill}"
+        );
+        let cut = row("power-cut")["outcome"].as_str().unwrap().to_string();
+        let n: Vec<&str> = cut.split_whitespace().collect();
+        // "M of N cut points mount, fsync'd data whole at K"
+        assert_eq!(n[0], n[2], "every cut point mounts: {cut}");
+        assert_eq!(
+            n.last(),
+            Some(&n[0]),
+            "fsync'd data whole at every cut: {cut}"
+        );
+    }
+    assert!(rows.iter().any(|r| r["workload"] == "power-cut (ecc eio)"));
+}

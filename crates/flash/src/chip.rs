@@ -139,6 +139,11 @@ impl Chip {
         self.storage.meta(block)
     }
 
+    /// Heap the chip's stored pages take (see `Storage::heap_bytes`).
+    pub fn storage_heap_bytes(&self) -> usize {
+        self.storage.heap_bytes()
+    }
+
     /// Erase count at which this block fails.
     pub fn block_limit(&self, block: u32) -> u32 {
         self.block_limits[block as usize]

@@ -208,6 +208,15 @@ impl FlashDevice {
         }
     }
 
+    /// Heap the device's stored pages take: a RAM device allocates a block's buffer on its
+    /// first program, so a bench measuring a file system's heap subtracts this.
+    pub fn storage_heap_bytes(&mut self) -> usize {
+        let n = self.exec.chip_count();
+        (0..n)
+            .map(|i| self.exec.with_chip(i, |c| c.storage_heap_bytes()))
+            .sum()
+    }
+
     pub fn block_info(&mut self, addr: BlockAddr) -> Result<BlockInfo, FlashError> {
         self.config.geometry.check_block(addr)?;
         Ok(self

@@ -80,7 +80,9 @@ impl<F: Flash> BlockDevice<F> {
         let fits = block < self.block_count()
             && off % p == 0
             && size % p == 0
-            && off.checked_add(size).is_some_and(|end| end <= self.block_size());
+            && off
+                .checked_add(size)
+                .is_some_and(|end| end <= self.block_size());
         fits.then(|| (off / p, size / p))
     }
 
@@ -180,6 +182,6 @@ pub(crate) unsafe extern "C" fn erase_cb<F: Flash>(
 }
 
 /// Programs are durable when they return (the simulated chip has no write cache).
-pub(crate) unsafe extern "C" fn sync_cb<F: Flash>(_c: *const ll::lfs_config) -> c_int {
+pub(crate) unsafe extern "C" fn sync_cb(_c: *const ll::lfs_config) -> c_int {
     0
 }

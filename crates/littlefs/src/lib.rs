@@ -132,7 +132,7 @@ impl<F: Flash> Littlefs<F> {
             read: Some(block_device::read_cb::<F>),
             prog: Some(block_device::prog_cb::<F>),
             erase: Some(block_device::erase_cb::<F>),
-            sync: Some(block_device::sync_cb::<F>),
+            sync: Some(block_device::sync_cb),
             read_size: page,
             prog_size: page,
             block_size: bd.block_size(),
@@ -289,7 +289,12 @@ impl<F: Flash> Littlefs<F> {
             device: None,
         })?;
         let rc = unsafe {
-            ll::lfs_file_seek(lfs, &mut f.file, off, ll::lfs_whence_flags_LFS_SEEK_SET as c_int)
+            ll::lfs_file_seek(
+                lfs,
+                &mut f.file,
+                off,
+                ll::lfs_whence_flags_LFS_SEEK_SET as c_int,
+            )
         };
         self.check("seek", rc).map(|_| ())
     }
@@ -316,9 +321,8 @@ impl<F: Flash> Littlefs<F> {
             let f = self.open(path, ll::lfs_open_flags_LFS_O_RDWR)?;
             let rest = &data[done..];
             let n = rest.len().min(1 << 30) as ll::lfs_size_t;
-            let rc = unsafe {
-                ll::lfs_file_write(lfs, &mut f.file, rest.as_ptr() as *const c_void, n)
-            };
+            let rc =
+                unsafe { ll::lfs_file_write(lfs, &mut f.file, rest.as_ptr() as *const c_void, n) };
             done += self.check("write", rc)? as usize;
         }
         Ok(())

@@ -76,7 +76,11 @@ fn a_nand_rule_violation_is_an_error_and_recorded() {
     // A page past the next programmable one.
     assert_eq!(bd.prog(3, 4 * bd.page_size(), &page), -5);
     assert_eq!(bd.violations.len(), 2, "{:?}", bd.violations);
-    assert!(bd.violations[0].contains("not erased"), "{:?}", bd.violations);
+    assert!(
+        bd.violations[0].contains("not erased"),
+        "{:?}",
+        bd.violations
+    );
     // Not whole pages, or off the device: refused before the chip sees them.
     assert_eq!(bd.prog(3, 1, &page), -22);
     assert_eq!(bd.erase(bd.block_count()), -22);
@@ -98,7 +102,7 @@ fn a_power_cut_mid_write_keeps_what_was_synced() {
         Ok(())
     };
     let fs = Littlefs::format(device()).map_err(|(e, _)| e).unwrap();
-    let mut dev = fs.unmount().map_err(|(e, _)| e).unwrap();
+    let dev = fs.unmount().map_err(|(e, _)| e).unwrap();
     let base = dev.state_ops();
     let mut fs = Littlefs::mount(dev).map_err(|(e, _)| e).unwrap();
     run(&mut fs).unwrap();

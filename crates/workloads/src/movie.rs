@@ -100,12 +100,14 @@ impl Movie {
         t.note_enospc();
         if let Some(i) = copying {
             let path = self.movies[i].0.clone();
-            // Part of the failed request may have been written.
-            self.movies[i].1 = t.size(&path)?;
             match t.fsync(&path) {
                 Ok(()) | Err(TargetError::NoSpace) => {}
                 Err(e) => return Err(e),
             }
+            // Part of the failed request may have been written; and a file system whose
+            // sync failed may keep less than it had taken (littlefs drops what it could
+            // not commit): the movie is what the file holds after the sync.
+            self.movies[i].1 = t.size(&path)?;
         }
         self.phase = Phase::Play {
             index: 0,

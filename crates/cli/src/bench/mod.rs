@@ -20,6 +20,7 @@ mod moda_repeat;
 mod moda_table;
 mod moda_utilization;
 mod mount;
+mod peers;
 mod random_overwrite;
 mod seq_write;
 mod trace;
@@ -172,6 +173,12 @@ enum BenchCommand {
             nandkit bench minv-synthetic\n  \
             nandkit bench minv-synthetic --sizes 2KiB,2MiB --rounds 1 --json")]
     MinvSynthetic(minv_synthetic::SyntheticArgs),
+    /// littlefs (the C library) beside every nandkit profile on the same simulated flash:
+    /// the same workloads, the same counters, and a power-cut comparison.
+    #[command(long_about = peers::LONG_ABOUT, after_help = "Examples:\n  \
+            nandkit bench peers\n  \
+            nandkit bench peers --fs littlefs,yaffs --workloads none --json")]
+    Peers(peers::PeersArgs),
 }
 
 /// A file system as the benchmarks run it: on a RAM array seen striped.
@@ -194,6 +201,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::MinvMount(a) => minv::run_mount(a),
         BenchCommand::Ttfs(a) => minv::run_ttfs(a),
         BenchCommand::MinvSynthetic(a) => minv_synthetic::run(a),
+        BenchCommand::Peers(a) => peers::run(a),
     }
 }
 

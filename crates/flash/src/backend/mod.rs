@@ -51,4 +51,9 @@ pub trait Storage: Send {
     fn set_meta(&mut self, block: u32, meta: BlockMeta);
     /// Makes everything written so far durable (for a file: msync).
     fn flush(&mut self) -> Result<(), FlashError>;
+    /// Heap the stored pages take (a RAM backend's block buffers; a file image's are in the
+    /// page cache, not the heap): what a bench leaves out of a file system's heap.
+    fn heap_bytes(&self) -> usize {
+        0
+    }
 }

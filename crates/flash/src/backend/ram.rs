@@ -56,6 +56,11 @@ impl RamStorage {
 }
 
 impl Storage for RamStorage {
+    fn heap_bytes(&self) -> usize {
+        let block = self.raw_page_bytes * self.pages_per_block;
+        self.blocks.iter().filter(|b| b.is_some()).count() * block
+    }
+
     fn page(&self, block: u32, page: u32) -> &[u8] {
         match &self.blocks[block as usize] {
             Some(bytes) if page < self.filled[block as usize] => &bytes[self.range(page)],
