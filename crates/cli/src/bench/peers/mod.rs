@@ -94,6 +94,8 @@ pub struct Row {
     heap_bytes: u64,
     /// "ok", "enospc at N", "stopped: over budget at op N", or the error.
     outcome: String,
+    /// The device the row ran on, and what littlefs's lacked.
+    device: String,
 }
 
 /// The budget and seed every run shares.
@@ -147,11 +149,35 @@ pub fn run(args: PeersArgs) -> anyhow::Result<()> {
             }
         }
     }
+    let device = format!("{} cut to {}", args.geometry, human_size(args.device_size));
+    for r in &mut rows {
+        r.device = match (r.fs.as_str(), r.workload.starts_with("power-cut")) {
+            ("littlefs", true) => format!("tiny, {NO_BAD_BLOCKS}"),
+            (_, true) => "tiny".into(),
+            ("littlefs", false) => format!("{device}, {NO_BAD_BLOCKS}"),
+            _ => device.clone(),
+        };
+    }
     if args.json {
         return print_json(&rows);
     }
     print_table(&rows);
+    println!(
+        "\nDevice: {device}; power cuts on tiny (8 MiB) without bit errors. littlefs's \
+         devices have no factory bad blocks (littlefs has no bad-block handling); an \
+         uncorrectable read is LFS_ERR_CORRUPT to it (LFS_ERR_IO in the \"ecc eio\" row)."
+    );
     Ok(())
+}
+
+const NO_BAD_BLOCKS: &str = "no factory bad blocks (littlefs has no bad-block handling)";
+
+fn human_size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b => format!("{b} B"),
+    }
 }
 
 /// One measured span: counters and host clock at its start.
@@ -198,6 +224,7 @@ impl Span {
             energy_j: (now.pj - self.at.pj) as f64 / 1e12,
             host_ms: self.host.elapsed().as_secs_f64() * 1e3,
             heap_bytes: peer.heap_bytes(self.heap_base),
+            device: String::new(),
             outcome: if violations > 0 {
                 format!("{outcome} ({violations} NAND rule violations)")
             } else {

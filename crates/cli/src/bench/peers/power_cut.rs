@@ -127,6 +127,7 @@ pub fn run(fs: &str, cut_points: u64, lfs_uncorrectable: i32, quiet: bool) -> an
         energy_j: 0.0,
         host_ms: host.elapsed().as_secs_f64() * 1e3,
         heap_bytes: 0,
+        device: String::new(),
         outcome: format!(
             "{mounted} of {points} cut points mount, fsync'd data whole at {intact}{}",
             first_failure

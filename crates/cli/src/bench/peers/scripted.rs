@@ -30,6 +30,7 @@ fn empty_row(fs: &str, workload: &str, outcome: String) -> Row {
         energy_j: 0.0,
         host_ms: 0.0,
         heap_bytes: 0,
+        device: String::new(),
         outcome,
     }
 }
