@@ -815,4 +815,25 @@ fn peers_json_contract() {
         );
     }
     assert!(rows.iter().any(|r| r["workload"] == "power-cut (ecc eio)"));
+    for r in rows.iter().filter(|r| r["fs"] == "littlefs") {
+        let device = r["device"].as_str().unwrap();
+        assert!(device.contains("no factory bad blocks"), "{r}");
+    }
+}
+
+/// Bad names and budgets are refused before anything runs, naming the flag.
+#[test]
+fn peers_refuses_bad_names_at_once() {
+    for (args, want) in [
+        (&["--fs", "ext4"][..], "--fs ext4"),
+        (&["--workloads", "tetris"][..], "--workloads tetris"),
+        (&["--budget-host-s", "0"][..], "--budget-host-s"),
+    ] {
+        let mut all = vec!["bench", "peers"];
+        all.extend_from_slice(args);
+        let out = nandkit(&all);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(stderr(&out).contains(want), "{args:?}: {}", stderr(&out));
+        assert!(out.stdout.is_empty(), "{args:?} printed rows");
+    }
 }

@@ -73,7 +73,18 @@ struct OpenFile {
     file: ll::lfs_file_t,
     cfg: ll::lfs_file_config,
     cache: Box<[u8]>,
+    /// Written or truncated since it was opened: closing it would commit.
+    dirty: bool,
+    /// When it was last used (`Littlefs::tick`).
+    used: u64,
 }
+
+/// Handles kept open at most, beyond those with uncommitted changes. A handle costs a page
+/// of cache; a program that reads many files closes each after reading, and so does this
+/// adapter, oldest first, once more than this many are open (closing a clean handle writes
+/// nothing). Handles with changes stay open until their file is synced, as the workloads
+/// expect.
+const MAX_OPEN: usize = 16;
 
 /// littlefs mounted on a nandkit device.
 pub struct Littlefs<F: Flash> {
@@ -84,6 +95,7 @@ pub struct Littlefs<F: Flash> {
     prog_cache: Box<[u8]>,
     lookahead: Box<[u64]>,
     files: HashMap<String, Box<OpenFile>>,
+    tick: u64,
 }
 
 impl<F: Flash> Littlefs<F> {
@@ -159,6 +171,7 @@ impl<F: Flash> Littlefs<F> {
             prog_cache,
             lookahead,
             files: HashMap::new(),
+            tick: 0,
         }
     }
 
@@ -242,6 +255,8 @@ impl<F: Flash> Littlefs<F> {
                     attr_count: 0,
                 },
                 cache: vec![0u8; self.bd.page_size() as usize].into_boxed_slice(),
+                dirty: false,
+                used: 0,
             });
             f.cfg.buffer = f.cache.as_mut_ptr() as *mut c_void;
             let of = &mut *f;
@@ -256,8 +271,30 @@ impl<F: Flash> Littlefs<F> {
             };
             self.check("open", rc)?;
             self.files.insert(path.to_string(), f);
+            self.close_idle(path)?;
         }
-        Ok(self.files.get_mut(path).expect("just opened"))
+        self.tick += 1;
+        let f = self.files.get_mut(path).expect("just opened");
+        f.used = self.tick;
+        Ok(f)
+    }
+
+    /// Closes the least recently used clean handles (never `keep`) while more than
+    /// [`MAX_OPEN`] are open.
+    fn close_idle(&mut self, keep: &str) -> Result<(), LfsError> {
+        while self.files.len() > MAX_OPEN {
+            let oldest = self
+                .files
+                .iter()
+                .filter(|(p, f)| !f.dirty && p.as_str() != keep)
+                .min_by_key(|(_, f)| f.used)
+                .map(|(p, _)| p.clone());
+            match oldest {
+                Some(p) => self.close(&p)?,
+                None => break,
+            }
+        }
+        Ok(())
     }
 
     fn close(&mut self, path: &str) -> Result<(), LfsError> {
@@ -319,11 +356,21 @@ impl<F: Flash> Littlefs<F> {
         let mut done = 0;
         while done < data.len() {
             let f = self.open(path, ll::lfs_open_flags_LFS_O_RDWR)?;
+            f.dirty = true;
             let rest = &data[done..];
             let n = rest.len().min(1 << 30) as ll::lfs_size_t;
             let rc =
                 unsafe { ll::lfs_file_write(lfs, &mut f.file, rest.as_ptr() as *const c_void, n) };
-            done += self.check("write", rc)? as usize;
+            let n = self.check("write", rc)? as usize;
+            if n == 0 {
+                // littlefs wrote nothing and said nothing: do not spin.
+                return Err(LfsError {
+                    call: "write",
+                    code: ll::lfs_error_LFS_ERR_IO,
+                    device: None,
+                });
+            }
+            done += n;
         }
         Ok(())
     }
@@ -353,6 +400,7 @@ impl<F: Flash> Littlefs<F> {
     pub fn truncate(&mut self, path: &str, size: u64) -> Result<(), LfsError> {
         let lfs: *mut ll::lfs_t = &mut *self.lfs;
         let f = self.open(path, ll::lfs_open_flags_LFS_O_RDWR)?;
+        f.dirty = true;
         let size = ll::lfs_off_t::try_from(size).map_err(|_| LfsError {
             call: "truncate",
             code: ll::lfs_error_LFS_ERR_FBIG,

@@ -120,6 +120,25 @@ pub fn run(args: PeersArgs) -> anyhow::Result<()> {
     } else {
         args.fs.clone()
     };
+    // Bad names and budgets are refused before anything runs.
+    for fs in &fs_list {
+        anyhow::ensure!(
+            fs == "littlefs" || nandkit_fs::PROFILES.contains(&fs.as_str()),
+            "--fs {fs}: not littlefs or a profile (profiles: {})",
+            nandkit_fs::PROFILES.join(", ")
+        );
+    }
+    for w in args.workloads.iter().filter(|w| w.as_str() != "none") {
+        anyhow::ensure!(
+            nandkit_workloads::by_name(w, 0, config.geometry.total_bytes()).is_some(),
+            "--workloads {w}: unknown (known: {}, or none)",
+            nandkit_workloads::NAMES.join(", ")
+        );
+    }
+    anyhow::ensure!(
+        args.budget_sim_s > 0.0 && args.budget_host_s > 0.0,
+        "--budget-sim-s and --budget-host-s must be positive"
+    );
     let limits = Limits {
         sim_budget_ns: (args.budget_sim_s * 1e9) as u64,
         host_budget: Duration::from_secs_f64(args.budget_host_s),
