@@ -38,10 +38,10 @@ pub struct PeersArgs {
     /// Device preset (see `nandkit presets`); one chip.
     #[arg(long, short = 'g', default_value = "mlc-1g", value_name = "NAME")]
     geometry: String,
-    /// Device capacity (littlefs mounts by walking its metadata, so a small device keeps
-    /// the default run short).
-    #[arg(long, default_value = "64MiB", value_name = "SIZE", value_parser = crate::device_args::parse_bytes)]
-    device_size: u64,
+    /// Device capacity [default: the preset's, at most 64 MiB: littlefs walks its metadata
+    /// to allocate, so a small device keeps the default run short].
+    #[arg(long, value_name = "SIZE", value_parser = crate::device_args::parse_bytes)]
+    device_size: Option<u64>,
     /// Seed for the device's random draws (bit errors).
     #[arg(long, value_name = "SEED")]
     seed: Option<u64>,
@@ -106,10 +106,16 @@ pub struct Limits {
 }
 
 pub fn run(args: PeersArgs) -> anyhow::Result<()> {
+    let preset_bytes = nandkit_flash::preset(&args.geometry)?
+        .geometry
+        .total_bytes();
+    let device_size = args
+        .device_size
+        .unwrap_or(preset_bytes.min(DEFAULT_MAX_BYTES));
     let config = DeviceArgs {
         geometry: args.geometry.clone(),
         chips: 1,
-        device_size: Some(args.device_size),
+        device_size: Some(device_size),
         seed: args.seed,
     }
     .config()?;
@@ -168,7 +174,7 @@ pub fn run(args: PeersArgs) -> anyhow::Result<()> {
             }
         }
     }
-    let device = format!("{} cut to {}", args.geometry, human_size(args.device_size));
+    let device = format!("{} at {}", args.geometry, human_size(device_size));
     for r in &mut rows {
         r.device = match (r.fs.as_str(), r.workload.starts_with("power-cut")) {
             ("littlefs", true) => format!("tiny, {NO_BAD_BLOCKS}"),
@@ -188,6 +194,9 @@ pub fn run(args: PeersArgs) -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// The default run's largest device.
+const DEFAULT_MAX_BYTES: u64 = 64 << 20;
 
 const NO_BAD_BLOCKS: &str = "no factory bad blocks (littlefs has no bad-block handling)";
 
