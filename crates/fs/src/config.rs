@@ -17,10 +17,13 @@ pub enum AllocatorKind {
     Dac,
     /// MODA's classes at page (chunk) granularity instead of file granularity.
     PageHotcold,
+    /// MNFS: each file's data in erase blocks of its own.
+    PerFile,
 }
 
 impl AllocatorKind {
-    pub const NAMES: &'static [&'static str] = &["sequential", "moda", "dac", "page-hotcold"];
+    pub const NAMES: &'static [&'static str] =
+        &["sequential", "moda", "dac", "page-hotcold", "per-file"];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -28,6 +31,7 @@ impl AllocatorKind {
             AllocatorKind::Moda => "moda",
             AllocatorKind::Dac => "dac",
             AllocatorKind::PageHotcold => "page-hotcold",
+            AllocatorKind::PerFile => "per-file",
         }
     }
 }
@@ -40,8 +44,9 @@ impl std::str::FromStr for AllocatorKind {
             "moda" => Ok(AllocatorKind::Moda),
             "dac" => Ok(AllocatorKind::Dac),
             "page-hotcold" => Ok(AllocatorKind::PageHotcold),
+            "per-file" => Ok(AllocatorKind::PerFile),
             _ => Err(FsError::Invalid(
-                "allocator must be sequential, moda, dac or page-hotcold",
+                "allocator must be sequential, moda, dac, page-hotcold or per-file",
             )),
         }
     }
@@ -138,6 +143,11 @@ pub struct FsConfig {
     pub yaffs_aggressive_below: u32,
     /// Write a checkpoint at clean unmount so the next mount skips the scan.
     pub checkpoint: bool,
+    /// Erase the blocks a delete leaves without a live page at once (MNFS), rather than
+    /// leaving them to cleaning (images made before this existed: off; NVRAM metadata
+    /// always erases).
+    #[serde(default)]
+    pub erase_on_delete: bool,
 }
 
 impl FsConfig {
@@ -151,9 +161,11 @@ impl FsConfig {
             "page-hotcold" => AllocatorKind::PageHotcold,
             // MiNV is YAFFS with every piece of metadata moved to NVRAM.
             "minv" => AllocatorKind::Sequential,
+            // MNFS: file data in blocks of its own, erased when the file is deleted.
+            "mnfs" => AllocatorKind::PerFile,
             _ => {
                 return Err(FsError::Invalid(
-                    "unknown profile (known: yaffs, moda, dac, page-hotcold, minv)",
+                    "unknown profile (known: yaffs, moda, dac, page-hotcold, minv, mnfs)",
                 ))
             }
         };
@@ -175,6 +187,7 @@ impl FsConfig {
             yaffs_aggressive_below: 6,
             // Nothing to checkpoint when the metadata is in NVRAM.
             checkpoint: !in_nvram,
+            erase_on_delete: name == "mnfs",
         };
         Ok(config.with_allocator(allocator, blocks))
     }
@@ -211,4 +224,4 @@ fn default_reserve(blocks: u32) -> u32 {
 }
 
 /// Profile names mkfs accepts.
-pub const PROFILES: &[&str] = &["yaffs", "moda", "dac", "page-hotcold", "minv"];
+pub const PROFILES: &[&str] = &["yaffs", "moda", "dac", "page-hotcold", "minv", "mnfs"];

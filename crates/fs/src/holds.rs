@@ -108,17 +108,21 @@ impl<F: Flash> FileSystem<F> {
         self.erase_emptied_blocks()
     }
 
-    /// MiNV erases the blocks a delete left without a valid page at once (erase on
-    /// delete), so writes later find them erased; a flash log leaves them to cleaning (its
-    /// blocks may still hold the headers that keep the deleted object dead). A stream's
+    /// MiNV and MNFS erase the blocks a delete left without a valid page at once (erase
+    /// on delete), so writes later find them erased; other flash-log profiles leave them
+    /// to cleaning, as YAFFS does. With the metadata on flash this is safe for the same
+    /// reason cleaning's erase of an empty block is: a tombstone that still buries older
+    /// headers counts as a valid page, so a block without one holds only dead headers. A stream's
     /// open block that the delete emptied is closed and erased too: left open, the next
     /// file's pages would join the dead ones there, and cleaning would later copy them out
     /// (a flash read MiNV never needs).
     pub(crate) fn erase_emptied_blocks(&mut self) -> Result<()> {
-        if self.metadata_on_flash() || self.read_only {
+        let on_flash = self.metadata_on_flash();
+        if on_flash && !self.config.erase_on_delete || self.read_only {
             return Ok(());
         }
-        // Posted programs land first, so the valid counts are final.
+        // Posted programs land first, so the valid counts are final and the delete's
+        // header (with the metadata on flash) is on flash before its blocks are erased.
         self.settle()?;
         let empty: Vec<u32> = (0..self.layout.blocks)
             .filter(|&b| {

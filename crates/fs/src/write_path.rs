@@ -126,6 +126,11 @@ impl<F: Flash> FileSystem<F> {
         let mut erased_for_retry = false;
         loop {
             let stream = self.choose_stream(&hint);
+            if let Some(s) = self.allocator.take_reassigned() {
+                // The stream now belongs to another file: the block open there holds the
+                // previous file's pages only, so it is closed (per-file allocation).
+                self.close_stream(s)?;
+            }
             let block = self.active_block(stream, hint.cause, accepted)?;
             if self.seal_aged_streams()? {
                 continue;

@@ -1749,6 +1749,31 @@ fn crash_during_cleaning_page_hotcold() {
     cleaning_sweep_as(Dev::Small, page_hotcold, gc_workload, 0, 1);
 }
 
+fn mnfs(dev: Dev) -> FsConfig {
+    FsConfig::profile("mnfs", dev.blocks()).expect("mnfs profile")
+}
+
+/// The mnfs profile (file data in blocks of its own, erased on delete): a cut at every
+/// flash op of a create / write / delete workload and two more, erases on delete included.
+#[test]
+fn crash_mnfs_every_flash_op() {
+    for dev in Dev::ALL {
+        for (name, w, seed) in [
+            ("small-files", small_files as Workload, 1),
+            ("big-file", big_file, 2),
+            ("namespace-mix", namespace_mix, 3),
+        ] {
+            let ops = sweep_as(dev, mnfs, name, w, seed, 1);
+            assert!(ops > 20, "{name}: {ops}");
+        }
+    }
+}
+
+#[test]
+fn crash_during_cleaning_mnfs() {
+    cleaning_sweep_as(Dev::Small, mnfs, gc_workload, 0, 1);
+}
+
 // ---------------------------------------------------------------------------------------
 // Cuts during mount-time repair. Mount consumes the device and a failed mount drops it, so
 // this runs on file images: reopening an image is the power cycle.

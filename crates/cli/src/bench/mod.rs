@@ -214,7 +214,7 @@ pub struct FsArgs {
     /// Cleaning policy: yaffs, greedy or cost-benefit [default: the profile's].
     #[arg(long, value_name = "POLICY", value_parser = parse_cleaner)]
     pub cleaner: Option<CleanerKind>,
-    /// Page allocation policy: sequential, moda, dac or page-hotcold [default: the
+    /// Page allocation policy: sequential, moda, dac, page-hotcold or per-file [default: the
     /// profile's].
     #[arg(long, value_name = "POLICY", value_parser = parse_alloc)]
     pub alloc: Option<AllocatorKind>,

@@ -4,8 +4,9 @@
 //!
 //! Policies: `sequential` (YAFFS: one stream), `moda` (the MODA paper: system data apart,
 //! user data by its file's modification class), `dac` (Chiang et al.'s dynamic data
-//! clustering: regions by update frequency, per page) and `page-hotcold` (MODA's classes
-//! per page, its stated future work).
+//! clustering: regions by update frequency, per page), `page-hotcold` (MODA's classes
+//! per page, its stated future work) and `per-file` (MNFS: each file's data in blocks of
+//! its own).
 //!
 //! What a policy learns (classes, regions, which block holds which stream) lives in RAM
 //! only and is rebuilt from nothing at every mount: placement never decides what is on
@@ -17,6 +18,7 @@ pub mod dac;
 pub mod moda;
 pub mod mq;
 pub mod page_hotcold;
+pub mod per_file;
 pub mod sequential;
 
 use crate::config::{AllocParams, AllocatorKind};
@@ -98,6 +100,12 @@ pub trait Allocator: Send + Sync {
     fn flushed(&mut self, _obj: Ino) {}
     /// `obj` is gone: forget what was learnt about it.
     fn forget(&mut self, _obj: Ino) {}
+    /// A stream the last `stream_for` gave to a new owner: the file system closes the
+    /// block it has open before writing there (per-file allocation: a block holds one
+    /// file's data).
+    fn take_reassigned(&mut self) -> Option<usize> {
+        None
+    }
 }
 
 /// The streams `kind` uses with `params`, before any is built (the reserve depends on it).
@@ -106,6 +114,7 @@ pub fn stream_count(kind: AllocatorKind, params: &AllocParams) -> usize {
         AllocatorKind::Sequential => 1,
         AllocatorKind::Moda | AllocatorKind::PageHotcold => moda::STREAMS,
         AllocatorKind::Dac => params.regions as usize,
+        AllocatorKind::PerFile => 1 + per_file::FILE_STREAMS,
     }
 }
 
@@ -125,6 +134,7 @@ pub fn make(
             blocks,
             pages_per_block,
         )),
+        AllocatorKind::PerFile => Box::new(per_file::PerFile::new()),
     }
 }
 
