@@ -837,3 +837,77 @@ fn peers_refuses_bad_names_at_once() {
         assert!(out.stdout.is_empty(), "{args:?} printed rows");
     }
 }
+
+/// MNFS's Figure 6: the contract's fields for each profile; mnfs's writes are flat (its
+/// deleted files' blocks were erased at delete), yaffs's wait for erases and cleaning.
+#[test]
+fn mnfs_uniform_json_contract() {
+    let run = |profile: &str| {
+        bench_json(&[
+            "mnfs-uniform",
+            "--profile",
+            profile,
+            "--device-size",
+            "16MiB",
+            "--file-size",
+            "6MiB",
+        ])
+    };
+    let (m, y) = (run("mnfs"), run("yaffs"));
+    for r in [&m, &y] {
+        for field in [
+            "latency_ms_min",
+            "latency_ms_median",
+            "latency_ms_p99",
+            "latency_ms_max",
+            "max_over_min",
+        ] {
+            assert!(f(r, field) > 0.0, "{field}: {r}");
+        }
+        assert_eq!(u(r, "writes"), 192);
+        assert_eq!(r["latencies_ms"].as_array().unwrap().len(), 192);
+        assert!(f(r, "latency_ms_min") <= f(r, "latency_ms_median"));
+        assert!(f(r, "latency_ms_p99") <= f(r, "latency_ms_max"));
+    }
+    assert!(f(&m, "max_over_min") <= 1.1, "{m}");
+    assert_eq!(u(&m, "flash_erases"), 0, "mnfs erased while writing: {m}");
+    assert!(u(&y, "flash_erases") > 0, "{y}");
+    assert!(f(&y, "max_over_min") > f(&m, "max_over_min"), "{y} vs {m}");
+}
+
+/// MNFS's Figures 4-5 and Table 2: the benches' fields; deleting under mnfs erases the
+/// file's blocks (time grows with size), under yaffs it does not.
+#[test]
+fn mnfs_fill_delete_mount_json_contract() {
+    let small = ["--device-size", "16MiB"];
+    let fill = bench_json(&[&["mnfs-fill"][..], &small, &["--max-size", "1MiB"]].concat());
+    for r in fill.as_array().unwrap() {
+        assert!(f(r, "kib_per_s") > 0.0 && u(r, "files") > 3, "{r}");
+    }
+    let del = bench_json(&[&["mnfs-delete"][..], &small, &["--sizes", "64KiB,2MiB"]].concat());
+    let row = |p: &str, size: u64| {
+        del.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["profile"] == p && u(r, "file_bytes") == size)
+            .unwrap_or_else(|| panic!("{p} {size}"))
+            .clone()
+    };
+    let (m_small, m_big) = (row("mnfs", 64 << 10), row("mnfs", 2 << 20));
+    assert!(
+        u(&m_big, "erases") > u(&m_small, "erases"),
+        "{m_big} {m_small}"
+    );
+    assert!(f(&m_big, "delete_sim_ms") > 10.0 * f(&m_small, "delete_sim_ms") / 2.0);
+    assert_eq!(u(&row("yaffs", 2 << 20), "erases"), 0);
+    let mount = bench_json(&[&["mnfs-mount"][..], &small].concat());
+    let rows = mount.as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    for r in rows {
+        assert!(
+            r["profile"].is_string() && f(r, "mount_sim_ms") > 0.0,
+            "{r}"
+        );
+        assert!(u(r, "heap_bytes") > 0 && f(r, "utilization") > 0.9, "{r}");
+    }
+}

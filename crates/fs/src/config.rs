@@ -189,7 +189,15 @@ impl FsConfig {
             checkpoint: !in_nvram,
             erase_on_delete: name == "mnfs",
         };
-        Ok(config.with_allocator(allocator, blocks))
+        let config = config.with_allocator(allocator, blocks);
+        Ok(if name == "mnfs" {
+            // MNFS erases a file's blocks when it is deleted and has no cleaning to run
+            // while writing: cleaning only when erased blocks run out (greedy), never the
+            // opportunistic pass YAFFS makes at every new block.
+            config.with_cleaner(CleanerKind::Greedy)
+        } else {
+            config
+        })
     }
 
     /// This configuration with another page allocation policy. Each extra write stream

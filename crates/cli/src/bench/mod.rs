@@ -15,6 +15,8 @@ mod ma_mount;
 mod ma_realtime;
 mod minv;
 mod minv_synthetic;
+mod mnfs;
+mod mnfs_uniform;
 mod moda_common;
 mod moda_repeat;
 mod moda_table;
@@ -179,6 +181,28 @@ enum BenchCommand {
             nandkit bench peers\n  \
             nandkit bench peers --fs littlefs,yaffs --workloads none --json")]
     Peers(peers::PeersArgs),
+    /// The MNFS paper's Figure 6: every write's latency while a 64 MiB file is written in
+    /// 32 KiB writes onto a fragmented device.
+    #[command(long_about = mnfs_uniform::LONG_ABOUT, after_help = "Examples:\n  \
+            nandkit bench mnfs-uniform --profile mnfs\n  \
+            nandkit bench mnfs-uniform --profile yaffs --json")]
+    MnfsUniform(mnfs_uniform::UniformArgs),
+    /// The MNFS paper's Figure 4: write throughput filling a clean device with random-sized
+    /// files.
+    #[command(long_about = mnfs::FILL_ABOUT, after_help = "Examples:\n  \
+            nandkit bench mnfs-fill\n  \
+            nandkit bench mnfs-fill --profiles mnfs --fill-to 0.5 --json")]
+    MnfsFill(mnfs::FillArgs),
+    /// The MNFS paper's Figure 5: deletion time against file size.
+    #[command(long_about = mnfs::DELETE_ABOUT, after_help = "Examples:\n  \
+            nandkit bench mnfs-delete\n  \
+            nandkit bench mnfs-delete --sizes 1MiB,16MiB --json")]
+    MnfsDelete(mnfs::DeleteArgs),
+    /// The MNFS paper's Table 2: mount time and heap with the device full.
+    #[command(long_about = mnfs::MOUNT_ABOUT, after_help = "Examples:\n  \
+            nandkit bench mnfs-mount\n  \
+            nandkit bench mnfs-mount --json")]
+    MnfsMount(mnfs::MnfsArgs),
 }
 
 /// A file system as the benchmarks run it: on a RAM array seen striped.
@@ -202,6 +226,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Ttfs(a) => minv::run_ttfs(a),
         BenchCommand::MinvSynthetic(a) => minv_synthetic::run(a),
         BenchCommand::Peers(a) => peers::run(a),
+        BenchCommand::MnfsUniform(a) => mnfs_uniform::run(a),
+        BenchCommand::MnfsFill(a) => mnfs::run_fill(a),
+        BenchCommand::MnfsDelete(a) => mnfs::run_delete(a),
+        BenchCommand::MnfsMount(a) => mnfs::run_mount(a),
     }
 }
 
