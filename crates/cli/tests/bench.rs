@@ -911,3 +911,49 @@ fn mnfs_fill_delete_mount_json_contract() {
         assert!(u(r, "heap_bytes") > 0 && f(r, "utilization") > 0.9, "{r}");
     }
 }
+
+/// Many small files: hybrid keeps them in the shared log (within 2x of yaffs's flash),
+/// mnfs gives each a block; hybrid still writes a large file with flat latency.
+#[test]
+fn mnfs_small_files_and_hybrid() {
+    let v = bench_json(&[
+        "mnfs-small",
+        "--profiles",
+        "yaffs,mnfs,hybrid",
+        "--device-size",
+        "16MiB",
+        "--files",
+        "600",
+    ]);
+    let row = |p: &str| {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["profile"] == p)
+            .unwrap()
+            .clone()
+    };
+    let (y, m, h) = (row("yaffs"), row("mnfs"), row("hybrid"));
+    for r in [&y, &m, &h] {
+        assert_eq!(r["outcome"], "ok", "{r}");
+        assert!(u(r, "flash_bytes") > 0, "{r}");
+    }
+    assert!(
+        u(&h, "flash_bytes") <= 2 * u(&y, "flash_bytes"),
+        "{h} vs {y}"
+    );
+    assert!(
+        u(&m, "flash_bytes") > 2 * u(&y, "flash_bytes"),
+        "{m} vs {y}"
+    );
+    let uniform = bench_json(&[
+        "mnfs-uniform",
+        "--profile",
+        "hybrid",
+        "--device-size",
+        "16MiB",
+        "--file-size",
+        "6MiB",
+    ]);
+    assert!(f(&uniform, "max_over_min") <= 1.1, "{uniform}");
+}

@@ -19,11 +19,19 @@ pub enum AllocatorKind {
     PageHotcold,
     /// MNFS: each file's data in erase blocks of its own.
     PerFile,
+    /// Small and rewritten files in the shared log, large ones in blocks of their own.
+    Hybrid,
 }
 
 impl AllocatorKind {
-    pub const NAMES: &'static [&'static str] =
-        &["sequential", "moda", "dac", "page-hotcold", "per-file"];
+    pub const NAMES: &'static [&'static str] = &[
+        "sequential",
+        "moda",
+        "dac",
+        "page-hotcold",
+        "per-file",
+        "hybrid",
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -32,6 +40,7 @@ impl AllocatorKind {
             AllocatorKind::Dac => "dac",
             AllocatorKind::PageHotcold => "page-hotcold",
             AllocatorKind::PerFile => "per-file",
+            AllocatorKind::Hybrid => "hybrid",
         }
     }
 }
@@ -45,8 +54,9 @@ impl std::str::FromStr for AllocatorKind {
             "dac" => Ok(AllocatorKind::Dac),
             "page-hotcold" => Ok(AllocatorKind::PageHotcold),
             "per-file" => Ok(AllocatorKind::PerFile),
+            "hybrid" => Ok(AllocatorKind::Hybrid),
             _ => Err(FsError::Invalid(
-                "allocator must be sequential, moda, dac, page-hotcold or per-file",
+                "allocator must be sequential, moda, dac, page-hotcold, per-file or hybrid",
             )),
         }
     }
@@ -154,21 +164,22 @@ impl FsConfig {
     /// The configuration of a named profile on a device of `blocks` erase blocks.
     pub fn profile(name: &str, blocks: u32) -> Result<FsConfig> {
         // The MODA paper's schemes are YAFFS with only the page allocation changed.
-        let allocator = match name {
-            "yaffs" => AllocatorKind::Sequential,
-            "moda" => AllocatorKind::Moda,
-            "dac" => AllocatorKind::Dac,
-            "page-hotcold" => AllocatorKind::PageHotcold,
-            // MiNV is YAFFS with every piece of metadata moved to NVRAM.
-            "minv" => AllocatorKind::Sequential,
-            // MNFS: file data in blocks of its own, erased when the file is deleted.
-            "mnfs" => AllocatorKind::PerFile,
-            _ => {
-                return Err(FsError::Invalid(
-                    "unknown profile (known: yaffs, moda, dac, page-hotcold, minv, mnfs)",
-                ))
-            }
-        };
+        let allocator =
+            match name {
+                "yaffs" => AllocatorKind::Sequential,
+                "moda" => AllocatorKind::Moda,
+                "dac" => AllocatorKind::Dac,
+                "page-hotcold" => AllocatorKind::PageHotcold,
+                // MiNV is YAFFS with every piece of metadata moved to NVRAM.
+                "minv" => AllocatorKind::Sequential,
+                // MNFS: file data in blocks of its own, erased when the file is deleted.
+                "mnfs" => AllocatorKind::PerFile,
+                // MNFS for large files only; small and rewritten ones stay in the log.
+                "hybrid" => AllocatorKind::Hybrid,
+                _ => return Err(FsError::Invalid(
+                    "unknown profile (known: yaffs, moda, dac, page-hotcold, minv, mnfs, hybrid)",
+                )),
+            };
         let in_nvram = name == "minv";
         let config = FsConfig {
             profile: name.into(),
@@ -187,10 +198,10 @@ impl FsConfig {
             yaffs_aggressive_below: 6,
             // Nothing to checkpoint when the metadata is in NVRAM.
             checkpoint: !in_nvram,
-            erase_on_delete: name == "mnfs",
+            erase_on_delete: name == "mnfs" || name == "hybrid",
         };
         let config = config.with_allocator(allocator, blocks);
-        Ok(if name == "mnfs" {
+        Ok(if name == "mnfs" || name == "hybrid" {
             // MNFS erases a file's blocks when it is deleted and has no cleaning to run
             // while writing: cleaning only when erased blocks run out (greedy), never the
             // opportunistic pass YAFFS makes at every new block.
@@ -232,4 +243,12 @@ fn default_reserve(blocks: u32) -> u32 {
 }
 
 /// Profile names mkfs accepts.
-pub const PROFILES: &[&str] = &["yaffs", "moda", "dac", "page-hotcold", "minv", "mnfs"];
+pub const PROFILES: &[&str] = &[
+    "yaffs",
+    "moda",
+    "dac",
+    "page-hotcold",
+    "minv",
+    "mnfs",
+    "hybrid",
+];

@@ -1753,25 +1753,35 @@ fn mnfs(dev: Dev) -> FsConfig {
     FsConfig::profile("mnfs", dev.blocks()).expect("mnfs profile")
 }
 
-/// The mnfs profile (file data in blocks of its own, erased on delete): a cut at every
-/// flash op of a create / write / delete workload and two more, erases on delete included.
+/// Tiny files of the hybrid profile stay in the log; a block's worth of chunks in,
+/// a file gets blocks of its own (the workloads' files cross that on `tiny` and `small`).
+fn hybrid(dev: Dev) -> FsConfig {
+    FsConfig::profile("hybrid", dev.blocks()).expect("hybrid profile")
+}
+
+/// The mnfs and hybrid profiles (file data in blocks of its own, erased on delete): a cut
+/// at every flash op of a create / write / delete workload and two more, erases on delete
+/// included.
 #[test]
-fn crash_mnfs_every_flash_op() {
-    for dev in Dev::ALL {
-        for (name, w, seed) in [
-            ("small-files", small_files as Workload, 1),
-            ("big-file", big_file, 2),
-            ("namespace-mix", namespace_mix, 3),
-        ] {
-            let ops = sweep_as(dev, mnfs, name, w, seed, 1);
-            assert!(ops > 20, "{name}: {ops}");
+fn crash_mnfs_and_hybrid_every_flash_op() {
+    for profile in [mnfs as Profile, hybrid] {
+        for dev in Dev::ALL {
+            for (name, w, seed) in [
+                ("small-files", small_files as Workload, 1),
+                ("big-file", big_file, 2),
+                ("namespace-mix", namespace_mix, 3),
+            ] {
+                let ops = sweep_as(dev, profile, name, w, seed, 1);
+                assert!(ops > 20, "{name}: {ops}");
+            }
         }
     }
 }
 
 #[test]
-fn crash_during_cleaning_mnfs() {
+fn crash_during_cleaning_mnfs_and_hybrid() {
     cleaning_sweep_as(Dev::Small, mnfs, gc_workload, 0, 1);
+    cleaning_sweep_as(Dev::Small, hybrid, gc_workload, 0, 1);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 //! The `mnfs` profile: each file's data in blocks of its own, erased when the file is
 //! deleted, so later writes find erased blocks and never wait for cleaning; a delete
-//! never comes back after a crash.
+//! never comes back after a crash. `hybrid` does the same for large files only.
 
 mod common;
 
@@ -10,7 +10,11 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 fn fresh(dev: Dev) -> Fs {
-    format_with(dev, FsConfig::profile("mnfs", dev.blocks()).unwrap())
+    fresh_as(dev, "mnfs")
+}
+
+fn fresh_as(dev: Dev, profile: &str) -> Fs {
+    format_with(dev, FsConfig::profile(profile, dev.blocks()).unwrap())
 }
 
 /// Blocks with no live page that are not erased, apart from those holding headers (the
@@ -85,8 +89,11 @@ fn a_file_owns_its_blocks_and_deleting_it_erases_them() {
 /// blocks do not linger.
 #[test]
 fn churn_with_crashes_matches_the_model() {
-    for dev in Dev::ALL {
-        let mut fs = fresh(dev);
+    for (dev, profile) in Dev::ALL
+        .into_iter()
+        .flat_map(|d| [(d, "mnfs"), (d, "hybrid")])
+    {
+        let mut fs = fresh_as(dev, profile);
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
         let mut model: std::collections::BTreeMap<Vec<u8>, (Ino, Vec<u8>)> = Default::default();
         let mut next = 0u64;
@@ -131,4 +138,41 @@ fn churn_with_crashes_matches_the_model() {
             dev.name()
         );
     }
+}
+
+/// hybrid: a small file's pages share blocks with others (none of its own to erase); a
+/// large file's pages past its first block's worth get blocks of their own, which its
+/// delete erases.
+#[test]
+fn hybrid_keeps_small_files_in_the_log_and_gives_large_ones_blocks() {
+    let dev = Dev::Small;
+    let mut fs = fresh_as(dev, "hybrid");
+    let ppb = dev.config().geometry.pages_per_block as usize;
+    for i in 0..20u64 {
+        let ino = fs
+            .create(ROOT_INO, format!("s{i}").as_bytes(), file())
+            .unwrap()
+            .ino;
+        fs.write(ino, 0, &pattern(i, 300)).unwrap();
+        fs.fsync(ino).unwrap();
+    }
+    let e0 = fs.device().stats().total().erases;
+    fs.unlink(ROOT_INO, b"s3").unwrap();
+    assert_eq!(
+        fs.device().stats().total().erases,
+        e0,
+        "a small file had a block of its own"
+    );
+    let big = fs.create(ROOT_INO, b"big", file()).unwrap().ino;
+    fs.write(big, 0, &pattern(99, dev.chunk() * ppb * 5))
+        .unwrap();
+    fs.fsync(big).unwrap();
+    let e1 = fs.device().stats().total().erases;
+    fs.unlink(ROOT_INO, b"big").unwrap();
+    let erased = fs.device().stats().total().erases - e1;
+    assert!(
+        erased >= 4,
+        "deleting the large file erased {erased} blocks"
+    );
+    assert_fsck(&mut fs, "hybrid");
 }

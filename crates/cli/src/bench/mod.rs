@@ -203,6 +203,11 @@ enum BenchCommand {
             nandkit bench mnfs-mount\n  \
             nandkit bench mnfs-mount --json")]
     MnfsMount(mnfs::MnfsArgs),
+    /// MNFS's stated weakness: many small files; the flash each profile needs for them.
+    #[command(long_about = mnfs::SMALL_ABOUT, after_help = "Examples:\n  \
+            nandkit bench mnfs-small --profiles yaffs,mnfs,hybrid\n  \
+            nandkit bench mnfs-small --files 1000 --json")]
+    MnfsSmall(mnfs::SmallArgs),
 }
 
 /// A file system as the benchmarks run it: on a RAM array seen striped.
@@ -230,6 +235,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::MnfsFill(a) => mnfs::run_fill(a),
         BenchCommand::MnfsDelete(a) => mnfs::run_delete(a),
         BenchCommand::MnfsMount(a) => mnfs::run_mount(a),
+        BenchCommand::MnfsSmall(a) => mnfs::run_small(a),
     }
 }
 
@@ -242,7 +248,7 @@ pub struct FsArgs {
     /// Cleaning policy: yaffs, greedy or cost-benefit [default: the profile's].
     #[arg(long, value_name = "POLICY", value_parser = parse_cleaner)]
     pub cleaner: Option<CleanerKind>,
-    /// Page allocation policy: sequential, moda, dac, page-hotcold or per-file [default: the
+    /// Page allocation policy: sequential, moda, dac, page-hotcold, per-file or hybrid [default: the
     /// profile's].
     #[arg(long, value_name = "POLICY", value_parser = parse_alloc)]
     pub alloc: Option<AllocatorKind>,

@@ -5,8 +5,9 @@
 //! Policies: `sequential` (YAFFS: one stream), `moda` (the MODA paper: system data apart,
 //! user data by its file's modification class), `dac` (Chiang et al.'s dynamic data
 //! clustering: regions by update frequency, per page), `page-hotcold` (MODA's classes
-//! per page, its stated future work) and `per-file` (MNFS: each file's data in blocks of
-//! its own).
+//! per page, its stated future work), `per-file` (MNFS: each file's data in blocks of
+//! its own) and `hybrid` (small and rewritten files in the shared log, large ones in
+//! blocks of their own: MNFS's stated weakness addressed).
 //!
 //! What a policy learns (classes, regions, which block holds which stream) lives in RAM
 //! only and is rebuilt from nothing at every mount: placement never decides what is on
@@ -15,6 +16,7 @@
 //! sweeps run every policy to check exactly that.
 
 pub mod dac;
+pub mod hybrid;
 pub mod moda;
 pub mod mq;
 pub mod page_hotcold;
@@ -114,7 +116,7 @@ pub fn stream_count(kind: AllocatorKind, params: &AllocParams) -> usize {
         AllocatorKind::Sequential => 1,
         AllocatorKind::Moda | AllocatorKind::PageHotcold => moda::STREAMS,
         AllocatorKind::Dac => params.regions as usize,
-        AllocatorKind::PerFile => 1 + per_file::FILE_STREAMS,
+        AllocatorKind::PerFile | AllocatorKind::Hybrid => 1 + per_file::FILE_STREAMS,
     }
 }
 
@@ -135,6 +137,7 @@ pub fn make(
             pages_per_block,
         )),
         AllocatorKind::PerFile => Box::new(per_file::PerFile::new()),
+        AllocatorKind::Hybrid => Box::new(hybrid::Hybrid::new(pages_per_block)),
     }
 }
 
