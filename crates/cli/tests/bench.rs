@@ -902,7 +902,8 @@ fn mnfs_fill_delete_mount_json_contract() {
     assert_eq!(u(&row("yaffs", 2 << 20), "erases"), 0);
     let mount = bench_json(&[&["mnfs-mount"][..], &small].concat());
     let rows = mount.as_array().unwrap();
-    assert_eq!(rows.len(), 4);
+    // mnfs, hybrid and yaffs, each by scan and from its checkpoint.
+    assert_eq!(rows.len(), 6);
     for r in rows {
         assert!(
             r["profile"].is_string() && f(r, "mount_sim_ms") > 0.0,

@@ -49,7 +49,7 @@ pub struct MnfsArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "mnfs,yaffs",
+        default_value = "mnfs,hybrid,yaffs",
         value_name = "NAMES"
     )]
     profiles: Vec<String>,
