@@ -10,7 +10,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::Serialize;
 
 use super::energy::Mark;
-use super::{format, mount_options, print_json, timed_mount, Fs, FsArgs};
+use super::{format, mount_options, print_json, timed_mount, used_fraction, Fs, FsArgs};
 use crate::device_args::DeviceArgs;
 
 pub const MOUNT_LONG_ABOUT: &str = "Fills a fresh device to each utilization (used / usable \
@@ -241,11 +241,6 @@ fn minv_mount_row(fs: Fs, b: &RowBase) -> anyhow::Result<MountRow> {
         nvram_bytes_read: nv_after.bytes_read - nv_before.bytes_read,
         energy_j: mount.energy_j(),
     })
-}
-
-fn used_fraction(fs: &Fs) -> f64 {
-    let s = fs.statfs();
-    s.used_chunks as f64 / s.total_chunks.max(1) as f64
 }
 
 /// Files of `file_size`, one after another, until `u` of the space is used (or the device

@@ -12,6 +12,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::Serialize;
 
 use super::energy::Mark;
+use super::used_fraction;
 use super::{format, noise, print_json, regular_file, timed_mount, Fs, FsArgs};
 use crate::device_args::{parse_bytes, DeviceArgs};
 
@@ -80,11 +81,6 @@ impl MnfsArgs {
     }
 }
 
-fn used(fs: &Fs) -> f64 {
-    let s = fs.statfs();
-    s.used_chunks as f64 / s.total_chunks.max(1) as f64
-}
-
 /// Random-sized files until the device is full or `fill_to` of it is used. Returns the
 /// files made and the bytes written.
 fn fill(
@@ -97,7 +93,7 @@ fn fill(
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
     let data = noise(write_size, seed);
     let (mut files, mut bytes) = (0u64, 0u64);
-    'files: while used(fs) < fill_to {
+    'files: while used_fraction(fs) < fill_to {
         let size = rng.gen_range(sizes.0..=sizes.1);
         let ino = match fs.create(ROOT_INO, format!("m{files:05}").as_bytes(), regular_file()) {
             Ok(a) => a.ino,
@@ -421,7 +417,7 @@ pub fn run_mount(args: MnfsArgs) -> anyhow::Result<()> {
             32 << 10,
             1.0,
         )?;
-        let utilization = used(&fs);
+        let utilization = used_fraction(&fs);
         let mut dev = fs.unmount().context("unmounting")?;
         for force_scan in [true, false] {
             let before = dev.stats().total();

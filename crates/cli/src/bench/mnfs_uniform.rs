@@ -12,6 +12,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::Serialize;
 
 use super::energy::Mark;
+use super::used_fraction;
 use super::{format, noise, print_json, regular_file, Fs, FsArgs, Progress};
 use crate::device_args::{parse_bytes, DeviceArgs};
 
@@ -171,11 +172,6 @@ pub fn run(args: UniformArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn used(fs: &Fs) -> f64 {
-    let s = fs.statfs();
-    s.used_chunks as f64 / s.total_chunks.max(1) as f64
-}
-
 /// Random files until `fill_to` is used (or the device is full), then random removals
 /// until `keep` is. Returns the files left and the share used.
 fn fragment(fs: &mut Fs, args: &UniformArgs) -> anyhow::Result<(usize, f64)> {
@@ -183,7 +179,7 @@ fn fragment(fs: &mut Fs, args: &UniformArgs) -> anyhow::Result<(usize, f64)> {
     let chunk = noise(4 << 20, args.workload_seed);
     let mut files: Vec<(Ino, String)> = Vec::new();
     let mut n = 0u64;
-    while used(fs) < args.fill_to {
+    while used_fraction(fs) < args.fill_to {
         let size = rng.gen_range(16u64 << 10..=4 << 20) as usize;
         let name = format!("frag{n:05}");
         n += 1;
@@ -199,11 +195,11 @@ fn fragment(fs: &mut Fs, args: &UniformArgs) -> anyhow::Result<(usize, f64)> {
             Err(e) => return Err(e).context("fragmenting: write"),
         }
     }
-    while used(fs) > args.keep && !files.is_empty() {
+    while used_fraction(fs) > args.keep && !files.is_empty() {
         let (_, name) = files.swap_remove(rng.gen_range(0..files.len()));
         fs.unlink(ROOT_INO, name.as_bytes())
             .context("fragmenting: unlink")?;
     }
     fs.sync().context("fragmenting: sync")?;
-    Ok((files.len(), used(fs)))
+    Ok((files.len(), used_fraction(fs)))
 }

@@ -345,18 +345,29 @@ pub fn format_on(
     let dev = StripedFlash::new(ram);
     let fs_config = fs_args.config(&dev)?;
     if fs_config.metadata == nandkit_fs::meta::MetadataKind::Nvram {
-        // The paper's board: 12 MB of FeRAM, unless asked for more.
-        let nv = nandkit_nvram::preset(nandkit_nvram::DEFAULT_PRESET)
-            .and_then(|c| match fs_args.nvram_size {
-                Some(size) => c.with_size_bytes(size),
-                None => Ok(c),
-            })
-            .and_then(nandkit_nvram::Nvram::new_ram)
-            .context("creating the RAM NVRAM")?;
+        let nv = bench_nvram(fs_args.nvram_size)?;
         return FileSystem::format_with_nvram(dev, nv, fs_config, bench_clock())
             .context("formatting");
     }
     FileSystem::format(dev, fs_config, bench_clock()).context("formatting")
+}
+
+/// Used / usable space of the file system (statfs's chunks).
+pub fn used_fraction(fs: &Fs) -> f64 {
+    let s = fs.statfs();
+    s.used_chunks as f64 / s.total_chunks.max(1) as f64
+}
+
+/// The NVRAM a bench gives a profile that keeps its metadata there: the paper's board's
+/// 12 MB of FeRAM, or `size` bytes of it.
+pub fn bench_nvram(size: Option<u64>) -> anyhow::Result<nandkit_nvram::Nvram> {
+    nandkit_nvram::preset(nandkit_nvram::DEFAULT_PRESET)
+        .and_then(|c| match size {
+            Some(size) => c.with_size_bytes(size),
+            None => Ok(c),
+        })
+        .and_then(nandkit_nvram::Nvram::new_ram)
+        .context("creating the RAM NVRAM")
 }
 
 pub fn regular_file() -> NewObject<'static> {

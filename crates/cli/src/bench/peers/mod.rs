@@ -98,6 +98,26 @@ pub struct Row {
     device: String,
 }
 
+impl Row {
+    /// A row with nothing counted: a step that did not run, or a result that is not a
+    /// count (the power-cut comparison's).
+    fn empty(fs: &str, workload: &str, outcome: String) -> Row {
+        Row {
+            fs: fs.to_string(),
+            workload: workload.to_string(),
+            page_reads: 0,
+            page_programs: 0,
+            block_erases: 0,
+            sim_ms: 0.0,
+            energy_j: 0.0,
+            host_ms: 0.0,
+            heap_bytes: 0,
+            outcome,
+            device: String::new(),
+        }
+    }
+}
+
 /// The budget and seed every run shares.
 pub struct Limits {
     sim_budget_ns: u64,
@@ -273,7 +293,7 @@ fn outcome(result: Result<(), TargetError>, ops: u64, over: bool) -> String {
 }
 
 fn budgeted<'a>(peer: &'a mut Peer, limits: &Limits) -> Budgeted<'a> {
-    let start_ns = peer.counters().ns;
+    let start_ns = peer.now_ns();
     Budgeted {
         peer,
         start_ns,

@@ -56,9 +56,7 @@ impl Peer {
         let pages = dev.inner_mut().storage_heap_bytes();
         let fs_config = fs_args.config(&dev)?;
         let formatted = if fs_config.metadata == nandkit_fs::meta::MetadataKind::Nvram {
-            let nv = nandkit_nvram::preset(nandkit_nvram::DEFAULT_PRESET)
-                .and_then(nandkit_nvram::Nvram::new_ram)
-                .context("creating the RAM NVRAM")?;
+            let nv = crate::bench::bench_nvram(None)?;
             let base = (crate::heap::live_bytes(), pages);
             (
                 Fs::format_with_nvram(dev, nv, fs_config, bench_clock()),
@@ -70,6 +68,14 @@ impl Peer {
         };
         let fs = formatted.0.context("formatting")?;
         Ok((Peer::Nandkit(Box::new(fs)), formatted.1))
+    }
+
+    /// The device's simulated clock.
+    pub fn now_ns(&mut self) -> u64 {
+        match self {
+            Peer::Littlefs(l) => l.device().now_ns(),
+            Peer::Nandkit(fs) => fs.device().now_ns(),
+        }
     }
 
     pub fn counters(&mut self) -> Counters {
@@ -203,7 +209,7 @@ pub const OVER_BUDGET: &str = "over budget";
 impl Budgeted<'_> {
     fn check(&mut self) -> Result<(), TargetError> {
         self.calls += 1;
-        let sim = self.peer.counters().ns - self.start_ns;
+        let sim = self.peer.now_ns() - self.start_ns;
         if sim > self.sim_budget_ns || self.host_start.elapsed() > self.host_budget {
             self.over = true;
             return Err(TargetError::Other(OVER_BUDGET.into()));

@@ -113,27 +113,20 @@ pub fn run(fs: &str, cut_points: u64, lfs_uncorrectable: i32, quiet: bool) -> an
     if !quiet {
         eprintln!("bench peers: power cuts on {fs}: {points} cut points");
     }
+    let workload = if fs == "littlefs" && lfs_uncorrectable == nandkit_littlefs::LFS_ERR_IO {
+        "power-cut (ecc eio)"
+    } else {
+        "power-cut"
+    };
+    let outcome = format!(
+        "{mounted} of {points} cut points mount, fsync'd data whole at {intact}{}",
+        first_failure
+            .map(|f| format!("; first failure: {f}"))
+            .unwrap_or_default()
+    );
     Ok(Row {
-        fs: fs.to_string(),
-        workload: if fs == "littlefs" && lfs_uncorrectable == nandkit_littlefs::LFS_ERR_IO {
-            "power-cut (ecc eio)".into()
-        } else {
-            "power-cut".into()
-        },
-        page_reads: 0,
-        page_programs: 0,
-        block_erases: 0,
-        sim_ms: 0.0,
-        energy_j: 0.0,
         host_ms: host.elapsed().as_secs_f64() * 1e3,
-        heap_bytes: 0,
-        device: String::new(),
-        outcome: format!(
-            "{mounted} of {points} cut points mount, fsync'd data whole at {intact}{}",
-            first_failure
-                .map(|f| format!("; first failure: {f}"))
-                .unwrap_or_default()
-        ),
+        ..Row::empty(fs, workload, outcome)
     })
 }
 

@@ -18,23 +18,6 @@ const CHUNK: usize = 64 << 10;
 const RECORD: usize = 4096;
 const SKIPPED: &str = "skipped: an earlier step stopped";
 
-/// A row for a step that did not run (or failed before counting anything).
-fn empty_row(fs: &str, workload: &str, outcome: String) -> Row {
-    Row {
-        fs: fs.to_string(),
-        workload: workload.to_string(),
-        page_reads: 0,
-        page_programs: 0,
-        block_erases: 0,
-        sim_ms: 0.0,
-        energy_j: 0.0,
-        host_ms: 0.0,
-        heap_bytes: 0,
-        device: String::new(),
-        outcome,
-    }
-}
-
 pub fn run_all(
     config: &DeviceConfig,
     fs: &str,
@@ -133,8 +116,8 @@ pub fn run_all(
                 });
             }
             Err(e) => {
-                rows.push(empty_row(fs, "remount", format!("error: {e:#}")));
-                rows.push(empty_row(fs, "delete", SKIPPED.into()));
+                rows.push(Row::empty(fs, "remount", format!("error: {e:#}")));
+                rows.push(Row::empty(fs, "delete", SKIPPED.into()));
             }
         }
     } else {
@@ -149,7 +132,7 @@ pub fn run_all(
         "delete",
     ] {
         if !rows.iter().any(|r| r.workload == name) {
-            rows.push(empty_row(fs, name, SKIPPED.into()));
+            rows.push(Row::empty(fs, name, SKIPPED.into()));
         }
     }
 
