@@ -166,11 +166,20 @@ impl<F: Flash> FileSystem<F> {
     }
 
     /// An owner is gone: its attribute set leaves RAM with it. Nothing is written: on
-    /// flash a set whose owner is gone is dead (see the module comment).
+    /// flash a set whose owner is gone is dead (see the module comment). A store that
+    /// keeps an inode per object (minv) is told, so the set's inode goes now rather than
+    /// at the next mount.
     pub(crate) fn drop_xattr_set_of(&mut self, owner: Ino) {
         let Some(set) = self.xattr_sets.remove(&owner) else {
             return;
         };
+        // No store while a mount rebuilds, and nothing is written on a read-only mount:
+        // the next writable mount drops ownerless sets itself. An error is a lost power:
+        // the store has marked the file system dead, and the next mount drops the set as
+        // it does after any crash.
+        if self.metadata.is_some() && !self.read_only {
+            let _ = self.meta_hook(|store, fs| store.forget(fs, set));
+        }
         if let Some(o) = self.objects.remove(&set) {
             for (_, pno) in o.chunks.entries() {
                 if pno != crate::object::LOST_PAGE {

@@ -147,6 +147,46 @@ fn nvram_use_equals_the_space_model() {
     }
 }
 
+/// An attribute set leaves with its owner: deleting a file (or directory) with extended
+/// attributes, at once or at its last close, frees the set's inode too, so NVRAM in use
+/// goes back to what it was and fsck is clean with no remount in between (a remount
+/// used to be what dropped the orphaned sets).
+#[test]
+fn deleting_an_object_frees_its_attribute_set() {
+    let dev = Dev::Small;
+    let mut fs = fresh(dev);
+    let before = fs.nvram().unwrap().bytes_in_use;
+    let big = pattern(9, 3000); // a set too large for its record: kept in data chunks
+    let mut open_one = 0;
+    for i in 0..6u64 {
+        let name = format!("f{i}");
+        let ino = if i == 5 {
+            fs.create(ROOT_INO, name.as_bytes(), dir()).unwrap().ino
+        } else {
+            fs.create(ROOT_INO, name.as_bytes(), file()).unwrap().ino
+        };
+        let value: &[u8] = if i % 2 == 0 { b"small" } else { &big };
+        fs.setxattr(ino, b"user.a", value, XattrMode::Set).unwrap();
+        if i == 2 {
+            fs.open(ino).unwrap();
+            open_one = ino;
+        }
+    }
+    for i in 0..5u64 {
+        fs.unlink(ROOT_INO, format!("f{i}").as_bytes()).unwrap();
+    }
+    fs.rmdir(ROOT_INO, b"f5").unwrap();
+    // The open file keeps its attributes until its last close.
+    assert_eq!(fs.getxattr(open_one, b"user.a").unwrap(), b"small");
+    fs.release(open_one).unwrap();
+    assert_fsck(&mut fs, "after the deletes");
+    assert_eq!(fs.nvram().unwrap().bytes_in_use, before, "NVRAM in use");
+    let (flash, nv) = fs.unmount_parts().unwrap();
+    let mut fs = mount_parts(flash, nv).unwrap();
+    assert_fsck(&mut fs, "remounted");
+    assert_eq!(fs.nvram().unwrap().bytes_in_use, before, "remounted");
+}
+
 /// Damaged NVRAM: every byte of the metadata region flipped in turn (and random garbage)
 /// gives a mount that works or a clear error, never a panic.
 #[test]

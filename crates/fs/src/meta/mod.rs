@@ -57,6 +57,12 @@ pub trait MetadataStore<F: Flash>: Send + Sync {
         Ok(())
     }
 
+    /// `ino` left the file system without a header write of its own (an attribute set
+    /// goes with its owner): a store that keeps something per object frees it.
+    fn forget(&mut self, _fs: &mut FileSystem<F>, _ino: Ino) -> Result<()> {
+        Ok(())
+    }
+
     /// A block was opened for writing, erased or retired.
     fn block_event(
         &mut self,

@@ -585,6 +585,16 @@ impl<F: Flash> MetadataStore<F> for Minv {
         self.remove_dead(fs)
     }
 
+    fn forget(&mut self, fs: &mut FileSystem<F>, ino: Ino) -> Result<()> {
+        let out = if self.inodes.contains_key(&ino) {
+            self.remove_inode(fs, ino)
+        } else {
+            Ok(())
+        };
+        self.settle_clock(fs);
+        out
+    }
+
     fn check(&mut self, fs: &mut FileSystem<F>) -> Vec<String> {
         let out = check::check(self, fs);
         self.settle_clock(fs);
