@@ -398,6 +398,8 @@ impl Model {
 
 struct Run {
     dev: Dev,
+    /// The mkfs profile under test.
+    profile: &'static str,
     fs: Option<Fs>,
     m: Model,
     chunk: usize,
@@ -423,7 +425,12 @@ impl Run {
     }
 
     fn ctx(&self, op: &Op) -> String {
-        format!("{} step {} {op:?}", self.dev.name(), self.step)
+        format!(
+            "{} {} step {} {op:?}",
+            self.profile,
+            self.dev.name(),
+            self.step
+        )
     }
 
     /// ENOSPC is a right answer only when the device is nearly full.
@@ -1025,17 +1032,22 @@ impl Run {
         };
         counter.fetch_add(1, Relaxed);
         let mut fs = if crash {
-            let mut flash = fs.into_device();
+            let (mut flash, nv) = fs.into_parts();
             flash.power_cycle().unwrap();
-            mount(flash).unwrap_or_else(|e| panic!("{ctx}: mount after a crash: {e}"))
+            // Whatever the NVRAM had not persisted is dropped or torn (seeded by the step).
+            let nv = nv.map(|mut n| {
+                n.crash(self.step as u64);
+                n
+            });
+            mount_parts(flash, nv).unwrap_or_else(|e| panic!("{ctx}: mount after a crash: {e}"))
         } else {
-            let flash = fs
-                .unmount()
+            let (flash, nv) = fs
+                .unmount_parts()
                 .unwrap_or_else(|e| panic!("{ctx}: unmount: {e}"));
             for o in self.m.objs.values_mut() {
                 o.data.synced();
             }
-            mount(flash).unwrap_or_else(|e| panic!("{ctx}: mount: {e}"))
+            mount_parts(flash, nv).unwrap_or_else(|e| panic!("{ctx}: mount: {e}"))
         };
         assert_fsck(&mut fs, &ctx);
         // File contents: exact after a clean unmount; after a crash, within what may have
@@ -1181,12 +1193,14 @@ impl Run {
     }
 }
 
-fn run_case(dev: Dev, ops: &[Op], cov: &'static Coverage) {
-    let mut fs = format(dev);
+fn run_case(dev: Dev, profile: &'static str, ops: &[Op], cov: &'static Coverage) {
+    let config = FsConfig::profile(profile, dev.blocks()).expect("a profile");
+    let mut fs = format_with(dev, config);
     let total_chunks = fs.statfs().total_chunks;
     let _ = fs.fsync(ROOT_INO);
     let mut run = Run {
         dev,
+        profile,
         fs: Some(fs),
         m: Model::new(),
         chunk: dev.chunk(),
@@ -1233,8 +1247,19 @@ fn cases() -> u32 {
 }
 
 fn check(dev: Dev, seed: u8, len: std::ops::Range<usize>, cov: &'static Coverage) {
+    check_profile(dev, "yaffs", cases(), seed, len, cov);
+}
+
+fn check_profile(
+    dev: Dev,
+    profile: &'static str,
+    cases: u32,
+    seed: u8,
+    len: std::ops::Range<usize>,
+    cov: &'static Coverage,
+) {
     let config = Config {
-        cases: cases(),
+        cases,
         failure_persistence: None,
         max_shrink_iters: 4000,
         ..Config::default()
@@ -1243,11 +1268,11 @@ fn check(dev: Dev, seed: u8, len: std::ops::Range<usize>, cov: &'static Coverage
     let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[seed; 32]);
     let mut runner = TestRunner::new_with_rng(config, rng);
     let result = runner.run(&proptest::collection::vec(op_strategy(), len), |ops| {
-        run_case(dev, &ops, cov);
+        run_case(dev, profile, &ops, cov);
         Ok(())
     });
     if let Err(e) = result {
-        panic!("{} (proptest seed byte {seed}): {e}", dev.name());
+        panic!("{profile} {} (proptest seed byte {seed}): {e}", dev.name());
     }
 }
 
@@ -1267,38 +1292,72 @@ fn model_inband() {
     assert!(ops > 1000 && errors > 100 && crashes > 10 && cleans > 10);
 }
 
+/// Every other profile against the same model: the policies change where data goes and
+/// when blocks are erased, never what the file system answers. Fewer cases each than the
+/// baseline's (`NANDKIT_LONG=1` runs many more), on both geometries.
+#[test]
+fn model_every_profile() {
+    static COV: Coverage = Coverage::new();
+    let profiles = nandkit_fs::PROFILES.iter().filter(|&&p| p != "yaffs");
+    for (i, &profile) in profiles.enumerate() {
+        let cases = (cases() / 6).max(4);
+        let seed = 40 + i as u8;
+        check_profile(Dev::Tiny, profile, cases, seed, 1..120, &COV);
+        check_profile(Dev::Small, profile, cases, seed + 20, 1..120, &COV);
+    }
+    let [ops, errors, _, _, crashes, cleans] = COV.report("every profile");
+    assert!(ops > 1000 && errors > 100 && crashes > 10 && cleans > 10);
+}
+
 /// Mostly fills: the device is full much of the time, so cleaning and ENOSPC paths run.
 #[test]
 fn model_full_device() {
     static COV: Coverage = Coverage::new();
-    let config = Config {
-        cases: cases() / 2,
-        failure_persistence: None,
-        max_shrink_iters: 4000,
-        ..Config::default()
-    };
-    for (dev, seed) in [(Dev::Tiny, 3u8), (Dev::Small, 4)] {
-        let seed = seed_byte(seed);
-        let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[seed; 32]);
-        let mut runner = TestRunner::new_with_rng(config.clone(), rng);
-        let fill_heavy = prop_oneof![
-            3 => (any::<u8>(), 20..60u8).prop_map(|(obj, percent)| Op::Fill { obj, percent }),
-            6 => op_strategy(),
-        ];
-        let result = runner.run(&proptest::collection::vec(fill_heavy, 1..80), |ops| {
-            run_case(dev, &ops, &COV);
-            Ok(())
-        });
-        if let Err(e) = result {
-            panic!("{} (proptest seed byte {seed}): {e}", dev.name());
-        }
-    }
+    fill_heavy("yaffs", cases() / 2, 3, &COV);
     let [_, _, enospc, cleaned, _, _] = COV.report("full device");
     assert!(enospc > 20, "the device was hardly ever full");
     assert!(cleaned > 50, "cleaning hardly ran");
 }
 
-/// Shrunk failing cases the random runs found, kept as fixed regressions.
+/// The same for every other profile, fewer cases each.
+#[test]
+fn model_full_device_every_profile() {
+    static COV: Coverage = Coverage::new();
+    let profiles = nandkit_fs::PROFILES.iter().filter(|&&p| p != "yaffs");
+    for (i, &profile) in profiles.enumerate() {
+        fill_heavy(profile, (cases() / 8).max(4), 60 + 2 * i as u8, &COV);
+    }
+    let [_, _, enospc, cleaned, _, _] = COV.report("full device, every profile");
+    assert!(enospc > 20, "the device was hardly ever full");
+    assert!(cleaned > 50, "cleaning hardly ran");
+}
+
+/// Runs `cases` fill-heavy sequences on each geometry (seed bytes `seed`, `seed + 1`).
+fn fill_heavy(profile: &'static str, cases: u32, seed: u8, cov: &'static Coverage) {
+    let config = Config {
+        cases,
+        failure_persistence: None,
+        max_shrink_iters: 4000,
+        ..Config::default()
+    };
+    for (dev, seed) in [(Dev::Tiny, seed), (Dev::Small, seed + 1)] {
+        let seed = seed_byte(seed);
+        let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[seed; 32]);
+        let mut runner = TestRunner::new_with_rng(config.clone(), rng);
+        let ops = prop_oneof![
+            3 => (any::<u8>(), 20..60u8).prop_map(|(obj, percent)| Op::Fill { obj, percent }),
+            6 => op_strategy(),
+        ];
+        let result = runner.run(&proptest::collection::vec(ops, 1..80), |ops| {
+            run_case(dev, profile, &ops, cov);
+            Ok(())
+        });
+        if let Err(e) = result {
+            panic!("{profile} {} (proptest seed byte {seed}): {e}", dev.name());
+        }
+    }
+}
+
 #[test]
 fn model_regressions() {
     static COV: Coverage = Coverage::new();
@@ -1345,7 +1404,7 @@ fn model_regressions() {
             seed: 0,
         },
     ];
-    run_case(Dev::Small, &ops, &COV);
+    run_case(Dev::Small, "yaffs", &ops, &COV);
     // The same, with the zero chunk over a hole failing after the zeroed tail was
     // flushed: the size went back only to the end of that tail chunk.
     let mut ops = ops;
@@ -1355,7 +1414,7 @@ fn model_regressions() {
         len: Q(0, 1),
         seed: 0,
     };
-    run_case(Dev::Small, &ops, &COV);
+    run_case(Dev::Small, "yaffs", &ops, &COV);
     // RENAME_EXCHANGE of an object whose header is nearly full of xattrs: the page
     // carrying both objects' names does not fit (ENAMETOOLONG), which the model missed.
     let ops = vec![
@@ -1387,5 +1446,5 @@ fn model_regressions() {
             mode: 2,
         },
     ];
-    run_case(Dev::Small, &ops, &COV);
+    run_case(Dev::Small, "yaffs", &ops, &COV);
 }
