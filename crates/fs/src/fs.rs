@@ -467,6 +467,9 @@ impl<F: Flash> FileSystem<F> {
         if self.metadata_on_flash() {
             return Ok(());
         }
+        // Power is gone (the flash said so): the NVRAM went with it and takes no more
+        // writes, whatever the caller is still tidying up.
+        self.check_alive()?;
         let mut store = self.metadata.take().expect("a metadata store");
         let out = f(store.as_mut(), self);
         self.metadata = Some(store);
@@ -821,8 +824,11 @@ impl<F: Flash> FileSystem<F> {
             rec.floors = self.floors_for_header(ino, &floors, size);
         }
         if !self.metadata_on_flash() {
-            // The record may publish data pages: they must be programmed first.
+            // The record may publish data pages: they must be programmed first. A settle
+            // on a dead device does nothing, and pages it did not program must never be
+            // published (the flash lost power, so the NVRAM did too).
             self.settle()?;
+            self.check_alive()?;
         }
         let mut store = self.metadata.take().expect("a metadata store");
         let stored = store.store_header(self, ino, &mut rec);

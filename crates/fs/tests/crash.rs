@@ -1506,6 +1506,83 @@ fn crash_random_workloads_random_cuts() {
     assert!(cuts >= 800);
 }
 
+/// The random workload cut at a random op, on every profile but the baseline (which has
+/// its own, longer, run above): flash cuts, and for minv NVRAM cuts at a random persist
+/// point too.
+#[test]
+fn crash_random_workloads_random_cuts_every_profile() {
+    let seeds = if long() { 0..400 } else { 0..12 };
+    let profiles: [(&str, Profile); 6] = [
+        ("moda", moda),
+        ("dac", dac),
+        ("page-hotcold", page_hotcold),
+        ("minv", minv),
+        ("mnfs", mnfs),
+        ("hybrid", hybrid),
+    ];
+    let mut cuts = 0;
+    for (label, profile) in profiles {
+        for dev in Dev::ALL {
+            for seed in seeds.clone() {
+                let seed = seed + 5000;
+                let total = count_ops_as(dev, profile, random_workload, seed, "random");
+                let cut = PowerCut::Random {
+                    seed: seed ^ 0xC0FFEE,
+                    within: total,
+                };
+                let ctx = format!(
+                    "workload random on {} ({label}) seed {seed}: {cut:?} of {total} ops",
+                    dev.name()
+                );
+                let (d, r) = run_cut(format_as(dev, profile), random_workload, seed, Some(cut));
+                recover_and_check(d, r, &ctx);
+                cuts += 1;
+                if label == "minv" {
+                    let points = count_persists(dev, profile, random_workload, seed, "random");
+                    let k = seed.wrapping_mul(0x9E37_79B9) % points.max(1);
+                    let ctx = format!(
+                        "workload random on {} (minv) seed {seed}: NVRAM cut at persist \
+                         {k} of {points}",
+                        dev.name()
+                    );
+                    let mut fs = format_as(dev, profile);
+                    fs.nvram_mut()
+                        .expect("an NVRAM profile")
+                        .arm_power_cut(nandkit_nvram::PowerCut::AtPersist(k));
+                    let (d, r) = run_cut(fs, random_workload, seed, None);
+                    recover_and_check(d, r, &ctx);
+                    cuts += 1;
+                }
+            }
+        }
+    }
+    assert!(cuts >= 12 * 2 * 7);
+}
+
+/// Every op of the random workload on every profile but the baseline, for a few seeds.
+#[test]
+fn crash_random_workload_every_op_every_profile() {
+    let seeds: &[u64] = if long() {
+        &[200, 201, 202, 203, 204, 205]
+    } else {
+        &[200]
+    };
+    let profiles: [Profile; 6] = [moda, dac, page_hotcold, minv, mnfs, hybrid];
+    for profile in profiles {
+        for &seed in seeds {
+            for dev in Dev::ALL {
+                sweep_as(dev, profile, "random", random_workload, seed, 1);
+            }
+        }
+    }
+    // And every NVRAM persist point of it for minv.
+    for &seed in seeds {
+        for dev in Dev::ALL {
+            nvram_sweep_as(dev, minv, "random", random_workload, seed, 1);
+        }
+    }
+}
+
 /// Every op of one random workload, for a few seeds.
 #[test]
 fn crash_random_workload_every_op() {
