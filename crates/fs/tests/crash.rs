@@ -2920,3 +2920,46 @@ fn crash_lazy_names() {
         );
     }
 }
+
+/// Every profile but the baseline, by name (the baseline's sweeps are the ones above).
+const OTHER_PROFILES: [(&str, Profile); 6] = [
+    ("moda", moda),
+    ("dac", dac),
+    ("page-hotcold", page_hotcold),
+    ("minv", minv),
+    ("mnfs", mnfs),
+    ("hybrid", hybrid),
+];
+
+/// The multi-record operations (rename over a file, unlink of an open file, truncate of a
+/// file with holes, ...) cut at every op, on every profile.
+#[test]
+fn crash_multi_record_ops_every_profile() {
+    for (label, profile) in OTHER_PROFILES {
+        for dev in Dev::ALL {
+            // minv writes only file data to flash: far fewer flash ops.
+            let ops = sweep_as(dev, profile, "multi-record", multi_record, 7, 1);
+            assert!(ops > 40, "{label} on {}: {ops}", dev.name());
+        }
+    }
+    for dev in Dev::ALL {
+        let points = nvram_sweep_as(dev, minv, "multi-record", multi_record, 7, 1);
+        assert!(
+            points > 100,
+            "minv NVRAM persists on {}: {points}",
+            dev.name()
+        );
+    }
+}
+
+/// The array sweeps (4 chips striped: batches over the chips) on every profile.
+#[test]
+fn crash_array_every_profile() {
+    for (label, profile) in OTHER_PROFILES {
+        let ops = sweep_as(Dev::Array, profile, "small-files", small_files, 1, 1);
+        assert!(ops > 50, "{label}: {ops}");
+        let ops = sweep_as(Dev::Array, profile, "big-file", big_file, 2, 1);
+        assert!(ops > 50, "{label}: {ops}");
+        sweep_as(Dev::Array, profile, "random", random_workload, 100, 1);
+    }
+}
