@@ -306,7 +306,9 @@ fn the_largest_file_answers_efbig() {
     }
     let rig = Rig::new(&["--geometry", "tiny"]);
     // The limit `nandkit info` states.
-    let o = common::nandkit(&["info", s(&rig.img), "--json"]);
+    let mut args = vec!["info", s(&rig.img), "--json"];
+    args.extend(rig.nvram_args());
+    let o = common::nandkit(&args);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let info: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let max = info["max_file_bytes"].as_u64().unwrap();

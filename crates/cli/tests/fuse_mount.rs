@@ -517,6 +517,7 @@ fn signals_unmount_cleanly_even_when_busy() {
     let log = File::create(rig.dir.path().join("fg.log")).unwrap();
     let mut child: Child = Command::new(BIN)
         .args(["mount", s(&rig.img), s(&rig.mnt), "--foreground"])
+        .args(rig.nvram_args())
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
@@ -533,7 +534,9 @@ fn signals_unmount_cleanly_even_when_busy() {
 
     // Background daemon, busy mount point: SIGTERM detaches it; the daemon finishes (and
     // flushes) only when the last open file closes.
-    let o = nandkit(&["mount", s(&rig.img), s(&rig.mnt)]);
+    let mut args = vec!["mount", s(&rig.img), s(&rig.mnt)];
+    args.extend(rig.nvram_args());
+    let o = nandkit(&args);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let pid = daemon_pid(&o);
     wait_until("the mount", Duration::from_secs(20), || {
@@ -647,6 +650,7 @@ impl Running {
 fn mount_gated(rig: &Rig, gate: &Path, log: &Path) -> i32 {
     let o = Command::new(BIN)
         .args(["mount", s(&rig.img), s(&rig.mnt), "--log", s(log)])
+        .args(rig.nvram_args())
         .env("NANDKIT_TEST_UNMOUNT_GATE", gate)
         .env_remove("RUST_BACKTRACE")
         .output()
@@ -676,7 +680,8 @@ fn commands_right_after_unmount_wait_for_the_daemon() {
     if !fuse_ready("commands_right_after_unmount_wait_for_the_daemon") {
         return;
     }
-    let rig = Rig::new(&["--geometry", "tiny"]);
+    // The daemon's life, not a profile's: the checks below name the baseline's output.
+    let rig = Rig::new(&["--geometry", "tiny", "--profile", "yaffs"]);
     let gate = rig.dir.path().join("gate");
     let log = rig.dir.path().join("daemon.log");
     let owner = rig.dir.path().join("nand.img.owner");

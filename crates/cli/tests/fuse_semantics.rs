@@ -38,6 +38,7 @@ fn cstr(p: &Path) -> CString {
 /// A mount whose daemon writes its messages to `log`; returns the daemon's pid.
 fn mount_logged(rig: &Rig, opts: &[&str], log: &Path) -> (Mounted, i32) {
     let mut args = vec!["mount", s(&rig.img), s(&rig.mnt), "--log", s(log)];
+    args.extend(rig.nvram_args());
     args.extend_from_slice(opts);
     let o = common::nandkit(&args);
     assert!(o.status.success(), "mount: {}", text(&o.stderr));

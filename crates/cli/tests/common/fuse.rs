@@ -105,6 +105,16 @@ pub struct Rig {
     pub dir: tempfile::TempDir,
     pub img: PathBuf,
     pub mnt: PathBuf,
+    /// The NVRAM image, when the profile under test keeps its metadata there.
+    pub nvram: Option<PathBuf>,
+}
+
+/// `NANDKIT_TEST_PROFILE=NAME` runs the mount tests on that profile instead of the default
+/// (tests that name a profile keep theirs); minv gets an NVRAM image beside the flash one.
+fn test_profile() -> Option<String> {
+    std::env::var("NANDKIT_TEST_PROFILE")
+        .ok()
+        .filter(|p| !p.is_empty())
 }
 
 impl Rig {
@@ -113,15 +123,39 @@ impl Rig {
         let img = dir.path().join("nand.img");
         let mnt = dir.path().join("mnt");
         std::fs::create_dir(&mnt).unwrap();
-        let mut args = vec!["mkfs", s(&img)];
-        args.extend_from_slice(mkfs_args);
+        let mut args: Vec<String> = vec!["mkfs".into(), s(&img).into()];
+        args.extend(mkfs_args.iter().map(|a| a.to_string()));
+        let mut nvram = None;
+        if let Some(p) = test_profile().filter(|_| !mkfs_args.contains(&"--profile")) {
+            if p == "minv" {
+                let nv = dir.path().join("nand.nvram");
+                args.extend(["--nvram".to_string(), s(&nv).to_string()]);
+                nvram = Some(nv);
+            }
+            args.extend(["--profile".to_string(), p]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let o = nandkit(&args);
         assert!(o.status.success(), "mkfs: {}", text(&o.stderr));
-        Rig { dir, img, mnt }
+        Rig {
+            dir,
+            img,
+            mnt,
+            nvram,
+        }
+    }
+
+    /// `--nvram FILE` for commands on this image, when it has one.
+    pub fn nvram_args(&self) -> Vec<&str> {
+        match &self.nvram {
+            Some(nv) => vec!["--nvram", s(nv)],
+            None => Vec::new(),
+        }
     }
 
     pub fn mount(&self, opts: &[&str]) -> Mounted {
         let mut args = vec!["mount", s(&self.img), s(&self.mnt)];
+        args.extend(self.nvram_args());
         args.extend_from_slice(opts);
         let o = nandkit(&args);
         assert!(
@@ -140,7 +174,9 @@ impl Rig {
     }
 
     pub fn fsck_clean(&self) {
-        let o = nandkit(&["fsck", s(&self.img)]);
+        let mut args = vec!["fsck", s(&self.img)];
+        args.extend(self.nvram_args());
+        let o = nandkit(&args);
         assert!(
             o.status.success(),
             "fsck not clean:\n{}{}",
