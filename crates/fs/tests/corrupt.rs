@@ -489,11 +489,17 @@ fn meta_path(p: &Path) -> PathBuf {
 
 /// Builds a populated image: cleanly unmounted (a checkpoint) or left as a crash leaves it.
 fn base_image(dir: &Path, dev: Dev, clean: bool) -> PathBuf {
-    let path = dir.join(format!("{}-{clean}.img", dev.name()));
+    base_image_as(dir, dev, "yaffs", clean)
+}
+
+/// `base_image` of another profile that keeps its metadata on flash.
+fn base_image_as(dir: &Path, dev: Dev, profile: &str, clean: bool) -> PathBuf {
+    let path = dir.join(format!("{}-{profile}-{clean}.img", dev.name()));
     let flash =
         FlashDevice::create_image(&path, dev.config(), true, DeviceOptions::default()).unwrap();
+    let config = FsConfig::profile(profile, dev.blocks()).unwrap();
     let mut fs =
-        FileSystem::format(nandkit_flash::StripedFlash::new(flash), yaffs(dev), clock()).unwrap();
+        FileSystem::format(nandkit_flash::StripedFlash::new(flash), config, clock()).unwrap();
     populate(&mut fs, 1);
     let flash = if clean {
         fs.unmount().unwrap()
@@ -613,10 +619,14 @@ fn damage_image(
 }
 
 fn image_cases(dev: Dev, seeds: impl Iterator<Item = u64>) {
+    image_cases_as(dev, "yaffs", seeds)
+}
+
+fn image_cases_as(dev: Dev, profile: &str, seeds: impl Iterator<Item = u64>) {
     let tmp = tempfile::tempdir().unwrap();
     let bases = [
-        base_image(tmp.path(), dev, true),
-        base_image(tmp.path(), dev, false),
+        base_image_as(tmp.path(), dev, profile, true),
+        base_image_as(tmp.path(), dev, profile, false),
     ];
     let expects = bases.clone().map(|b| expect_image(&b, dev, &tmp));
     let mut untouched = 0;
@@ -629,7 +639,7 @@ fn image_cases(dev: Dev, seeds: impl Iterator<Item = u64>) {
         let count = [1, 2, 5, 20, 100][seed as usize % 5];
         let what = damage_image(&work, dev, seed, count);
         let ctx = format!(
-            "{} image ({}) seed {seed}: {count} damaged pages, first {:?}",
+            "{} {profile} image ({}) seed {seed}: {count} damaged pages, first {:?}",
             dev.name(),
             if seed % 2 == 0 {
                 "checkpoint"
@@ -652,8 +662,8 @@ fn image_cases(dev: Dev, seeds: impl Iterator<Item = u64>) {
         }
     }
     println!(
-        "{}: {mounted} corrupt images mounted, {refused} refused; {untouched} files untouched \
-         by the damage in all",
+        "{} ({profile}): {mounted} corrupt images mounted, {refused} refused; {untouched} \
+         files untouched by the damage in all",
         dev.name()
     );
     assert!(untouched > 0, "the damage touched every file every time");
@@ -669,6 +679,17 @@ fn corrupt_images_inband() {
 #[test]
 fn corrupt_images_tiny() {
     image_cases(Dev::Tiny, seeds(40, 400));
+}
+
+/// The other profiles that keep their metadata on flash (their allocators and cleaners
+/// restore their own state at mount), fewer seeds each.
+#[test]
+fn corrupt_images_every_flash_profile() {
+    for profile in ["moda", "dac", "page-hotcold", "mnfs", "hybrid"] {
+        for dev in Dev::ALL {
+            image_cases_as(dev, profile, seeds(12, 400));
+        }
+    }
 }
 
 /// Damage confined to the file system record or the root: the mount must refuse cleanly
