@@ -128,8 +128,13 @@ impl<F: Flash> FileSystem<F> {
             let stream = self.choose_stream(&hint);
             if let Some(s) = self.allocator.take_reassigned() {
                 // The stream now belongs to another file: the block open there holds the
-                // previous file's pages only, so it is closed (per-file allocation).
-                self.close_stream(s)?;
+                // previous file's pages only, so it is closed (per-file allocation). Not
+                // when data already accepted is being made durable on a device down to its
+                // reserve: closing would cost a fresh block per file flushed, and sync
+                // must work on a full device. The next file shares the block instead.
+                if !(accepted && self.down_to_reserve()) {
+                    self.close_stream(s)?;
+                }
             }
             let block = self.active_block(stream, hint.cause, accepted)?;
             if self.seal_aged_streams()? {
@@ -240,6 +245,12 @@ impl<F: Flash> FileSystem<F> {
             }
         }
         want
+    }
+
+    /// Erased blocks are down to the reserves (cleaning's and the checkpoint's): new user
+    /// data may not open a block.
+    fn down_to_reserve(&self) -> bool {
+        self.blocks.empty <= self.config.reserve_blocks + self.checkpoint_reserve_blocks()
     }
 
     /// The page holding `ino`'s current header, if it has one on flash.

@@ -504,51 +504,55 @@ fn refused_writes_change_nothing() {
 
 /// Bytes `write` accepted into the write cache can always be made durable: fsync, sync and
 /// unmount work on a full device, with more files holding a cached chunk than the cache
-/// may flush from the reserve.
+/// may flush from the reserve. On every profile: per-file allocation (mnfs) once needed a
+/// fresh block per file flushed there, and sync failed with ENOSPC.
 #[test]
 fn sync_and_unmount_work_on_a_full_device() {
-    for dev in Dev::ALL {
-        let mut fs = format(dev);
-        let d = fs.create(ROOT_INO, b"d", dir()).unwrap().ino;
-        let mut small = Vec::new();
-        for i in 0..150u32 {
-            let ino = fs.create(d, format!("{i}").as_bytes(), file()).unwrap().ino;
-            let data = pattern(u64::from(i), 100 + i as usize);
-            fs.write(ino, 0, &data).unwrap();
-            small.push((ino, data));
+    for &profile in nandkit_fs::PROFILES {
+        for dev in Dev::ALL {
+            sync_on_a_full_device(dev, profile);
         }
-        let (big, data) = fill_up(&mut fs, b"big", 5, 3 * dev.chunk() + 1);
-        // More small writes into the cache, until refused.
-        for (ino, d) in small.iter_mut().take(40) {
-            match fs.write(*ino, d.len() as u64, b"more") {
-                Ok(n) => d.extend_from_slice(&b"more"[..n]),
-                Err(e) => assert_eq!(e.errno(), ENOSPC),
-            }
-        }
-        fs.fsync(small[0].0)
-            .unwrap_or_else(|e| panic!("{dev:?}: fsync on a full device: {e}"));
-        fs.sync()
-            .unwrap_or_else(|e| panic!("{dev:?}: sync on a full device: {e}"));
-        let flash = fs
-            .unmount()
-            .unwrap_or_else(|e| panic!("{dev:?}: unmount of a full device: {e}"));
-        let mut fs = mount(flash).unwrap();
-        assert_bytes(&read_all(&mut fs, big).unwrap(), &data, "big");
-        for (ino, d) in &small {
-            assert_bytes(&read_all(&mut fs, *ino).unwrap(), d, "small file");
-        }
-        assert_fsck(&mut fs, "full, unmounted and mounted");
-        // And after a crash instead of an unmount.
-        let mut fs = crash_remount(fs);
-        for (ino, d) in &small {
-            assert_bytes(
-                &read_all(&mut fs, *ino).unwrap(),
-                d,
-                "small file after crash",
-            );
-        }
-        assert_fsck(&mut fs, "full, crashed");
     }
+}
+
+fn sync_on_a_full_device(dev: Dev, profile: &str) {
+    let ctx = format!("{profile} on {dev:?}");
+    let mut fs = format_with(dev, FsConfig::profile(profile, dev.blocks()).unwrap());
+    let d = fs.create(ROOT_INO, b"d", dir()).unwrap().ino;
+    let mut small = Vec::new();
+    for i in 0..150u32 {
+        let ino = fs.create(d, format!("{i}").as_bytes(), file()).unwrap().ino;
+        let data = pattern(u64::from(i), 100 + i as usize);
+        fs.write(ino, 0, &data).unwrap();
+        small.push((ino, data));
+    }
+    let (big, data) = fill_up(&mut fs, b"big", 5, 3 * dev.chunk() + 1);
+    // More small writes into the cache, until refused.
+    for (ino, d) in small.iter_mut().take(40) {
+        match fs.write(*ino, d.len() as u64, b"more") {
+            Ok(n) => d.extend_from_slice(&b"more"[..n]),
+            Err(e) => assert_eq!(e.errno(), ENOSPC),
+        }
+    }
+    fs.fsync(small[0].0)
+        .unwrap_or_else(|e| panic!("{ctx}: fsync on a full device: {e}"));
+    fs.sync()
+        .unwrap_or_else(|e| panic!("{ctx}: sync on a full device: {e}"));
+    let (flash, nv) = fs
+        .unmount_parts()
+        .unwrap_or_else(|e| panic!("{ctx}: unmount of a full device: {e}"));
+    let mut fs = mount_parts(flash, nv).unwrap();
+    assert_bytes(&read_all(&mut fs, big).unwrap(), &data, &ctx);
+    for (ino, d) in &small {
+        assert_bytes(&read_all(&mut fs, *ino).unwrap(), d, &ctx);
+    }
+    assert_fsck(&mut fs, &format!("{ctx}: full, unmounted and mounted"));
+    // And after a crash instead of an unmount.
+    let mut fs = crash_remount(fs);
+    for (ino, d) in &small {
+        assert_bytes(&read_all(&mut fs, *ino).unwrap(), d, &ctx);
+    }
+    assert_fsck(&mut fs, &format!("{ctx}: full, crashed"));
 }
 
 /// The FUSE mount's sequence on a full device, with a commit (`sync`) landing after any
