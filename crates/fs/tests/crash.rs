@@ -855,14 +855,19 @@ fn nvram_sweep_as(
              {total}",
             dev.name()
         );
-        let mut fs = format_as(dev, profile);
-        fs.nvram_mut()
-            .expect("an NVRAM profile")
-            .arm_power_cut(nandkit_nvram::PowerCut::AtPersist(k));
-        let (d, r) = run_cut(fs, w, seed, None);
-        recover_and_check(d, r, &ctx);
+        nvram_cut(dev, profile, w, seed, k, &ctx);
     }
     total
+}
+
+/// Runs the workload with power cut at NVRAM persist point `k`, then recovers and checks.
+fn nvram_cut(dev: Dev, profile: Profile, w: Workload, seed: u64, k: u64, ctx: &str) {
+    let mut fs = format_as(dev, profile);
+    fs.nvram_mut()
+        .expect("an NVRAM profile")
+        .arm_power_cut(nandkit_nvram::PowerCut::AtPersist(k));
+    let (d, r) = run_cut(fs, w, seed, None);
+    recover_and_check(d, r, ctx);
 }
 
 /// The minv profile (metadata in NVRAM): a cut at every flash op and at every NVRAM persist
@@ -1489,21 +1494,28 @@ fn crash_random_workloads_random_cuts() {
     let mut cuts = 0;
     for dev in Dev::ALL {
         for seed in seeds.clone() {
-            let total = count_ops(dev, random_workload, seed, "random");
-            let cut = PowerCut::Random {
-                seed: seed ^ 0xC0FFEE,
-                within: total,
-            };
-            let ctx = format!(
-                "workload random on {} seed {seed}: {cut:?} of {total} ops",
-                dev.name()
-            );
-            let (d, r) = run_cut(format(dev), random_workload, seed, Some(cut));
-            recover_and_check(d, r, &ctx);
+            random_cut(dev, yaffs, seed);
             cuts += 1;
         }
     }
     assert!(cuts >= 800);
+}
+
+/// The random workload of `seed` with power cut at an op the seed picks, then recovery
+/// and checks.
+fn random_cut(dev: Dev, profile: Profile, seed: u64) {
+    let total = count_ops_as(dev, profile, random_workload, seed, "random");
+    let cut = PowerCut::Random {
+        seed: seed ^ 0xC0FFEE,
+        within: total,
+    };
+    let ctx = format!(
+        "workload random on {} ({}) seed {seed}: {cut:?} of {total} ops",
+        dev.name(),
+        profile(dev).profile
+    );
+    let (d, r) = run_cut(format_as(dev, profile), random_workload, seed, Some(cut));
+    recover_and_check(d, r, &ctx);
 }
 
 /// The random workload cut at a random op, on every profile but the baseline (which has
@@ -1512,30 +1524,12 @@ fn crash_random_workloads_random_cuts() {
 #[test]
 fn crash_random_workloads_random_cuts_every_profile() {
     let seeds = if long() { 0..400 } else { 0..12 };
-    let profiles: [(&str, Profile); 6] = [
-        ("moda", moda),
-        ("dac", dac),
-        ("page-hotcold", page_hotcold),
-        ("minv", minv),
-        ("mnfs", mnfs),
-        ("hybrid", hybrid),
-    ];
     let mut cuts = 0;
-    for (label, profile) in profiles {
+    for (label, profile) in OTHER_PROFILES {
         for dev in Dev::ALL {
             for seed in seeds.clone() {
                 let seed = seed + 5000;
-                let total = count_ops_as(dev, profile, random_workload, seed, "random");
-                let cut = PowerCut::Random {
-                    seed: seed ^ 0xC0FFEE,
-                    within: total,
-                };
-                let ctx = format!(
-                    "workload random on {} ({label}) seed {seed}: {cut:?} of {total} ops",
-                    dev.name()
-                );
-                let (d, r) = run_cut(format_as(dev, profile), random_workload, seed, Some(cut));
-                recover_and_check(d, r, &ctx);
+                random_cut(dev, profile, seed);
                 cuts += 1;
                 if label == "minv" {
                     let points = count_persists(dev, profile, random_workload, seed, "random");
@@ -1545,12 +1539,7 @@ fn crash_random_workloads_random_cuts_every_profile() {
                          {k} of {points}",
                         dev.name()
                     );
-                    let mut fs = format_as(dev, profile);
-                    fs.nvram_mut()
-                        .expect("an NVRAM profile")
-                        .arm_power_cut(nandkit_nvram::PowerCut::AtPersist(k));
-                    let (d, r) = run_cut(fs, random_workload, seed, None);
-                    recover_and_check(d, r, &ctx);
+                    nvram_cut(dev, profile, random_workload, seed, k, &ctx);
                     cuts += 1;
                 }
             }
@@ -1567,8 +1556,7 @@ fn crash_random_workload_every_op_every_profile() {
     } else {
         &[200]
     };
-    let profiles: [Profile; 6] = [moda, dac, page_hotcold, minv, mnfs, hybrid];
-    for profile in profiles {
+    for (_, profile) in OTHER_PROFILES {
         for &seed in seeds {
             for dev in Dev::ALL {
                 sweep_as(dev, profile, "random", random_workload, seed, 1);
