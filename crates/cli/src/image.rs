@@ -589,6 +589,12 @@ pub fn mount_error(image: &Path, e: FsError) -> anyhow::Error {
             image.display(),
             image.display()
         ),
+        FsError::NoSpace => anyhow::anyhow!(
+            "{}: no room left on the device for the repairs a writable mount makes after a \
+             crash (its good blocks are used up or worn out); mount it read-only (`-o ro`) \
+             to copy the files off",
+            image.display()
+        ),
         e => anyhow::Error::new(e).context(format!("mounting {}", image.display())),
     }
 }

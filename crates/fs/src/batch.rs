@@ -28,6 +28,7 @@ use crate::blocks::{BlockState, NO_SUMMARY, RETIRE};
 use crate::error::Result;
 use crate::format::tags::{Serial, Tags};
 use crate::fs::FileSystem;
+use crate::object::{LOST_PAGE, NO_PAGE};
 
 /// A whole page as read: data, OOB, and whether ECC could correct it.
 pub(crate) type RawPage = (Vec<u8>, Vec<u8>, bool);
@@ -37,6 +38,9 @@ pub(crate) struct Posted {
     pub pno: u32,
     pub page: Vec<u8>,
     pub oob: Vec<u8>,
+    /// The page (or `NO_PAGE`, `LOST_PAGE`) the chunk mapped to before this one. No erase
+    /// happens before the batch settles, so a replaced page is still on flash until then.
+    pub replaced: u32,
 }
 
 /// The posted pages and how deep the batch scopes are nested.
@@ -162,6 +166,7 @@ impl<F: Flash> FileSystem<F> {
             if !self.blocks.is_valid(p.pno) {
                 continue; // overwritten or dropped since it was posted
             }
+            let replaced = p.replaced;
             let Some(read) = self.parse_page(p.page, &p.oob, true) else {
                 continue;
             };
@@ -177,15 +182,49 @@ impl<F: Flash> FileSystem<F> {
                 _ => continue,
             };
             self.blocks.invalidate(p.pno);
-            again.push((p.pno, hint, tags, read.data));
+            again.push((p.pno, replaced, hint, tags, read.data));
         }
-        for (old, hint, tags, data) in again {
-            let new = self.program_accepted(hint, tags, &data)?;
-            if !self.repoint_page(&tags, old, new) {
-                self.blocks.invalidate(new);
+        let mut again = again.into_iter();
+        while let Some((old, replaced, hint, tags, data)) = again.next() {
+            match self.program_accepted(hint, tags, &data) {
+                Ok(new) => {
+                    if !self.repoint_page(&tags, old, new) {
+                        self.blocks.invalidate(new);
+                    }
+                }
+                Err(e) => {
+                    // No room to write it anywhere (blocks worn out): this page and the
+                    // ones not yet written again go back to what their chunks held
+                    // before, still on flash, so nothing points into the failed block.
+                    self.restore_replaced(&tags, old, replaced);
+                    for (old, replaced, _, tags, _) in again {
+                        self.restore_replaced(&tags, old, replaced);
+                    }
+                    return Err(e);
+                }
             }
         }
         Ok(())
+    }
+
+    /// Points a chunk that `failed` (a page never programmed) was to replace back at
+    /// `replaced`, if it still points at `failed`.
+    fn restore_replaced(&mut self, tags: &Tags, failed: u32, replaced: u32) {
+        let Tags::Data(d) = tags else {
+            return;
+        };
+        let Some(o) = self.objects.get_mut(&d.obj) else {
+            return;
+        };
+        if o.chunks.get(d.chunk) != failed {
+            return;
+        }
+        o.chunks.set(d.chunk, replaced);
+        self.reserves
+            .chunk_changed(d.obj, d.chunk, failed, replaced);
+        if replaced != NO_PAGE && replaced != LOST_PAGE {
+            self.blocks.set_valid(replaced);
+        }
     }
 
     /// Whether no page is posted: what a shared reader relies on (batch scopes need

@@ -174,10 +174,20 @@ impl<F: Flash> FileSystem<F> {
             let (buf, oob) = self.layout.encode_page(&tags, data);
             let addr = self.layout.block_addr(block).page(page);
             let result = if post {
+                // What the chunk maps to now (the caller repoints it once this returns):
+                // restored if the page can be written nowhere (see `batch::redo`).
+                let replaced = match &tags {
+                    Tags::Data(d) => self
+                        .objects
+                        .get(&d.obj)
+                        .map_or(crate::object::NO_PAGE, |o| o.chunks.get(d.chunk)),
+                    _ => crate::object::NO_PAGE,
+                };
                 self.post(Posted {
                     pno: self.layout.pno(block, page),
                     page: buf,
                     oob,
+                    replaced,
                 });
                 Ok(())
             } else {

@@ -747,6 +747,18 @@ fn recover_and_check(d: Driver, r: Result<()>, ctx: &str) {
 
 /// `recover_and_check`, also requiring the mount after the cut to be made `method`'s way.
 fn recover_and_check_method(d: Driver, r: Result<()>, ctx: &str, method: Option<MountMethod>) {
+    let (fs, tree, contents) = recover_and_verify(d, r, ctx, method);
+    keep_working_from(fs, tree, contents, ctx);
+}
+
+/// Power back after a cut: mounts (from the NVRAM too, whose unpersisted words the seed
+/// keeps, drops or tears) and checks everything the durable model says.
+fn recover_and_verify(
+    d: Driver,
+    r: Result<()>,
+    ctx: &str,
+    method: Option<MountMethod>,
+) -> (Fs, Dentries, Contents) {
     assert!(
         r.is_err(),
         "{ctx}: the workload finished although power was cut"
@@ -760,7 +772,6 @@ fn recover_and_check_method(d: Driver, r: Result<()>, ctx: &str, method: Option<
         r
     );
     flash.power_cycle().unwrap();
-    // Whatever the NVRAM had not persisted is kept, dropped or torn, as the seed says.
     let nv = nv.map(|mut n| {
         n.crash(ctx.len() as u64);
         n
@@ -775,7 +786,7 @@ fn recover_and_check_method(d: Driver, r: Result<()>, ctx: &str, method: Option<
         );
     }
     let (tree, contents) = verify_full(&mut fs, &m, ctx).unwrap_or_else(|e| panic!("{ctx}: {e}"));
-    keep_working_from(fs, tree, contents, ctx);
+    (fs, tree, contents)
 }
 
 /// Counts the workload's state-changing operations (and checks it runs clean uncut).
@@ -1624,16 +1635,30 @@ fn gc_snapshot_as(dev: Dev, profile: Profile) -> nandkit_flash::FlashDevice {
 
 /// Overwrites on the nearly full device, with fsyncs, a few small files made and deleted.
 fn gc_workload(d: &mut Driver, seed: u64) -> Result<()> {
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
-    let c = d.fs.chunk_bytes() as u64;
-    let hot = d.names[&(ROOT_INO, b"hot".to_vec())];
-    let hot_size = d.fs.getattr(hot)?.size;
     // Twice the rounds on an array, whose blocks are 4 times larger: a few of them fill.
     let rounds = if d.fs.device().geometry().pages_per_block > 64 {
         180
     } else {
         90
     };
+    overwrite_rounds(d, seed, rounds)
+}
+
+/// `gc_workload` made long enough to erase each block of the tiny device's hot part a few
+/// times over (so blocks near their limit wear out during it), ending where worn-out
+/// blocks leave no room (ENOSPC: the write that got it may or may not have landed).
+fn wear_workload(d: &mut Driver, seed: u64) -> Result<()> {
+    match overwrite_rounds(d, seed, 300) {
+        Err(FsError::NoSpace) => Ok(()),
+        r => r,
+    }
+}
+
+fn overwrite_rounds(d: &mut Driver, seed: u64, rounds: u64) -> Result<()> {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let c = d.fs.chunk_bytes() as u64;
+    let hot = d.names[&(ROOT_INO, b"hot".to_vec())];
+    let hot_size = d.fs.getattr(hot)?.size;
     for i in 0..rounds {
         let off = rng.gen_range(0..hot_size - 3 * c);
         let len = rng.gen_range(c / 2..3 * c) as usize;
@@ -1726,6 +1751,143 @@ fn cleaning_sweep_as(dev: Dev, profile: Profile, w: Workload, shard: u64, shards
         d.fs.device_mut().arm_power_cut(PowerCut::AtOp(n));
         let r = w(&mut d, 9);
         recover_and_check(d, r, &ctx);
+    }
+}
+
+/// A device whose blocks are close to wearing out (a rated endurance of 6 cycles, every
+/// block failing between 6 and 9 erases), with a cold and a hot file, aged by overwrites
+/// until eight blocks have been retired, cleanly unmounted. An image file, so
+/// that a copy keeps every block's erase count.
+fn worn_snapshot_as(dev: Dev, profile: Profile, path: &Path) {
+    let mut config = dev.config();
+    config.wear.endurance_cycles = 6;
+    config.wear.endurance_spread = 0.5;
+    let flash =
+        FlashDevice::create_image(path, config, true, nandkit_flash::DeviceOptions::default())
+            .expect("image");
+    let mut fs = FileSystem::format(
+        nandkit_flash::StripedFlash::new(flash),
+        profile(dev),
+        clock(),
+    )
+    .expect("format");
+    let c = fs.chunk_bytes() as usize;
+    let free = fs.statfs().free_chunks as usize;
+    let (cold_n, hot_n) = (free * 40 / 100, free * 15 / 100);
+    let cold = fs.create(ROOT_INO, b"cold", file()).unwrap().ino;
+    fs.write(cold, 0, &pattern(1, cold_n * c)).unwrap();
+    let hot = fs.create(ROOT_INO, b"hot", file()).unwrap().ino;
+    fs.write(hot, 0, &pattern(2, hot_n * c)).unwrap();
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+    let mut i = 0u64;
+    while fs.stats().blocks_retired < 8 {
+        i += 1;
+        assert!(i < 200_000, "nothing wore out");
+        let off = rng.gen_range(0..hot_n as u64) * c as u64;
+        fs.write(hot, off, &pattern(100 + i, c)).unwrap();
+        if i.is_multiple_of(8) {
+            fs.fsync(hot).unwrap();
+        }
+    }
+    fs.sync().unwrap();
+    drop(fs.unmount().unwrap());
+}
+
+/// Cuts at every `stride`-th op of an overwrite workload on a device wearing out: cuts
+/// land in programs and erases that fail for wear, in the moves of a retiring block's
+/// pages and in the retirement itself.
+fn worn_sweep_as(dev: Dev, profile: Profile, stride: u64) {
+    let label = profile(dev).profile;
+    let tmp = tempfile::tempdir().unwrap();
+    let snap = tmp.path().join("worn.img");
+    let work = tmp.path().join("work.img");
+    worn_snapshot_as(dev, profile, &snap);
+    let start = || {
+        copy_image(&snap, &work);
+        mount(open_image(&work)).unwrap()
+    };
+    let model = adopt(start()).m;
+    let mut d = Driver {
+        fs: start(),
+        m: model.clone(),
+    };
+    let base = d.fs.device().state_ops();
+    wear_workload(&mut d, 9).unwrap();
+    let total = d.fs.device().state_ops() - base;
+    let st = d.fs.stats().clone();
+    assert!(st.blocks_retired > 0, "{label}: nothing wore out: {st:?}");
+    verify(&mut d.fs, &d.m, "worn uncut").unwrap();
+    println!(
+        "wear workload on a worn {} ({label}): {total} state-changing ops, {} blocks retired",
+        dev.name(),
+        st.blocks_retired
+    );
+    drop(d);
+    for n in (0..total).step_by(stride as usize) {
+        let ctx = format!(
+            "workload wear on a worn {} ({label}) seed 9: power cut at op {n} of {total}",
+            dev.name()
+        );
+        let mut d = Driver {
+            fs: start(),
+            m: model.clone(),
+        };
+        d.fs.device_mut().arm_power_cut(PowerCut::AtOp(n));
+        let r = wear_workload(&mut d, 9);
+        assert!(
+            r.is_err(),
+            "{ctx}: the workload finished although power was cut"
+        );
+        let Driver { fs, m } = d;
+        let flash = fs.into_device();
+        assert!(
+            flash.power_lost(),
+            "{ctx}: failed without a power cut: {r:?}"
+        );
+        drop(flash);
+        // Power back. A writable mount may find no good block left for its repairs: then
+        // it says so (ENOSPC), and a read-only mount must show everything.
+        let mut fs = match mount(open_image(&work)) {
+            Ok(fs) => fs,
+            Err(e) => {
+                assert_eq!(e.errno(), 28, "{ctx}: mount after the cut: {e}");
+                let ro = MountOptions {
+                    read_only: true,
+                    ..opts()
+                };
+                let mut fs =
+                    FileSystem::mount(nandkit_flash::StripedFlash::new(open_image(&work)), ro)
+                        .unwrap_or_else(|e| panic!("{ctx}: read-only mount after the cut: {e}"));
+                verify_full(&mut fs, &m, &ctx).unwrap_or_else(|e| panic!("{ctx}: read-only: {e}"));
+                continue;
+            }
+        };
+        let (tree, contents) =
+            verify_full(&mut fs, &m, &ctx).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+        // No `keep_working`: the device may have no good block left to work in. A clean
+        // unmount must keep everything, or fail for want of room only.
+        match fs.unmount_parts() {
+            Ok((flash, nv)) => {
+                let mut fs = mount_parts(flash, nv)
+                    .unwrap_or_else(|e| panic!("{ctx}: remount after recovery: {e}"));
+                assert_fsck(&mut fs, &ctx);
+                assert_eq!(dentries(&mut fs).unwrap(), tree, "{ctx}: tree");
+                for (&ino, v) in &contents {
+                    let got = read_all(&mut fs, ino).unwrap();
+                    assert_bytes(&got, v, &format!("{ctx}: file {ino}"));
+                }
+            }
+            Err(e) => assert_eq!(e.errno(), 28, "{ctx}: unmount after recovery: {e}"),
+        }
+    }
+}
+
+#[test]
+fn crash_on_worn_blocks() {
+    let stride = if long() { 1 } else { 5 };
+    worn_sweep_as(Dev::Tiny, yaffs, stride);
+    for (_, profile) in OTHER_PROFILES.iter().filter(|(l, _)| *l != "minv") {
+        worn_sweep_as(Dev::Tiny, *profile, stride * 3);
     }
 }
 
