@@ -1876,7 +1876,9 @@ fn worn_sweep_as(dev: Dev, profile: Profile, stride: u64) {
         );
         drop(flash);
         // What the NVRAM had not persisted is kept, dropped or torn as the seed says.
-        drop(nv.map(|mut n| n.crash(ctx.len() as u64)));
+        if let Some(mut n) = nv {
+            n.crash(ctx.len() as u64);
+        }
         // Power back. A writable mount may find no good block left for its repairs: then
         // it says so (ENOSPC), and a read-only mount must show everything.
         let mut fs = match mount_image(&work, opts()) {
