@@ -730,8 +730,12 @@ fn corrupt_first_pages() {
 // Corruption through ECC: injected raw bit errors, correctable or not, on RAM devices.
 
 fn ecc_cases(dev: Dev, seeds: std::ops::Range<u64>) {
+    ecc_cases_as(dev, "yaffs", seeds)
+}
+
+fn ecc_cases_as(dev: Dev, profile: &str, seeds: std::ops::Range<u64>) {
     let mut base = {
-        let mut fs = format(dev);
+        let mut fs = format_with(dev, FsConfig::profile(profile, dev.blocks()).unwrap());
         populate(&mut fs, 2);
         fs.unmount().unwrap()
     };
@@ -764,7 +768,7 @@ fn ecc_cases(dev: Dev, seeds: std::ops::Range<u64>) {
             pages.push(((block * g.pages_per_block + page) as usize, None, false));
         }
         let ctx = format!(
-            "{} ECC seed {seed}: {count} injections, first {:?}",
+            "{} {profile} ECC seed {seed}: {count} injections, first {:?}",
             dev.name(),
             &what[..what.len().min(3)]
         );
@@ -776,7 +780,7 @@ fn ecc_cases(dev: Dev, seeds: std::ops::Range<u64>) {
         }
     }
     println!(
-        "{}: ECC damage: {mounted} mounted, {refused} refused",
+        "{} ({profile}): ECC damage: {mounted} mounted, {refused} refused",
         dev.name()
     );
     assert!(mounted > 0);
@@ -790,6 +794,16 @@ fn ecc_errors_tiny() {
 #[test]
 fn ecc_errors_inband() {
     ecc_cases(Dev::Small, seeds(60, 1000));
+}
+
+/// The other profiles that keep their metadata on flash, fewer seeds each.
+#[test]
+fn ecc_errors_every_flash_profile() {
+    for profile in ["moda", "dac", "page-hotcold", "mnfs", "hybrid"] {
+        for dev in Dev::ALL {
+            ecc_cases_as(dev, profile, seeds(12, 300));
+        }
+    }
 }
 
 /// Every file's content by path (`None`: unreadable).
