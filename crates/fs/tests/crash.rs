@@ -1618,10 +1618,7 @@ fn gc_snapshot_as(dev: Dev, profile: Profile) -> nandkit_flash::FlashDevice {
             (free * 72 / 100, free * 15 / 100)
         }
     };
-    let cold = fs.create(ROOT_INO, b"cold", file()).unwrap().ino;
-    fs.write(cold, 0, &pattern(1, cold_n * c)).unwrap();
-    let hot = fs.create(ROOT_INO, b"hot", file()).unwrap().ino;
-    fs.write(hot, 0, &pattern(2, hot_n * c)).unwrap();
+    let hot = cold_and_hot(&mut fs, cold_n * c, hot_n * c);
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
     // Until the cleaner has been at work (at once on the small devices).
     let mut i = 0u64;
@@ -1633,6 +1630,15 @@ fn gc_snapshot_as(dev: Dev, profile: Profile) -> nandkit_flash::FlashDevice {
     fs.sync().unwrap();
     assert!(fs.stats().blocks_cleaned > 0, "setup did not clean");
     fs.unmount().unwrap().into_inner()
+}
+
+/// A cold file of `cold` bytes and a hot one of `hot` bytes; returns the hot one.
+fn cold_and_hot(fs: &mut Fs, cold: usize, hot: usize) -> Ino {
+    let c = fs.create(ROOT_INO, b"cold", file()).unwrap().ino;
+    fs.write(c, 0, &pattern(1, cold)).unwrap();
+    let h = fs.create(ROOT_INO, b"hot", file()).unwrap().ino;
+    fs.write(h, 0, &pattern(2, hot)).unwrap();
+    h
 }
 
 /// Overwrites on the nearly full device, with fsyncs, a few small files made and deleted.
@@ -1784,10 +1790,7 @@ fn worn_snapshot_as(dev: Dev, profile: Profile, path: &Path) {
     let c = fs.chunk_bytes() as usize;
     let free = fs.statfs().free_chunks as usize;
     let (cold_n, hot_n) = (free * 40 / 100, free * 15 / 100);
-    let cold = fs.create(ROOT_INO, b"cold", file()).unwrap().ino;
-    fs.write(cold, 0, &pattern(1, cold_n * c)).unwrap();
-    let hot = fs.create(ROOT_INO, b"hot", file()).unwrap().ino;
-    fs.write(hot, 0, &pattern(2, hot_n * c)).unwrap();
+    let hot = cold_and_hot(&mut fs, cold_n * c, hot_n * c);
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
     let mut i = 0u64;
     // An array's virtual block fails with any of its chips' blocks: one is enough there.
