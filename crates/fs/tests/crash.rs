@@ -1936,6 +1936,11 @@ fn crash_on_worn_blocks() {
     }
     // Batches over 4 chips: a failed page in the middle of a batch, the rest programmed.
     worn_sweep_as(Dev::Array, yaffs, stride + 2);
+    // Tags in band (512-byte pages), more sparsely.
+    worn_sweep_as(Dev::Small, yaffs, stride * 6);
+    for (_, profile) in OTHER_PROFILES {
+        worn_sweep_as(Dev::Small, profile, stride * 6);
+    }
 }
 
 #[test]
