@@ -257,10 +257,15 @@ impl<F: Flash> FileSystem<F> {
         want
     }
 
-    /// Erased blocks are down to the reserves (cleaning's and the checkpoint's): new user
-    /// data may not open a block.
+    /// Erased blocks new user data and new objects leave alone: cleaning's reserve and the
+    /// checkpoint's.
+    fn reserved_blocks(&self) -> u32 {
+        self.config.reserve_blocks + self.checkpoint_reserve_blocks()
+    }
+
+    /// Erased blocks are down to the reserves: new user data may not open a block.
     fn down_to_reserve(&self) -> bool {
-        self.blocks.empty <= self.config.reserve_blocks + self.checkpoint_reserve_blocks()
+        self.blocks.empty <= self.reserved_blocks()
     }
 
     /// The page holding `ino`'s current header, if it has one on flash.
@@ -553,7 +558,7 @@ impl<F: Flash> FileSystem<F> {
     /// The open block of a stream, opening (and first making room for) a new one if needed.
     fn active_block(&mut self, stream: usize, cause: WriteCause, accepted: bool) -> Result<u32> {
         let new_data = cause == WriteCause::UserData && !accepted;
-        let keep = self.config.reserve_blocks + self.checkpoint_reserve_blocks();
+        let keep = self.reserved_blocks();
         if new_data && self.blocks.empty < keep {
             // Metadata may take a block out of the reserve and leave it open on a stream
             // user data shares: new user data must not follow it there.
@@ -614,7 +619,7 @@ impl<F: Flash> FileSystem<F> {
         let floor = match cause {
             WriteCause::UserData if accepted => ACCEPTED_DATA_FLOOR.min(self.config.reserve_blocks),
             WriteCause::UserData => {
-                let keep = self.config.reserve_blocks + self.checkpoint_reserve_blocks();
+                let keep = self.reserved_blocks();
                 return self.clean_while_empty_at_most(keep);
             }
             _ => 1,
@@ -652,7 +657,7 @@ impl<F: Flash> FileSystem<F> {
     pub(crate) fn make_room_for_new_object(&mut self) -> Result<()> {
         self.check_writable()?;
         self.erase_stale_checkpoint()?;
-        let keep = self.config.reserve_blocks + self.checkpoint_reserve_blocks();
+        let keep = self.reserved_blocks();
         if self.blocks.empty < keep {
             self.clean_while_empty_at_most(keep - 1)?;
         }

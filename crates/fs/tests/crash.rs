@@ -761,6 +761,32 @@ fn recover_and_verify(
     ctx: &str,
     method: Option<MountMethod>,
 ) -> (Fs, Dentries, Contents) {
+    let (flash, nv, m) = power_back(d, r, ctx);
+    let mut fs =
+        mount_parts(flash, nv).unwrap_or_else(|e| panic!("{ctx}: mount after the cut: {e}"));
+    if let Some(method) = method {
+        assert_eq!(
+            fs.mount_method(),
+            method,
+            "{ctx}: how the mount found its state"
+        );
+    }
+    let (tree, contents) = verify_full(&mut fs, &m, ctx).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+    (fs, tree, contents)
+}
+
+/// After a workload stopped by a cut: checks that it was the cut that stopped it, and
+/// brings power back (the NVRAM keeps, drops or tears what it had not persisted, as the
+/// seed says). Returns the devices and what must have survived.
+fn power_back(
+    d: Driver,
+    r: Result<()>,
+    ctx: &str,
+) -> (
+    nandkit_flash::StripedDevice,
+    Option<nandkit_nvram::Nvram>,
+    Durable,
+) {
     assert!(
         r.is_err(),
         "{ctx}: the workload finished although power was cut"
@@ -778,17 +804,7 @@ fn recover_and_verify(
         n.crash(ctx.len() as u64);
         n
     });
-    let mut fs =
-        mount_parts(flash, nv).unwrap_or_else(|e| panic!("{ctx}: mount after the cut: {e}"));
-    if let Some(method) = method {
-        assert_eq!(
-            fs.mount_method(),
-            method,
-            "{ctx}: how the mount found its state"
-        );
-    }
-    let (tree, contents) = verify_full(&mut fs, &m, ctx).unwrap_or_else(|e| panic!("{ctx}: {e}"));
-    (fs, tree, contents)
+    (flash, nv, m)
 }
 
 /// Counts the workload's state-changing operations (and checks it runs clean uncut).
@@ -1876,23 +1892,11 @@ fn worn_sweep_as(dev: Dev, profile: Profile, stride: u64) {
         };
         d.fs.device_mut().arm_power_cut(PowerCut::AtOp(n));
         let r = wear_workload(&mut d, 9);
-        assert!(
-            r.is_err(),
-            "{ctx}: the workload finished although power was cut"
-        );
-        let Driver { fs, m } = d;
-        let (flash, nv) = fs.into_parts();
-        assert!(
-            flash.power_lost(),
-            "{ctx}: failed without a power cut: {r:?}"
-        );
-        drop(flash);
-        // What the NVRAM had not persisted is kept, dropped or torn as the seed says.
-        if let Some(mut n) = nv {
-            n.crash(ctx.len() as u64);
-        }
-        // Power back. A writable mount may find no good block left for its repairs: then
-        // it says so (ENOSPC), and a read-only mount must show everything.
+        // The images hold what the cut left; each mount below opens them afresh.
+        let (flash, nv, m) = power_back(d, r, &ctx);
+        drop((flash, nv));
+        // A writable mount may find no good block left for its repairs: then it says so
+        // (ENOSPC), and a read-only mount must show everything.
         let mut fs = match mount_image(&work, opts()) {
             Ok(fs) => fs,
             Err(e) => {
