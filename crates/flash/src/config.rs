@@ -62,9 +62,11 @@ impl From<StoredConfig> for DeviceConfig {
 impl DeviceConfig {
     /// Checks that the geometry is valid and agrees with the ECC: its `oob_ecc_bytes` is
     /// either 0 (no stored ECC, as in older images) or one set of the ECC's check bytes per
-    /// whole data codeword of a page.
+    /// whole data codeword of a page. The wear and bit-error parameters must be in their
+    /// ranges: they are probabilities and counts, and a sidecar may have been edited.
     pub fn validate(&self) -> Result<(), FlashError> {
         self.geometry.validate()?;
+        self.validate_model()?;
         let (g, ecc) = (&self.geometry, &self.ecc);
         if g.oob_ecc_bytes == 0 {
             return Ok(());
@@ -88,6 +90,37 @@ impl DeviceConfig {
                 g.page_size_bytes / ecc.codeword_bytes,
                 ecc.check_bytes
             )));
+        }
+        Ok(())
+    }
+
+    fn validate_model(&self) -> Result<(), FlashError> {
+        let bad = |why: String| Err(FlashError::InvalidModel(why));
+        let (w, e) = (&self.wear, &self.ecc);
+        // A raw bit error rate above one half is no longer an error rate: the bits would
+        // carry less than nothing.
+        for (name, v) in [
+            ("rber_fresh", e.rber_fresh),
+            ("rber_at_endurance", e.rber_at_endurance),
+        ] {
+            if !(0.0..=0.5).contains(&v) {
+                return bad(format!("{name} is {v}; a raw bit error rate is 0..=0.5"));
+            }
+        }
+        if !(0.0..1.0).contains(&w.factory_bad_fraction) {
+            return bad(format!(
+                "factory_bad_fraction is {}; it is a fraction of the blocks, 0 up to (not including) 1",
+                w.factory_bad_fraction
+            ));
+        }
+        if !(w.endurance_spread.is_finite() && w.endurance_spread >= 0.0) {
+            return bad(format!(
+                "endurance_spread is {}; it is extra life as a fraction of the rating, 0 or more",
+                w.endurance_spread
+            ));
+        }
+        if w.endurance_cycles == 0 {
+            return bad("endurance_cycles is 0; a block must survive at least one erase".into());
         }
         Ok(())
     }
@@ -134,5 +167,28 @@ mod tests {
         let old: DeviceConfig = serde_json::from_value(json).unwrap();
         assert_eq!(old.energy, Energy::typical(&config.timing));
         assert_eq!(old, config);
+    }
+
+    #[test]
+    fn wear_and_error_rates_out_of_range_are_refused_with_their_name() {
+        let ok = crate::preset("tiny").unwrap();
+        ok.validate().unwrap();
+        let cases: [(&str, fn(&mut DeviceConfig)); 7] = [
+            ("rber_fresh", |c| c.ecc.rber_fresh = -1e-9),
+            ("rber_fresh", |c| c.ecc.rber_fresh = f64::NAN),
+            ("rber_at_endurance", |c| c.ecc.rber_at_endurance = 2.0),
+            ("factory_bad_fraction", |c| c.wear.factory_bad_fraction = 1.0),
+            ("factory_bad_fraction", |c| c.wear.factory_bad_fraction = -0.1),
+            ("endurance_spread", |c| c.wear.endurance_spread = f64::INFINITY),
+            ("endurance_cycles", |c| c.wear.endurance_cycles = 0),
+        ];
+        for (name, spoil) in cases {
+            let mut c = ok.clone();
+            spoil(&mut c);
+            match c.validate() {
+                Err(FlashError::InvalidModel(why)) => assert!(why.contains(name), "{why}"),
+                other => panic!("{name}: {other:?}"),
+            }
+        }
     }
 }

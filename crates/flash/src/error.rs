@@ -36,6 +36,10 @@ pub enum FlashError {
     #[error("invalid geometry: {0}")]
     InvalidGeometry(String),
 
+    /// A wear or error-rate parameter out of its range (a hand-edited sidecar, say).
+    #[error("invalid device model: {0}")]
+    InvalidModel(String),
+
     #[error("unknown preset '{name}' (known: {known})")]
     UnknownPreset { name: String, known: String },
 
