@@ -177,9 +177,15 @@ mod tests {
             ("rber_fresh", |c| c.ecc.rber_fresh = -1e-9),
             ("rber_fresh", |c| c.ecc.rber_fresh = f64::NAN),
             ("rber_at_endurance", |c| c.ecc.rber_at_endurance = 2.0),
-            ("factory_bad_fraction", |c| c.wear.factory_bad_fraction = 1.0),
-            ("factory_bad_fraction", |c| c.wear.factory_bad_fraction = -0.1),
-            ("endurance_spread", |c| c.wear.endurance_spread = f64::INFINITY),
+            ("factory_bad_fraction", |c| {
+                c.wear.factory_bad_fraction = 1.0
+            }),
+            ("factory_bad_fraction", |c| {
+                c.wear.factory_bad_fraction = -0.1
+            }),
+            ("endurance_spread", |c| {
+                c.wear.endurance_spread = f64::INFINITY
+            }),
             ("endurance_cycles", |c| c.wear.endurance_cycles = 0),
         ];
         for (name, spoil) in cases {

@@ -248,6 +248,16 @@ impl BlockTable {
         }
     }
 
+    /// Full blocks holding no valid page (not pinned), in block order: what a delete
+    /// erases at once. From the candidate index, so it costs the same on any device size.
+    pub fn full_and_dead(&self) -> Vec<u32> {
+        self.by_valid
+            .range((0, 0)..=(0, u32::MAX))
+            .map(|&(_, b)| b)
+            .filter(|&b| self.blocks[b as usize].state == BlockState::Full)
+            .collect()
+    }
+
     pub fn candidate_count(&self) -> u32 {
         self.candidates
     }
@@ -452,6 +462,25 @@ mod tests {
 
     fn t_ppb() -> u32 {
         8
+    }
+
+    #[test]
+    fn full_and_dead_lists_full_blocks_without_a_valid_page_and_nothing_else() {
+        let mut t = BlockTable::new(200, t_ppb());
+        full(&mut t, 150, 0);
+        full(&mut t, 7, 0);
+        full(&mut t, 9, 1);
+        full(&mut t, 11, 2);
+        t.invalidate(11 * 8);
+        t.invalidate(11 * 8 + 1);
+        t.set_state(40, BlockState::Active);
+        t.update(40, |x| x.next_page = 3);
+        full(&mut t, 60, 0);
+        t.pin(60);
+        assert_eq!(t.full_and_dead(), vec![7, 11, 150]);
+        t.set_state(7, BlockState::Empty);
+        t.unpin(60);
+        assert_eq!(t.full_and_dead(), vec![11, 60, 150]);
     }
 
     #[test]

@@ -124,14 +124,16 @@ impl<F: Flash> FileSystem<F> {
         // Posted programs land first, so the valid counts are final and the delete's
         // header (with the metadata on flash) is on flash before its blocks are erased.
         self.settle()?;
-        let empty: Vec<u32> = (0..self.layout.blocks)
-            .filter(|&b| {
-                let x = self.blocks.get(b);
-                x.valid == 0
-                    && (x.state == crate::blocks::BlockState::Full
-                        || x.state == crate::blocks::BlockState::Active && x.next_page > 0)
-            })
-            .collect();
+        // Full blocks come from the block table's index; open blocks are the streams' few.
+        let mut empty = self.blocks.full_and_dead();
+        for open in self.streams.iter().flatten() {
+            let x = self.blocks.get(open.block);
+            if x.valid == 0 && x.state == crate::blocks::BlockState::Active && x.next_page > 0 {
+                empty.push(open.block);
+            }
+        }
+        empty.sort_unstable();
+        empty.dedup();
         for b in empty {
             if self.blocks.get(b).state == crate::blocks::BlockState::Active {
                 for open in &mut self.streams {

@@ -1309,6 +1309,19 @@ fn model_every_profile() {
     assert!(ops > 1000 && errors > 100 && crashes > 10 && cleans > 10);
 }
 
+/// Every profile on the 4-chip striped array (MA): a write of several chunks programs
+/// several chips in one batch, and a crash can cut a batch part-way.
+#[test]
+fn model_array_every_profile() {
+    static COV: Coverage = Coverage::new();
+    for (i, &profile) in nandkit_fs::PROFILES.iter().enumerate() {
+        let cases = (cases() / 6).max(4);
+        check_profile(Dev::Array, profile, cases, 90 + i as u8, 1..120, &COV);
+    }
+    let [ops, errors, _, _, crashes, cleans] = COV.report("array, every profile");
+    assert!(ops > 1000 && errors > 100 && crashes > 10 && cleans > 10);
+}
+
 /// Mostly fills: the device is full much of the time, so cleaning and ENOSPC paths run.
 #[test]
 fn model_full_device() {
@@ -1332,16 +1345,46 @@ fn model_full_device_every_profile() {
     assert!(cleaned > 50, "cleaning hardly ran");
 }
 
+/// Every profile filling the 4-chip striped array: ENOSPC and cleaning where a batch
+/// spans chips.
+#[test]
+fn model_full_array_every_profile() {
+    static COV: Coverage = Coverage::new();
+    for (i, &profile) in nandkit_fs::PROFILES.iter().enumerate() {
+        fill_heavy_on(
+            &[Dev::Array],
+            profile,
+            (cases() / 8).max(4),
+            110 + i as u8,
+            &COV,
+        );
+    }
+    let [_, _, enospc, cleaned, _, _] = COV.report("full array, every profile");
+    assert!(enospc > 20, "the device was hardly ever full");
+    assert!(cleaned > 50, "cleaning hardly ran");
+}
+
 /// Runs `cases` fill-heavy sequences on each geometry (seed bytes `seed`, `seed + 1`).
 fn fill_heavy(profile: &'static str, cases: u32, seed: u8, cov: &'static Coverage) {
+    fill_heavy_on(&[Dev::Tiny, Dev::Small], profile, cases, seed, cov);
+}
+
+/// Runs `cases` fill-heavy sequences on each of `devs` (seed bytes `seed`, `seed + 1`, ...).
+fn fill_heavy_on(
+    devs: &[Dev],
+    profile: &'static str,
+    cases: u32,
+    seed: u8,
+    cov: &'static Coverage,
+) {
     let config = Config {
         cases,
         failure_persistence: None,
         max_shrink_iters: 4000,
         ..Config::default()
     };
-    for (dev, seed) in [(Dev::Tiny, seed), (Dev::Small, seed + 1)] {
-        let seed = seed_byte(seed);
+    for (k, &dev) in devs.iter().enumerate() {
+        let seed = seed_byte(seed + k as u8);
         let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[seed; 32]);
         let mut runner = TestRunner::new_with_rng(config.clone(), rng);
         let ops = prop_oneof![
