@@ -173,7 +173,8 @@ mod tests {
     fn wear_and_error_rates_out_of_range_are_refused_with_their_name() {
         let ok = crate::preset("tiny").unwrap();
         ok.validate().unwrap();
-        let cases: [(&str, fn(&mut DeviceConfig)); 7] = [
+        type Spoil = fn(&mut DeviceConfig);
+        let cases: [(&str, Spoil); 7] = [
             ("rber_fresh", |c| c.ecc.rber_fresh = -1e-9),
             ("rber_fresh", |c| c.ecc.rber_fresh = f64::NAN),
             ("rber_at_endurance", |c| c.ecc.rber_at_endurance = 2.0),
