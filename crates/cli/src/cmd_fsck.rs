@@ -37,6 +37,8 @@ struct Report {
     image: PathBuf,
     clean: bool,
     problems: Vec<String>,
+    /// Not problems: what the next writable mount will finish after a crash.
+    notes: Vec<String>,
     pages_checked: u64,
     objects_checked: u64,
     scan_host_ms: f64,
@@ -85,6 +87,9 @@ fn print_text(r: &Report) {
             println!("  - {p}");
         }
     }
+    for n in &r.notes {
+        println!("  note: {n}");
+    }
     println!(
         "  scanned in {:.1} ms (host); {} pages and {} objects checked",
         r.scan_host_ms, r.pages_checked, r.objects_checked
@@ -116,6 +121,7 @@ fn check(args: &FsckArgs) -> anyhow::Result<Report> {
             image: img.clone(),
             clean: fsck.problems.is_empty(),
             problems: fsck.problems,
+            notes: fsck.notes,
             pages_checked: fsck.pages_checked,
             objects_checked: fsck.objects_checked,
             scan_host_ms,
@@ -156,6 +162,7 @@ fn check(args: &FsckArgs) -> anyhow::Result<Report> {
         image: img.clone(),
         clean: problems.is_empty(),
         problems,
+        notes: fsck.notes.clone(),
         pages_checked: fsck.pages_checked,
         objects_checked: fsck.objects_checked,
         scan_host_ms,

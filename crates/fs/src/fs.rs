@@ -197,6 +197,10 @@ pub struct FileSystem<F: Flash> {
     /// Blocks a scan found written without a summary, with the entries of their pages:
     /// sealed (or, when full, cleaned) by a writable mount.
     pub(crate) to_seal: Vec<(u32, Vec<crate::format::summary::SummaryEntry>)>,
+    /// Objects a read-only mount left out of RAM for want of a name (see
+    /// `forget_unnamed`): still on flash or in NVRAM until a writable mount deletes them,
+    /// which fsck says instead of calling them leaks.
+    pub(crate) unnamed_left: Vec<Ino>,
     /// Where headers go (axis 1). Taken out while it works on the file system.
     pub(crate) metadata: Option<Box<dyn MetadataStore<F>>>,
     /// The pages of a hole being punched, while its header is written (see `punch`).
@@ -249,6 +253,7 @@ impl<F: Flash> FileSystem<F> {
             mount_method: MountMethod::Format,
             repairs: Vec::new(),
             to_seal: Vec::new(),
+            unnamed_left: Vec::new(),
             metadata: Some(crate::meta::make(config_metadata)),
         })
     }
@@ -391,7 +396,10 @@ impl<F: Flash> FileSystem<F> {
                 break;
             }
             for ino in unnamed {
+                // Its attribute set goes with it.
+                self.unnamed_left.extend(self.xattr_sets.get(&ino).copied());
                 self.delete_object(ino);
+                self.unnamed_left.push(ino);
             }
         }
         self.repairs.clear();

@@ -30,6 +30,9 @@ use crate::types::{Ino, Kind, ROOT_INO};
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct FsckReport {
     pub problems: Vec<String>,
+    /// Not problems: what the next writable mount will finish (a read-only mount after a
+    /// crash shows the state it will leave).
+    pub notes: Vec<String>,
     pub pages_checked: u64,
     pub objects_checked: u64,
     pub summaries_checked: u64,
@@ -273,9 +276,10 @@ impl<F: Flash> FileSystem<F> {
             let mut store = self.metadata.take().expect("a metadata store");
             let found = store.check(self);
             self.metadata = Some(store);
-            for s in found {
+            for s in found.problems {
                 p(&mut r, s);
             }
+            r.notes = found.notes;
         }
         r
     }

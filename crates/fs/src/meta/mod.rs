@@ -35,6 +35,14 @@ pub enum BlockEvent {
     Retired,
 }
 
+/// What fsck's look at a store found.
+#[derive(Debug, Default)]
+pub struct StoreCheck {
+    pub problems: Vec<String>,
+    /// Work the next writable mount will finish (not problems).
+    pub notes: Vec<String>,
+}
+
 pub trait MetadataStore<F: Flash>: Send + Sync {
     fn name(&self) -> &'static str;
     /// Makes `rec` the durable header of `ino`, giving it its version. Returns the flash
@@ -79,8 +87,8 @@ pub trait MetadataStore<F: Flash>: Send + Sync {
     }
 
     /// fsck's checks of the store itself (nothing for the flash log: fsck reads it all).
-    fn check(&mut self, _fs: &mut FileSystem<F>) -> Vec<String> {
-        Vec::new()
+    fn check(&mut self, _fs: &mut FileSystem<F>) -> StoreCheck {
+        StoreCheck::default()
     }
 
     /// The NVRAM, for a store that has one.

@@ -5,27 +5,55 @@ use std::collections::HashMap;
 
 use nandkit_flash::Flash;
 
-use super::layout::{get64, NvBlock, LOG_OFF, TABLE_OFF};
+use super::layout::{get64, NvBlock, TABLE_OFF};
 use super::recover::{walk, Reader};
 use super::Minv;
 use crate::blocks::BlockState;
 use crate::fs::FileSystem;
+use crate::meta::StoreCheck;
 use crate::object::LOST_PAGE;
 use crate::rebuild::has_data;
 use crate::types::Ino;
 
-pub(super) fn check<F: Flash>(m: &mut Minv, fs: &mut FileSystem<F>) -> Vec<String> {
+pub(super) fn check<F: Flash>(m: &mut Minv, fs: &mut FileSystem<F>) -> StoreCheck {
+    let mut notes = Vec::new();
+    let problems = check_problems(m, fs, &mut notes);
+    StoreCheck { problems, notes }
+}
+
+fn check_problems<F: Flash>(
+    m: &mut Minv,
+    fs: &mut FileSystem<F>,
+    notes: &mut Vec<String>,
+) -> Vec<String> {
     let mut p = Vec::new();
     let regions = m.regions;
+    let dead = m.dead.clone();
     let pages = u64::from(fs.layout.blocks) * u64::from(fs.layout.pages_per_block);
     let mut r = Reader {
         nv: &mut m.nv,
         patch: HashMap::new(),
     };
-    match r.read(LOG_OFF, 8) {
-        Ok(b) if get64(&b, 0) != 0 => p.push("NVRAM: a redo transaction is left unapplied".into()),
-        Ok(_) => {}
-        Err(e) => p.push(format!("NVRAM: the redo log cannot be read: {e}")),
+    // A committed transaction still in the log is a crash's normal leftover: a writable
+    // mount applies it before anything else, a read-only one reads through it. So the
+    // NVRAM is checked as the read-only mount sees it, and only a writable mount that
+    // left one behind has a problem.
+    let tables_end = regions.heap_off;
+    let in_tables = |o: u64| {
+        o >= TABLE_OFF && o + 8 <= tables_end || o >= regions.heap_off && o < regions.heap_end
+    };
+    match super::redo::read(r.nv, in_tables) {
+        Ok(None) => {}
+        Ok(Some(entries)) if fs.read_only => {
+            notes.push(format!(
+                "NVRAM: a committed transaction of {} stores, from before the crash, \
+                 will be applied by the next writable mount (checked as applied)",
+                entries.len()
+            ));
+            r.patch = entries.into_iter().collect();
+        }
+        Ok(Some(_)) => p.push("NVRAM: a redo transaction is left unapplied".into()),
+        Err(e) => p.push(format!("NVRAM: the redo log is damaged: {e}")),
     }
     let table = r.read(TABLE_OFF, 8 * u64::from(fs.layout.blocks));
     let found = walk(&mut r, &regions, fs.layout.chunk_bytes, pages);
@@ -114,7 +142,16 @@ pub(super) fn check<F: Flash>(m: &mut Minv, fs: &mut FileSystem<F>) -> Vec<Strin
         }
     }
     for (ino, (n, _)) in &found.inodes {
-        if !fs.objects.contains_key(ino) {
+        // A read-only mount leaves in NVRAM what recovery dropped (an attribute set
+        // whose owner is gone) or found without a name (a create, link or delete cut
+        // short): the next writable mount deletes those.
+        let left = fs.read_only && (dead.contains(ino) || fs.unnamed_left.contains(ino));
+        if left && !fs.objects.contains_key(ino) {
+            notes.push(format!(
+                "NVRAM: object {ino}, left without a name or an owner by the crash, \
+                 is deleted by the next writable mount"
+            ));
+        } else if !fs.objects.contains_key(ino) {
             p.push(format!(
                 "NVRAM has an inode for object {ino}, which does not exist"
             ));

@@ -595,7 +595,7 @@ impl<F: Flash> MetadataStore<F> for Minv {
         out
     }
 
-    fn check(&mut self, fs: &mut FileSystem<F>) -> Vec<String> {
+    fn check(&mut self, fs: &mut FileSystem<F>) -> super::StoreCheck {
         let out = check::check(self, fs);
         self.settle_clock(fs);
         out
