@@ -104,6 +104,14 @@ pub fn run(args: UniformArgs) -> anyhow::Result<()> {
         },
     )?;
     let (fragment_files, fragment_utilization) = fragment(&mut fs, &args)?;
+    let st = fs.statfs();
+    let free = st.free_chunks * u64::from(st.chunk_bytes);
+    anyhow::ensure!(
+        free >= args.file_size,
+        "the measured file ({} bytes) does not fit in what fragmenting left free ({free} \
+         bytes): use a larger --device-size or a smaller --file-size or --keep",
+        args.file_size
+    );
 
     let ino = fs
         .create(ROOT_INO, b"movie", regular_file())

@@ -87,6 +87,10 @@ struct Report {
 
 pub fn run(args: SeqWriteArgs) -> anyhow::Result<()> {
     ensure!(args.write_size > 0, "--write-size must be at least 1 byte");
+    ensure!(
+        args.file_size > 0,
+        "--file-size must be at least 1 byte (there is nothing to measure in an empty file)"
+    );
     let config = args.device.config()?;
     let info = DeviceInfo::of(&config);
     let timing = config.timing;
