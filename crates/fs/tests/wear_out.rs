@@ -118,7 +118,10 @@ fn wear_out(dev: Dev, profile: &str) -> u64 {
             Ok(n) => {
                 // A write may be short when room runs out part-way (as POSIX allows):
                 // what it reports written is what must read back.
-                assert!(n > 0 && n <= len, "{profile}: round {round}: wrote {n} of {len}");
+                assert!(
+                    n > 0 && n <= len,
+                    "{profile}: round {round}: wrote {n} of {len}"
+                );
                 let file = synced.get_mut(&ino).expect("listed");
                 if file.len() < off + n {
                     file.resize(off + n, 0);
