@@ -809,6 +809,7 @@ fn read_only_first(
         ..opts()
     };
     let changes = flash.state_ops();
+    let nv_written = nv.as_ref().map(|n| n.stats().bytes_written);
     let mut fs = match nv {
         Some(nv) => FileSystem::mount_with_nvram(flash, nv, ro),
         None => FileSystem::mount(flash, ro),
@@ -820,6 +821,11 @@ fn read_only_first(
         flash.state_ops(),
         changes,
         "{ctx}: the read-only mount programmed or erased flash"
+    );
+    assert_eq!(
+        nv.as_ref().map(|n| n.stats().bytes_written),
+        nv_written,
+        "{ctx}: the read-only mount wrote to the NVRAM"
     );
     (flash, nv)
 }
