@@ -38,6 +38,9 @@ struct Info {
     tags: &'static str,
     /// Largest file the on-flash format can hold on this geometry.
     max_file_bytes: u64,
+    /// Object numbers given out over the image's life, and the most its tags can name.
+    object_numbers_given: u64,
+    object_numbers_max: u64,
     /// The two blocks holding the file system record copies and checkpoint pointers.
     anchor_blocks: [u32; 2],
     mount_method: MountMethod,
@@ -108,6 +111,8 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
             TagLayout::Small => "small",
         },
         max_file_bytes: fs.max_file_size(),
+        object_numbers_given: fs.object_numbers().0,
+        object_numbers_max: fs.object_numbers().1,
         anchor_blocks: fs.anchor_blocks(),
         mount_method: fs.mount_method(),
         mount_host_ms,
@@ -200,6 +205,10 @@ fn print_text(x: &Info) {
         pct(s.used_chunks, s.total_chunks),
         human_bytes(x.free_bytes),
         s.objects
+    );
+    println!(
+        "             object numbers: {} of {} given out (never reused)",
+        x.object_numbers_given, x.object_numbers_max
     );
     println!(
         "erase counts min {} / mean {:.2} / max {} over {} good blocks",

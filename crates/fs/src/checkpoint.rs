@@ -421,6 +421,15 @@ impl<F: Flash> FileSystem<F> {
         }
         self.next_serial = image.next_serial;
         self.next_ino = image.next_ino;
+        // Every object and tombstone in the image has its header on flash.
+        self.newest_header_ino = self
+            .objects
+            .keys()
+            .chain(self.tombstones.keys())
+            .copied()
+            .max()
+            .unwrap_or(crate::types::ROOT_INO)
+            .max(crate::types::ROOT_INO);
         self.alloc_cursor = image.alloc_cursor % self.layout.blocks.max(1);
         Ok(self.objects.contains_key(&crate::types::ROOT_INO))
     }

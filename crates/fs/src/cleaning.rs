@@ -137,10 +137,9 @@ impl<F: Flash> FileSystem<F> {
                     return Ok(());
                 };
                 if !self.objects.contains_key(&h.obj)
-                    && self
-                        .tombstones
-                        .get(&h.obj)
-                        .is_some_and(|t| t.page == pno && t.headers_on_flash <= 1)
+                    && self.tombstones.get(&h.obj).is_some_and(|t| {
+                        t.page == pno && !self.tomb_needed(h.obj, t.headers_on_flash)
+                    })
                 {
                     // A tombstone with nothing left to bury: drop it instead of copying.
                     self.tombstones.remove(&h.obj);
@@ -293,8 +292,9 @@ impl<F: Flash> FileSystem<F> {
                 continue;
             };
             t.headers_on_flash = t.headers_on_flash.saturating_sub(1);
-            if t.headers_on_flash <= 1 {
-                let page = t.page;
+            let left = t.headers_on_flash;
+            if !self.tomb_needed(obj, left) {
+                let page = self.tombstones[&obj].page;
                 self.tombstones.remove(&obj);
                 self.blocks.invalidate(page);
             }

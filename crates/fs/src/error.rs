@@ -16,6 +16,13 @@ pub enum FsError {
     NotEmpty,
     #[error("no space left on device")]
     NoSpace,
+    /// Every object number the tag layout can name has been given out (numbers are never
+    /// reused): ENOSPC, with its own message.
+    #[error(
+        "no object numbers left: this image has created the {0} objects its tag layout can \
+         name, and numbers are never reused (see docs/format.md)"
+    )]
+    NoObjectNumbers(u64),
     #[error("name too long (names at most 255 bytes, symlink targets at most 4,095)")]
     NameTooLong,
     #[error("file too large")]
@@ -64,30 +71,31 @@ impl FsError {
     /// The errno this error reports through POSIX interfaces (FUSE).
     pub fn errno(&self) -> i32 {
         match self {
-            FsError::NotFound => 2,          // ENOENT
-            FsError::Exists => 17,           // EEXIST
-            FsError::NotDir => 20,           // ENOTDIR
-            FsError::IsDir => 21,            // EISDIR
-            FsError::NotEmpty => 39,         // ENOTEMPTY
-            FsError::NoSpace => 28,          // ENOSPC
-            FsError::NameTooLong => 36,      // ENAMETOOLONG
-            FsError::TooBig => 27,           // EFBIG
-            FsError::ValueTooBig => 7,       // E2BIG
-            FsError::NoDevice => 19,         // ENODEV
-            FsError::Invalid(_) => 22,       // EINVAL
-            FsError::Io(_) => 5,             // EIO
-            FsError::ReadOnly => 30,         // EROFS
-            FsError::NotPermitted => 1,      // EPERM
-            FsError::TooManyLinks => 31,     // EMLINK
-            FsError::NoData => 61,           // ENODATA
-            FsError::NotSupported(_) => 95,  // EOPNOTSUPP
-            FsError::NoSuchOffset => 6,      // ENXIO
-            FsError::NotFormatted(_) => 22,  // EINVAL
-            FsError::OldFormat { .. } => 22, // EINVAL
-            FsError::Flash(_) => 5,          // EIO
-            FsError::Nvram(_) => 5,          // EIO
-            FsError::CorruptNvram(_) => 117, // EUCLEAN
-            FsError::NeedsNvram => 22,       // EINVAL
+            FsError::NotFound => 2,            // ENOENT
+            FsError::Exists => 17,             // EEXIST
+            FsError::NotDir => 20,             // ENOTDIR
+            FsError::IsDir => 21,              // EISDIR
+            FsError::NotEmpty => 39,           // ENOTEMPTY
+            FsError::NoSpace => 28,            // ENOSPC
+            FsError::NoObjectNumbers(_) => 28, // ENOSPC
+            FsError::NameTooLong => 36,        // ENAMETOOLONG
+            FsError::TooBig => 27,             // EFBIG
+            FsError::ValueTooBig => 7,         // E2BIG
+            FsError::NoDevice => 19,           // ENODEV
+            FsError::Invalid(_) => 22,         // EINVAL
+            FsError::Io(_) => 5,               // EIO
+            FsError::ReadOnly => 30,           // EROFS
+            FsError::NotPermitted => 1,        // EPERM
+            FsError::TooManyLinks => 31,       // EMLINK
+            FsError::NoData => 61,             // ENODATA
+            FsError::NotSupported(_) => 95,    // EOPNOTSUPP
+            FsError::NoSuchOffset => 6,        // ENXIO
+            FsError::NotFormatted(_) => 22,    // EINVAL
+            FsError::OldFormat { .. } => 22,   // EINVAL
+            FsError::Flash(_) => 5,            // EIO
+            FsError::Nvram(_) => 5,            // EIO
+            FsError::CorruptNvram(_) => 117,   // EUCLEAN
+            FsError::NeedsNvram => 22,         // EINVAL
         }
     }
 }

@@ -176,6 +176,11 @@ pub struct FileSystem<F: Flash> {
     pub(crate) cleaner: Box<dyn Cleaner>,
     pub(crate) next_serial: u64,
     pub(crate) next_ino: Ino,
+    /// The highest object number with a header page on flash. Deleting that object leaves
+    /// its last header as a tombstone that cleaning keeps (see `tomb_needed`): a scan after
+    /// a crash takes the next number from the highest it finds, and must never give a
+    /// deleted object's number again (a file handle to it would open another file).
+    pub(crate) newest_header_ino: Ino,
     /// Where the search for the next empty block starts (spreads wear, as YAFFS does).
     pub(crate) alloc_cursor: u32,
     /// Blocks of the checkpoint this mount came from (or a scan found); erased before the
@@ -243,6 +248,7 @@ impl<F: Flash> FileSystem<F> {
             anchors: Anchors::default(),
             next_serial: 1,
             next_ino: ROOT_INO + 1,
+            newest_header_ino: ROOT_INO,
             alloc_cursor: 0,
             checkpoint_blocks: Vec::new(),
             clock,
@@ -515,6 +521,15 @@ impl<F: Flash> FileSystem<F> {
     }
 
     /// Largest file size the on-flash format can hold on this geometry.
+    /// Object numbers given out so far and the most the tag layout can name. Numbers are
+    /// never reused (a file handle to a deleted object stays stale), so creates fail once
+    /// the two meet: a million objects over an image's life on the small layout.
+    pub fn object_numbers(&self) -> (u64, u64) {
+        let given = u64::from(self.next_ino.saturating_sub(crate::types::ROOT_INO + 1));
+        let max = u64::from(self.layout.tags.max_obj() - crate::types::ROOT_INO);
+        (given, max)
+    }
+
     pub fn max_file_size(&self) -> u64 {
         (u64::from(self.layout.tags.max_chunk()) + 1) * u64::from(self.layout.chunk_bytes)
     }

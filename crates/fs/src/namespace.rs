@@ -242,8 +242,15 @@ impl<F: Flash> FileSystem<F> {
         self.bury_if_orphan(ino)
     }
 
+    /// Whether a deleted object's last header must stay on flash as its tombstone: while
+    /// older headers of it remain (they would bring it back), and while its number is the
+    /// highest with a header on flash (see `newest_header_ino`).
+    pub(crate) fn tomb_needed(&self, obj: Ino, headers_on_flash: u32) -> bool {
+        headers_on_flash > 1 || obj >= self.newest_header_ino
+    }
+
     /// Frees an object whose (name-less) header is already on flash: that header stays as
-    /// its tombstone while older headers of the object remain on flash.
+    /// its tombstone while `tomb_needed` says so.
     pub(crate) fn delete_object(&mut self, ino: Ino) {
         let Some(o) = self.objects.remove(&ino) else {
             return;
@@ -271,7 +278,7 @@ impl<F: Flash> FileSystem<F> {
         self.caches.remove(&ino);
         self.dirs.remove(&ino);
         if let Some(h) = o.header_page() {
-            if o.headers_on_flash > 1 {
+            if self.tomb_needed(ino, o.headers_on_flash) {
                 self.tombstones.insert(
                     ino,
                     Tomb {

@@ -33,7 +33,7 @@ impl<F: Flash> FileSystem<F> {
         self.check_room_for_new_pages(1)?;
         let ino = self.next_ino;
         if ino > self.layout.tags.max_obj() {
-            return Err(FsError::NoSpace);
+            return Err(FsError::NoObjectNumbers(self.object_numbers().1));
         }
         let mut o = Object::new(kind, self.config.mapping);
         o.size = size;
@@ -137,5 +137,82 @@ impl<F: Flash> FileSystem<F> {
             _ => {}
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use nandkit_flash::{preset, FlashDevice};
+
+    use crate::{CountingClock, FileSystem, FsConfig, FsError, Kind, NewObject, ROOT_INO};
+
+    fn file() -> NewObject<'static> {
+        NewObject {
+            kind: Kind::File,
+            perm: 0o644,
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            target: b"",
+        }
+    }
+
+    /// The small tag layout names about a million objects, and numbers are never reused:
+    /// the last one goes out, the next create fails with its own error (ENOSPC), nothing
+    /// else breaks, and a remount remembers.
+    #[test]
+    fn object_numbers_run_out_with_their_own_error() {
+        let mut c = preset("smallblock-64m")
+            .unwrap()
+            .with_total_bytes(2 << 20)
+            .unwrap();
+        c.ecc.rber_fresh = 0.0;
+        c.ecc.rber_at_endurance = 0.0;
+        let blocks = c.geometry.total_blocks() as u32;
+        let clock = Arc::new(CountingClock::new(1_000_000_000));
+        let mut fs = FileSystem::format(
+            FlashDevice::ram(c).unwrap(),
+            FsConfig::profile("yaffs", blocks).unwrap(),
+            clock.clone(),
+        )
+        .unwrap();
+        let (given, max) = fs.object_numbers();
+        assert_eq!((given, max), (0, 1_048_573));
+        // As if all but two had been used (a million creates take too long for a test).
+        fs.next_ino = fs.layout.tags.max_obj() - 1;
+        let a = fs.create(ROOT_INO, b"a", file()).unwrap().ino;
+        fs.write(a, 0, b"kept").unwrap();
+        let b = fs.create(ROOT_INO, b"b", file()).unwrap().ino;
+        assert_eq!(b, fs.layout.tags.max_obj());
+        assert_eq!(fs.object_numbers(), (max, max));
+        let e = fs.create(ROOT_INO, b"c", file()).unwrap_err();
+        assert!(matches!(e, FsError::NoObjectNumbers(n) if n == max), "{e}");
+        assert_eq!(e.errno(), 28);
+        // Deleting frees room, not numbers.
+        fs.unlink(ROOT_INO, b"b").unwrap();
+        assert!(matches!(
+            fs.create(ROOT_INO, b"c", file()),
+            Err(FsError::NoObjectNumbers(_))
+        ));
+        let dev = fs.unmount().unwrap();
+        let mut fs = FileSystem::mount(
+            dev,
+            crate::MountOptions {
+                clock,
+                ..crate::MountOptions::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(fs.object_numbers(), (max, max));
+        assert!(matches!(
+            fs.create(ROOT_INO, b"d", file()),
+            Err(FsError::NoObjectNumbers(_))
+        ));
+        let mut buf = [0u8; 4];
+        assert_eq!(fs.read(a, 0, &mut buf).unwrap(), 4);
+        assert_eq!(&buf, b"kept");
+        assert!(fs.fsck().is_clean());
     }
 }

@@ -156,6 +156,13 @@ impl<F: Flash> FileSystem<F> {
             }
         }
 
+        // Headers on flash (not the NVRAM's: those have no page) name at most this number.
+        self.newest_header_ino = newest
+            .iter()
+            .filter(|(_, h)| h.pno != NO_PAGE)
+            .map(|(&ino, _)| ino)
+            .max()
+            .unwrap_or(ROOT_INO);
         // Objects: alive if their newest header has names (or is the root's), or a hard
         // link may name them (`link_tree` settles which are).
         for (ino, h) in &newest {
@@ -165,7 +172,7 @@ impl<F: Flash> FileSystem<F> {
                 || linked.contains(&ino);
             let headers_on_flash = counts.get(&ino).copied().unwrap_or(0);
             if !alive {
-                if headers_on_flash > 1 && ino != ROOT_INO && h.pno != NO_PAGE {
+                if self.tomb_needed(ino, headers_on_flash) && ino != ROOT_INO && h.pno != NO_PAGE {
                     self.tombstones.insert(
                         ino,
                         Tomb {

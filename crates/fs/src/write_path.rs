@@ -276,6 +276,7 @@ impl<F: Flash> FileSystem<F> {
 
     /// One more header page of `ino` is on flash.
     fn count_header(&mut self, ino: Ino) {
+        self.newest_header_ino = self.newest_header_ino.max(ino);
         if let Some(o) = self.objects.get_mut(&ino) {
             o.headers_on_flash += 1;
         } else if let Some(t) = self.tombstones.get_mut(&ino) {

@@ -19,7 +19,8 @@ use crate::{Target, TargetError};
 impl From<FsError> for TargetError {
     fn from(e: FsError) -> Self {
         match e {
-            FsError::NoSpace => TargetError::NoSpace,
+            // Out of object numbers is out of room for a new file, as the errno says.
+            FsError::NoSpace | FsError::NoObjectNumbers(_) => TargetError::NoSpace,
             FsError::NotFound => TargetError::NotFound,
             other => TargetError::Other(other.to_string()),
         }

@@ -111,6 +111,13 @@ fn caller(req: &Request) -> Caller {
 }
 
 fn errno(e: &FsError) -> Errno {
+    // The caller sees only ENOSPC, on a device that may be nearly empty: say why, once.
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if matches!(e, FsError::NoObjectNumbers(_))
+        && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed)
+    {
+        eprintln!("nandkit: creates fail with ENOSPC: {e}");
+    }
     Errno::from_i32(e.errno())
 }
 

@@ -55,6 +55,10 @@ fn check_problems<F: Flash>(
         Ok(Some(_)) => p.push("NVRAM: a redo transaction is left unapplied".into()),
         Err(e) => p.push(format!("NVRAM: the redo log is damaged: {e}")),
     }
+    let high_water = r
+        .read(super::layout::HIGH_WATER_OFF, 8)
+        .map(|b| get64(&b, 0))
+        .unwrap_or(0);
     let table = r.read(TABLE_OFF, 8 * u64::from(fs.layout.blocks));
     let found = walk(&mut r, &regions, fs.layout.chunk_bytes, pages);
     let found = match found {
@@ -142,6 +146,12 @@ fn check_problems<F: Flash>(
         }
     }
     for (ino, (n, _)) in &found.inodes {
+        // Images made before the mark existed hold 0 there.
+        if high_water != 0 && u64::from(*ino) >= high_water {
+            p.push(format!(
+                "NVRAM: object {ino} is at or past the object number high-water mark {high_water}"
+            ));
+        }
         // A read-only mount leaves in NVRAM what recovery dropped (an attribute set
         // whose owner is gone) or found without a name (a create, link or delete cut
         // short): the next writable mount deletes those.

@@ -25,8 +25,16 @@ pub(crate) const VERSION: u32 = 1;
 pub(crate) const SUPER_BYTES: u64 = 4096;
 pub(crate) const LOG_OFF: u64 = SUPER_BYTES;
 pub(crate) const LOG_BYTES: u64 = 512;
-/// Word stores one redo transaction may hold: (512 - 16) / 16.
-pub(crate) const LOG_ENTRIES: usize = 31;
+/// Word stores one redo transaction may hold: (512 - 16 - 8) / 16, rounded down.
+pub(crate) const LOG_ENTRIES: usize = 30;
+/// The log region's last word: object numbers below it may have been given out, so a
+/// mount never gives them again (deleted objects leave no inode to say so). Raised in
+/// steps of [`HIGH_WATER_STEP`] before an inode past it is published. Images made before
+/// it existed hold 0 there (a log never filled the region's last 16 bytes).
+pub(crate) const HIGH_WATER_OFF: u64 = LOG_OFF + LOG_BYTES - 8;
+/// Numbers the high-water mark runs ahead by: one NVRAM store per this many creates; a
+/// crash skips at most this many numbers.
+pub(crate) const HIGH_WATER_STEP: u64 = 16;
 pub(crate) const TABLE_OFF: u64 = LOG_OFF + LOG_BYTES;
 /// Heads of the inode hash table's chains.
 pub(crate) const BUCKETS: u64 = 1024;

@@ -90,6 +90,8 @@ pub struct Minv {
     /// Inodes a mount found for objects that recovery did not keep (removed by a writable
     /// mount once its repairs are done).
     dead: Vec<Ino>,
+    /// The object-number high-water mark as stored (see `layout::HIGH_WATER_OFF`).
+    high_water: u64,
 }
 
 /// Maps NVRAM failures; a lost power marks the file system dead like a flash power cut.
@@ -128,6 +130,7 @@ impl Minv {
             chains: vec![Vec::new(); layout::BUCKETS as usize],
             by_page: HashMap::new(),
             dead: Vec::new(),
+            high_water: 0,
         })
     }
 
@@ -361,6 +364,14 @@ impl Minv {
         let bytes = rec.encode();
         let diff = Self::slot_changes(fs, self.inodes.get(&ino), ino);
         let new = !self.inodes.contains_key(&ino);
+        if new && u64::from(ino) >= self.high_water {
+            // Durable before the inode is published: a mount after a crash, or after
+            // this object is deleted, never gives its number again.
+            let mark = u64::from(ino) + layout::HIGH_WATER_STEP;
+            self.store_persist(layout::HIGH_WATER_OFF, mark)
+                .map_err(|e| nv_err(fs, e))?;
+            self.high_water = mark;
+        }
         if new {
             let at = self.alloc(INODE_BYTES)?;
             self.inodes.insert(

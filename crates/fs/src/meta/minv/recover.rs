@@ -15,8 +15,8 @@ use nandkit_nvram::Nvram;
 
 use super::heap::Heap;
 use super::layout::{
-    bucket_of, get32, get64, record_bytes, NvBlock, Regions, Superblock, BUCKETS, INODE_BYTES,
-    OFFSETS_BYTES, OFFSETS_HEAD, SLOTS, SUPER_BYTES, TABLE_OFF, UNIT,
+    bucket_of, get32, get64, record_bytes, NvBlock, Regions, Superblock, BUCKETS, HIGH_WATER_OFF,
+    HIGH_WATER_STEP, INODE_BYTES, OFFSETS_BYTES, OFFSETS_HEAD, SLOTS, SUPER_BYTES, TABLE_OFF, UNIT,
 };
 use super::{Extent, Minv, NvInode};
 use crate::blocks::BlockState;
@@ -272,6 +272,14 @@ pub(crate) fn mount<F: Flash>(
     }
     let pages = u64::from(fs.layout.blocks) * u64::from(ppb);
     let found = walk(&mut r, &regions, fs.layout.chunk_bytes, pages)?;
+    let high_water = get64(&r.read(HIGH_WATER_OFF, 8)?, 0);
+    let numbers_end = u64::from(fs.layout.tags.max_obj()) + HIGH_WATER_STEP + 1;
+    if high_water > numbers_end {
+        return Err(corrupt(format!(
+            "object number high-water mark {high_water} is past the last number ({})",
+            fs.layout.tags.max_obj()
+        )));
+    }
     drop(r);
 
     let mut store = Minv {
@@ -282,6 +290,7 @@ pub(crate) fn mount<F: Flash>(
         chains: found.chains,
         by_page: HashMap::new(),
         dead: Vec::new(),
+        high_water,
     };
     if let Some(entries) = log {
         if !options.read_only {
@@ -314,6 +323,10 @@ pub(crate) fn mount<F: Flash>(
         store.inodes.insert(ino, n);
     }
     fs.rebuild(seen)?;
+    // Numbers below the mark may have named objects since deleted: never again.
+    fs.next_ino = fs
+        .next_ino
+        .max(u32::try_from(high_water).unwrap_or(u32::MAX));
     install_chunks(&mut fs, &mut store);
     fs.mount_method = MountMethod::Nvram;
     let ns = store.nv.take_elapsed_ns();
