@@ -78,8 +78,8 @@ mod tests {
 
     use nandkit_flash::{preset, FlashDevice};
 
+    use crate::ROOT_INO;
     use crate::{AtimePolicy, CountingClock, FileSystem, FsConfig, MountOptions, NewObject};
-    use crate::{Kind, ROOT_INO};
 
     fn fs_with(policy: AtimePolicy) -> FileSystem<FlashDevice> {
         let mut c = preset("tiny").unwrap();
@@ -106,15 +106,10 @@ mod tests {
     }
 
     fn file(fs: &mut FileSystem<FlashDevice>) -> u32 {
-        let new = NewObject {
-            kind: Kind::File,
-            perm: 0o644,
-            uid: 0,
-            gid: 0,
-            rdev: 0,
-            target: b"",
-        };
-        let ino = fs.create(ROOT_INO, b"f", new).unwrap().ino;
+        let ino = fs
+            .create(ROOT_INO, b"f", NewObject::test_file())
+            .unwrap()
+            .ino;
         fs.write(ino, 0, b"hello").unwrap();
         fs.fsync(ino).unwrap();
         ino

@@ -47,6 +47,21 @@ pub struct NewObject<'a> {
     pub target: &'a [u8],
 }
 
+impl NewObject<'static> {
+    /// A regular file, mode 0644, owned by root: what the unit tests create.
+    #[cfg(test)]
+    pub(crate) fn test_file() -> Self {
+        NewObject {
+            kind: Kind::File,
+            perm: 0o644,
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            target: b"",
+        }
+    }
+}
+
 impl<F: Flash> FileSystem<F> {
     /// The object holding a name in a directory: the object itself, or a hard link object
     /// naming it (see `links`).

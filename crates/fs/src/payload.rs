@@ -146,17 +146,10 @@ mod tests {
 
     use nandkit_flash::{preset, FlashDevice};
 
-    use crate::{CountingClock, FileSystem, FsConfig, FsError, Kind, NewObject, ROOT_INO};
+    use crate::{CountingClock, FileSystem, FsConfig, FsError, NewObject, ROOT_INO};
 
     fn file() -> NewObject<'static> {
-        NewObject {
-            kind: Kind::File,
-            perm: 0o644,
-            uid: 0,
-            gid: 0,
-            rdev: 0,
-            target: b"",
-        }
+        NewObject::test_file()
     }
 
     /// The small tag layout names about a million objects, and numbers are never reused:
