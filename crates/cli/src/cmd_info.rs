@@ -100,6 +100,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
     let (u, i, p) = fs.uip();
     let c = u64::from(statfs.chunk_bytes);
     let layout = Layout::new(g.striped())?;
+    let (object_numbers_given, object_numbers_max) = fs.object_numbers();
     let info = Info {
         image: img.clone(),
         total_bytes: g.total_bytes(),
@@ -111,8 +112,8 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
             TagLayout::Small => "small",
         },
         max_file_bytes: fs.max_file_size(),
-        object_numbers_given: fs.object_numbers().0,
-        object_numbers_max: fs.object_numbers().1,
+        object_numbers_given,
+        object_numbers_max,
         anchor_blocks: fs.anchor_blocks(),
         mount_method: fs.mount_method(),
         mount_host_ms,

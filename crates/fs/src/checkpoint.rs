@@ -428,8 +428,7 @@ impl<F: Flash> FileSystem<F> {
             .chain(self.tombstones.keys())
             .copied()
             .max()
-            .unwrap_or(crate::types::ROOT_INO)
-            .max(crate::types::ROOT_INO);
+            .unwrap_or(crate::types::ROOT_INO);
         self.alloc_cursor = image.alloc_cursor % self.layout.blocks.max(1);
         Ok(self.objects.contains_key(&crate::types::ROOT_INO))
     }

@@ -148,10 +148,6 @@ mod tests {
 
     use crate::{CountingClock, FileSystem, FsConfig, FsError, NewObject, ROOT_INO};
 
-    fn file() -> NewObject<'static> {
-        NewObject::test_file()
-    }
-
     /// The small tag layout names about a million objects, and numbers are never reused:
     /// the last one goes out, the next create fails with its own error (ENOSPC), nothing
     /// else breaks, and a remount remembers.
@@ -175,18 +171,26 @@ mod tests {
         assert_eq!((given, max), (0, 1_048_573));
         // As if all but two had been used (a million creates take too long for a test).
         fs.next_ino = fs.layout.tags.max_obj() - 1;
-        let a = fs.create(ROOT_INO, b"a", file()).unwrap().ino;
+        let a = fs
+            .create(ROOT_INO, b"a", NewObject::test_file())
+            .unwrap()
+            .ino;
         fs.write(a, 0, b"kept").unwrap();
-        let b = fs.create(ROOT_INO, b"b", file()).unwrap().ino;
+        let b = fs
+            .create(ROOT_INO, b"b", NewObject::test_file())
+            .unwrap()
+            .ino;
         assert_eq!(b, fs.layout.tags.max_obj());
         assert_eq!(fs.object_numbers(), (max, max));
-        let e = fs.create(ROOT_INO, b"c", file()).unwrap_err();
+        let e = fs
+            .create(ROOT_INO, b"c", NewObject::test_file())
+            .unwrap_err();
         assert!(matches!(e, FsError::NoObjectNumbers(n) if n == max), "{e}");
         assert_eq!(e.errno(), 28);
         // Deleting frees room, not numbers.
         fs.unlink(ROOT_INO, b"b").unwrap();
         assert!(matches!(
-            fs.create(ROOT_INO, b"c", file()),
+            fs.create(ROOT_INO, b"c", NewObject::test_file()),
             Err(FsError::NoObjectNumbers(_))
         ));
         let dev = fs.unmount().unwrap();
@@ -200,7 +204,7 @@ mod tests {
         .unwrap();
         assert_eq!(fs.object_numbers(), (max, max));
         assert!(matches!(
-            fs.create(ROOT_INO, b"d", file()),
+            fs.create(ROOT_INO, b"d", NewObject::test_file()),
             Err(FsError::NoObjectNumbers(_))
         ));
         let mut buf = [0u8; 4];

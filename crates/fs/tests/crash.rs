@@ -810,11 +810,8 @@ fn read_only_first(
     };
     let changes = flash.state_ops();
     let nv_written = nv.as_ref().map(|n| n.stats().bytes_written);
-    let mut fs = match nv {
-        Some(nv) => FileSystem::mount_with_nvram(flash, nv, ro),
-        None => FileSystem::mount(flash, ro),
-    }
-    .unwrap_or_else(|e| panic!("{ctx}: read-only mount after the cut: {e}"));
+    let mut fs = mount_parts_with(flash, nv, ro)
+        .unwrap_or_else(|e| panic!("{ctx}: read-only mount after the cut: {e}"));
     verify_full(&mut fs, m, ctx).unwrap_or_else(|e| panic!("{ctx}: read-only: {e}"));
     let (flash, nv) = fs.into_parts();
     assert_eq!(

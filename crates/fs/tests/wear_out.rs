@@ -9,7 +9,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::*;
-use nandkit_flash::{FlashDevice, StripedFlash};
+use nandkit_flash::FlashDevice;
 use nandkit_fs::*;
 
 /// Rated program/erase cycles: each block fails somewhere between 6 and 9 erases.
@@ -19,13 +19,8 @@ fn worn_format(dev: Dev, profile: &str) -> Fs {
     let mut config = dev.config();
     config.wear.endurance_cycles = ENDURANCE;
     config.wear.endurance_spread = 0.5;
-    let flash = StripedFlash::new(FlashDevice::ram(config).expect("ram device"));
     let fs_config = FsConfig::profile(profile, dev.blocks()).expect("profile");
-    if fs_config.metadata == nandkit_fs::meta::MetadataKind::Nvram {
-        FileSystem::format_with_nvram(flash, ram_nvram(), fs_config, clock()).expect("format")
-    } else {
-        FileSystem::format(flash, fs_config, clock()).expect("format")
-    }
+    format_device(FlashDevice::ram(config).expect("ram device"), fs_config)
 }
 
 /// What every file must read back as: its contents at its last successful fsync.

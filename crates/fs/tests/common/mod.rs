@@ -166,7 +166,13 @@ pub fn ram_nvram() -> nandkit_nvram::Nvram {
 /// mkfs with `config` on a new RAM device (and a new RAM NVRAM if the profile keeps its
 /// metadata there).
 pub fn format_with(dev: Dev, config: FsConfig) -> Fs {
-    let flash = StripedFlash::new(FlashDevice::ram(dev.config()).expect("ram device"));
+    format_device(FlashDevice::ram(dev.config()).expect("ram device"), config)
+}
+
+/// mkfs with `config` on `flash` (and a new RAM NVRAM if the profile keeps its metadata
+/// there).
+pub fn format_device(flash: FlashDevice, config: FsConfig) -> Fs {
+    let flash = StripedFlash::new(flash);
     if config.metadata == nandkit_fs::meta::MetadataKind::Nvram {
         FileSystem::format_with_nvram(flash, ram_nvram(), config, clock()).expect("format")
     } else {
@@ -176,9 +182,18 @@ pub fn format_with(dev: Dev, config: FsConfig) -> Fs {
 
 /// Mounts a device, from its NVRAM when it has one.
 pub fn mount_parts(flash: impl Into<Array>, nv: Option<nandkit_nvram::Nvram>) -> Result<Fs> {
+    mount_parts_with(flash, nv, opts())
+}
+
+/// `mount_parts` with other mount options.
+pub fn mount_parts_with(
+    flash: impl Into<Array>,
+    nv: Option<nandkit_nvram::Nvram>,
+    options: MountOptions,
+) -> Result<Fs> {
     match nv {
-        Some(nv) => FileSystem::mount_with_nvram(flash.into().0, nv, opts()),
-        None => mount(flash),
+        Some(nv) => FileSystem::mount_with_nvram(flash.into().0, nv, options),
+        None => FileSystem::mount(flash.into().0, options),
     }
 }
 

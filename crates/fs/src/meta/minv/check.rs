@@ -38,11 +38,7 @@ fn check_problems<F: Flash>(
     // mount applies it before anything else, a read-only one reads through it. So the
     // NVRAM is checked as the read-only mount sees it, and only a writable mount that
     // left one behind has a problem.
-    let tables_end = regions.heap_off;
-    let in_tables = |o: u64| {
-        o >= TABLE_OFF && o + 8 <= tables_end || o >= regions.heap_off && o < regions.heap_end
-    };
-    match super::redo::read(r.nv, in_tables) {
+    match super::redo::read(r.nv, |o| regions.loggable(o)) {
         Ok(None) => {}
         Ok(Some(entries)) if fs.read_only => {
             notes.push(format!(

@@ -108,6 +108,12 @@ impl Regions {
         self.buckets_off + 8 * bucket
     }
 
+    /// Whether a redo log entry may store to `off`: a word of the tables (block status,
+    /// buckets) or of the heap (inodes, offset structures), never the superblock or log.
+    pub(crate) fn loggable(&self, off: u64) -> bool {
+        off >= TABLE_OFF && off + 8 <= self.heap_off || off >= self.heap_off && off < self.heap_end
+    }
+
     /// NVRAM bytes taken before the first heap allocation.
     pub(crate) fn fixed_bytes(&self) -> u64 {
         self.heap_off

@@ -244,11 +244,7 @@ pub(crate) fn mount<F: Flash>(
     fs.read_only = options.read_only;
     fs.anchors.blocks = sb.anchors;
     let regions = Regions::new(fs.layout.blocks, r.nv.size_bytes())?;
-    let tables_end = regions.heap_off;
-    let log = super::redo::read(r.nv, |o| {
-        o >= TABLE_OFF && o + 8 <= tables_end || o >= regions.heap_off && o < regions.heap_end
-    })
-    .map_err(corrupt)?;
+    let log = super::redo::read(r.nv, |o| regions.loggable(o)).map_err(corrupt)?;
     if let Some(entries) = &log {
         r.patch = entries.iter().copied().collect();
     }
