@@ -140,17 +140,17 @@ fn row(b: u32, g: nandkit_flash::Geometry, info: &BlockInfo, fs: Option<&Block>)
                 BlockState::Anchor => "anchor",
                 BlockState::Bad => "bad",
             };
-            let used = blk.next_page.min(ppb);
+            let used = blk.next_page().min(ppb);
             let invalid = match blk.state {
                 BlockState::Checkpoint | BlockState::Anchor => 0,
-                _ => used.saturating_sub(blk.valid + blk.overhead),
+                _ => used.saturating_sub(blk.valid() + blk.overhead()),
             };
             (
                 state.to_string(),
                 blk.base_serial,
-                blk.valid,
+                blk.valid(),
                 invalid,
-                blk.overhead,
+                blk.overhead(),
                 ppb - used,
             )
         }

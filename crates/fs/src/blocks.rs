@@ -32,24 +32,72 @@ pub const SCRUB: u8 = 2;
 /// Full but without a usable summary: reclaim it (a mount would have to read every page).
 pub const NO_SUMMARY: u8 = 4;
 
+/// One erase block's record: 16 bytes, since a device holds one per block and on a big
+/// chip this table is most of the mounted file system's heap (8,192 blocks: 128 KiB). Page
+/// counts are kept in 16 bits ([`MAX_PAGES_PER_BLOCK`] bounds them) and read as `u32`.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Block {
     /// Write serial of the block's first page (0: never opened / unknown).
     pub base_serial: u64,
     /// Pages programmed (or spoiled) so far.
-    pub next_page: u32,
+    next_page: u16,
     /// Pages holding live data or metadata.
-    pub valid: u32,
+    valid: u16,
     /// Pages that are neither (the block's summary).
-    pub overhead: u32,
+    overhead: u16,
     pub state: BlockState,
     /// `RETIRE`, `SCRUB`, `NO_SUMMARY`.
     pub flags: u8,
 }
 
+/// Most pages per block the table counts (in 16 bits, with one value to spare for the
+/// candidate index's "not filed").
+pub const MAX_PAGES_PER_BLOCK: u32 = 32_768;
+
+const _: () = assert!(std::mem::size_of::<Block>() == 16);
+
 impl Block {
+    fn new() -> Self {
+        Block {
+            base_serial: 0,
+            next_page: 0,
+            valid: 0,
+            overhead: 0,
+            state: BlockState::Empty,
+            flags: 0,
+        }
+    }
+
+    /// Pages programmed (or spoiled) so far.
+    pub fn next_page(&self) -> u32 {
+        u32::from(self.next_page)
+    }
+
+    /// Pages holding live data or metadata.
+    pub fn valid(&self) -> u32 {
+        u32::from(self.valid)
+    }
+
+    /// Pages that are neither (the block's summary).
+    pub fn overhead(&self) -> u32 {
+        u32::from(self.overhead)
+    }
+
+    pub fn set_next_page(&mut self, n: u32) {
+        self.next_page = count16(n);
+    }
+
+    pub fn set_overhead(&mut self, n: u32) {
+        self.overhead = count16(n);
+    }
+
+    /// One more page programmed (or spoiled).
+    pub fn advance(&mut self) {
+        self.next_page += 1;
+    }
+
     pub fn invalid(&self) -> u32 {
-        self.next_page - self.valid - self.overhead
+        self.next_page() - self.valid() - self.overhead()
     }
 
     pub fn retire(&self) -> bool {
@@ -59,6 +107,13 @@ impl Block {
     pub fn scrub(&self) -> bool {
         self.flags & SCRUB != 0
     }
+}
+
+/// A page count of one block; `Layout` refuses geometries with more pages per block than
+/// [`MAX_PAGES_PER_BLOCK`], and restored counts are checked against the block size first.
+fn count16(n: u32) -> u16 {
+    debug_assert!(n <= MAX_PAGES_PER_BLOCK, "page count {n} past a block");
+    n.min(MAX_PAGES_PER_BLOCK) as u16
 }
 
 pub struct BlockTable {
@@ -76,7 +131,7 @@ pub struct BlockTable {
     /// Candidates by valid page count, for greedy selection.
     by_valid: BTreeSet<(u32, u32)>,
     /// The valid count each candidate is filed under in `by_valid`.
-    filed: Vec<u32>,
+    filed: Vec<u16>,
     candidates: u32,
     /// Valid pages over all blocks.
     valid_pages: u64,
@@ -90,23 +145,13 @@ pub struct BlockTable {
     pinned: Vec<u32>,
 }
 
-const NOT_FILED: u32 = u32::MAX;
+const NOT_FILED: u16 = u16::MAX;
 
 impl BlockTable {
     pub fn new(blocks: u32, pages_per_block: u32) -> Self {
         let pages = blocks as usize * pages_per_block as usize;
         Self {
-            blocks: vec![
-                Block {
-                    base_serial: 0,
-                    next_page: 0,
-                    valid: 0,
-                    overhead: 0,
-                    state: BlockState::Empty,
-                    flags: 0,
-                };
-                blocks as usize
-            ],
+            blocks: vec![Block::new(); blocks as usize],
             valid_bits: vec![0; pages.div_ceil(64)],
             header_objs: HashMap::new(),
             pages_per_block,
@@ -185,7 +230,7 @@ impl BlockTable {
     /// Valid pages of a block, in page order.
     pub fn valid_pages(&self, block: u32) -> Vec<u32> {
         let first = block * self.pages_per_block;
-        (first..first + self.blocks[block as usize].next_page)
+        (first..first + self.blocks[block as usize].next_page())
             .filter(|&p| self.is_valid(p))
             .collect()
     }
@@ -199,7 +244,7 @@ impl BlockTable {
     fn compute_candidate(&self, block: u32) -> bool {
         let b = &self.blocks[block as usize];
         b.state == BlockState::Full
-            && (b.invalid() > 0 || b.next_page < self.pages_per_block || b.flags != 0)
+            && (b.invalid() > 0 || b.next_page() < self.pages_per_block || b.flags != 0)
             && !self.pinned.contains(&block)
     }
 
@@ -225,13 +270,13 @@ impl BlockTable {
         let i = block as usize;
         let was = self.is_candidate(block);
         if was {
-            self.by_valid.remove(&(self.filed[i], block));
+            self.by_valid.remove(&(u32::from(self.filed[i]), block));
             self.filed[i] = NOT_FILED;
         }
         if cand {
             self.cand_bits[i / 64] |= 1 << (block % 64);
             let v = self.blocks[i].valid;
-            self.by_valid.insert((v, block));
+            self.by_valid.insert((u32::from(v), block));
             self.filed[i] = v;
         } else {
             self.cand_bits[i / 64] &= !(1 << (block % 64));
@@ -426,7 +471,7 @@ impl BlockTable {
             let valid = (b * ppb..(b + 1) * ppb)
                 .filter(|&p| self.is_valid(p))
                 .count() as u32;
-            self.blocks[b as usize].valid = valid;
+            self.blocks[b as usize].valid = count16(valid);
             self.refile(b);
         }
         self.valid_pages = self.blocks.iter().map(|b| u64::from(b.valid)).sum();
@@ -443,7 +488,7 @@ impl BlockTable {
                 .map(|v| v.capacity() * 4)
                 .sum::<usize>()
             + self.cand_bits.capacity() * 8
-            + self.filed.capacity() * 4
+            + self.filed.capacity() * 2
             + self.by_valid.len() * 16
     }
 }
@@ -454,7 +499,7 @@ mod tests {
 
     fn full(t: &mut BlockTable, b: u32, valid: u32) {
         t.set_state(b, BlockState::Full);
-        t.update(b, |x| x.next_page = t_ppb());
+        t.update(b, |x| x.set_next_page(t_ppb()));
         for p in 0..valid {
             t.set_valid(b * t_ppb() + p);
         }
@@ -474,7 +519,7 @@ mod tests {
         t.invalidate(11 * 8);
         t.invalidate(11 * 8 + 1);
         t.set_state(40, BlockState::Active);
-        t.update(40, |x| x.next_page = 3);
+        t.update(40, |x| x.set_next_page(3));
         full(&mut t, 60, 0);
         t.pin(60);
         assert_eq!(t.full_and_dead(), vec![7, 11, 150]);
@@ -505,7 +550,7 @@ mod tests {
             t.invalidate(130 * 8 + p);
         }
         assert_eq!(t.least_valid_candidate(), Some(70));
-        t.update(70, |b| b.overhead = 0);
+        t.update(70, |b| b.set_overhead(0));
         assert_eq!(t.candidate_count(), 2);
     }
 }

@@ -105,9 +105,9 @@ impl<F: Flash> FileSystem<F> {
                 .map(|(b, h)| CkptBlock {
                     state: state_code(b.state),
                     flags: b.flags,
-                    next_page: b.next_page,
+                    next_page: b.next_page(),
                     base_serial: b.base_serial,
-                    overhead: b.overhead,
+                    overhead: b.overhead(),
                     header_objs: h.to_vec(),
                 })
                 .collect(),
@@ -177,7 +177,7 @@ impl<F: Flash> FileSystem<F> {
             let addr = self.layout.block_addr(block).page((k % ppb) as u32);
             self.settle()?;
             let r = self.dev.get_mut().program_page(addr, &page, &oob);
-            self.blocks.update(block, |b| b.next_page += 1);
+            self.blocks.update(block, |b| b.advance());
             match r {
                 Ok(()) => self.stats.checkpoint_pages_written += 1,
                 Err(nandkit_flash::FlashError::PowerLost) => {
@@ -268,9 +268,9 @@ impl<F: Flash> FileSystem<F> {
             }
             self.blocks.set_state(b, state);
             self.blocks.update(b, |blk| {
-                blk.next_page = cb.next_page;
+                blk.set_next_page(cb.next_page);
                 blk.base_serial = cb.base_serial;
-                blk.overhead = cb.overhead;
+                blk.set_overhead(cb.overhead);
                 blk.flags = cb.flags;
             });
             self.blocks.set_headers(b, cb.header_objs.clone());
@@ -281,7 +281,7 @@ impl<F: Flash> FileSystem<F> {
                 return false;
             }
             let blk = fs.blocks.get(pno / ppb);
-            if pno % ppb >= blk.next_page
+            if pno % ppb >= blk.next_page()
                 || matches!(
                     blk.state,
                     BlockState::Empty | BlockState::Bad | BlockState::Anchor
@@ -402,7 +402,7 @@ impl<F: Flash> FileSystem<F> {
                     let b = s.block;
                     if b as usize >= n
                         || self.blocks.get(b).state != BlockState::Active
-                        || s.pending.entries.len() > self.blocks.get(b).next_page as usize
+                        || s.pending.entries.len() > self.blocks.get(b).next_page() as usize
                     {
                         return Ok(false);
                     }

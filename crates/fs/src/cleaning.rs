@@ -77,7 +77,7 @@ impl<F: Flash> FileSystem<F> {
             }
             Ok(())
         })?;
-        debug_assert_eq!(self.blocks.get(block).valid, 0);
+        debug_assert_eq!(self.blocks.get(block).valid(), 0);
         self.stats.blocks_cleaned += 1;
         let flags = self.blocks.get(block).flags;
         if flags & SCRUB != 0 {
@@ -248,11 +248,11 @@ impl<F: Flash> FileSystem<F> {
                 self.meta_hook(|store, fs| {
                     store.block_event(fs, block, crate::meta::BlockEvent::Erased)
                 })?;
-                debug_assert_eq!(self.blocks.get(block).valid, 0);
+                debug_assert_eq!(self.blocks.get(block).valid(), 0);
                 self.blocks.update(block, |b| {
-                    b.next_page = 0;
+                    b.set_next_page(0);
                     b.base_serial = 0;
-                    b.overhead = 0;
+                    b.set_overhead(0);
                     b.flags = 0;
                 });
                 self.blocks.set_state(block, BlockState::Empty);
@@ -306,7 +306,7 @@ impl<F: Flash> FileSystem<F> {
     pub(crate) fn erase_stale_checkpoint(&mut self) -> Result<()> {
         while let Some(b) = self.checkpoint_blocks.pop() {
             self.blocks.set_state(b, BlockState::Full);
-            if self.blocks.get(b).valid > 0 {
+            if self.blocks.get(b).valid() > 0 {
                 // Live pages beside checkpoint pages (a damaged image: a scan trusts valid
                 // pages wherever they are): cleaning copies them out before it erases.
                 continue;

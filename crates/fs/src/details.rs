@@ -102,8 +102,8 @@ impl<F: Flash> FileSystem<F> {
         use crate::format::tags::{TagRead, Tags};
         let blk = *self.blocks.get(b);
         let ppb = self.layout.pages_per_block;
-        if blk.overhead > 0 && blk.next_page > 0 {
-            let summary = self.summary_chain(b, blk.next_page - 1, None)?;
+        if blk.overhead() > 0 && blk.next_page() > 0 {
+            let summary = self.summary_chain(b, blk.next_page() - 1, None)?;
             if let Some((s, _)) = summary {
                 return Ok(s
                     .entries
@@ -115,7 +115,7 @@ impl<F: Flash> FileSystem<F> {
             }
         }
         let mut out = Vec::new();
-        for page in 0..blk.next_page.min(ppb) {
+        for page in 0..blk.next_page().min(ppb) {
             let pno = self.layout.pno(b, page);
             if let TagRead::Valid(Tags::Header(h)) = self.read_tags(pno)? {
                 if h.obj == ino {

@@ -148,12 +148,12 @@ impl<F: Flash> FileSystem<F> {
                     continue;
                 }
                 valid += 1;
-                if page >= blk.next_page {
+                if page >= blk.next_page() {
                     p(
                         &mut r,
                         format!(
                             "block {b}: page {page} valid past the write point {}",
-                            blk.next_page
+                            blk.next_page()
                         ),
                     );
                 }
@@ -161,16 +161,16 @@ impl<F: Flash> FileSystem<F> {
                     p(&mut r, format!("page {pno} is valid but nothing owns it"));
                 }
             }
-            if valid != blk.valid {
+            if valid != blk.valid() {
                 p(
                     &mut r,
                     format!(
                         "block {b}: {valid} valid bits but the table says {}",
-                        blk.valid
+                        blk.valid()
                     ),
                 );
             }
-            if blk.valid + blk.overhead > blk.next_page {
+            if blk.valid() + blk.overhead() > blk.next_page() {
                 p(
                     &mut r,
                     format!("block {b}: more valid and summary pages than written pages"),
@@ -187,7 +187,12 @@ impl<F: Flash> FileSystem<F> {
                 );
             }
         }
-        let counted: u64 = self.blocks.blocks.iter().map(|b| u64::from(b.valid)).sum();
+        let counted: u64 = self
+            .blocks
+            .blocks
+            .iter()
+            .map(|b| u64::from(b.valid()))
+            .sum();
         if counted != self.blocks.valid_total() {
             p(
                 &mut r,
@@ -289,11 +294,11 @@ impl<F: Flash> FileSystem<F> {
         let owner_of: HashMap<u32, Owner> = owners.iter().copied().collect();
         for b in 0..self.layout.blocks {
             let blk = *self.blocks.get(b);
-            if blk.state != BlockState::Full || blk.overhead == 0 || blk.next_page == 0 {
+            if blk.state != BlockState::Full || blk.overhead() == 0 || blk.next_page() == 0 {
                 continue;
             }
-            let spno = self.layout.pno(b, blk.next_page - 1);
-            let summary = match self.summary_chain(b, blk.next_page - 1, None) {
+            let spno = self.layout.pno(b, blk.next_page() - 1);
+            let summary = match self.summary_chain(b, blk.next_page() - 1, None) {
                 Ok(Some((s, _))) => Some(s),
                 _ => None,
             };

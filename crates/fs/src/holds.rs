@@ -128,7 +128,7 @@ impl<F: Flash> FileSystem<F> {
         let mut empty = self.blocks.full_and_dead();
         for open in self.streams.iter().flatten() {
             let x = self.blocks.get(open.block);
-            if x.valid == 0 && x.state == crate::blocks::BlockState::Active && x.next_page > 0 {
+            if x.valid() == 0 && x.state == crate::blocks::BlockState::Active && x.next_page() > 0 {
                 empty.push(open.block);
             }
         }

@@ -46,6 +46,14 @@ impl Layout {
                 "the file system needs pages of at least 512 bytes and 4 pages per block".into(),
             ));
         }
+        if geometry.pages_per_block > crate::blocks::MAX_PAGES_PER_BLOCK {
+            return Err(FsError::NotFormatted(format!(
+                "{} pages per block (over all chips of an array): the file system counts a \
+                 block's pages in 16 bits, at most {}",
+                geometry.pages_per_block,
+                crate::blocks::MAX_PAGES_PER_BLOCK
+            )));
+        }
         Ok(Layout {
             geometry,
             tags,
@@ -107,5 +115,32 @@ impl Layout {
             self.tags,
             self.geometry.page_size_bytes,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn geometry(pages_per_block: u32) -> Geometry {
+        Geometry {
+            page_size_bytes: 2048,
+            oob_size_bytes: 64,
+            pages_per_block,
+            blocks_per_chip: 4,
+            chips: 1,
+            oob_ecc_bytes: 0,
+        }
+    }
+
+    #[test]
+    fn refuses_blocks_whose_pages_the_block_table_cannot_count() {
+        let max = crate::blocks::MAX_PAGES_PER_BLOCK;
+        assert_eq!(Layout::new(geometry(max)).unwrap().pages_per_block, max);
+        match Layout::new(geometry(max + 1)) {
+            Err(FsError::NotFormatted(why)) => assert!(why.contains("16 bits"), "{why}"),
+            Err(e) => panic!("wrong error: {e}"),
+            Ok(_) => panic!("a block of {} pages was accepted", max + 1),
+        }
     }
 }

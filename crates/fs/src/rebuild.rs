@@ -579,7 +579,7 @@ impl<F: Flash> FileSystem<F> {
             if blk.state != BlockState::Full {
                 continue;
             }
-            if blk.next_page >= ppb {
+            if blk.next_page() >= ppb {
                 self.blocks.update(b, |x| x.flags |= NO_SUMMARY);
                 if self.blocks.is_candidate(b) {
                     self.clean_block(b)?;

@@ -168,7 +168,7 @@ impl<F: Flash> FileSystem<F> {
     /// The summary entries of a block without one, from what the scan found in it.
     fn entries_found(&self, b: u32, seen: &[Seen]) -> Vec<SummaryEntry> {
         let ppb = self.layout.pages_per_block;
-        let n = self.blocks.get(b).next_page.min(ppb) as usize;
+        let n = self.blocks.get(b).next_page().min(ppb) as usize;
         let mut out = vec![SummaryEntry::Garbage; n];
         for s in seen.iter().filter(|s| s.pno / ppb == b) {
             let i = (s.pno % ppb) as usize;
@@ -243,8 +243,8 @@ impl<F: Flash> FileSystem<F> {
                 {
                     self.apply_summary(b, &summary, seen)?;
                     self.blocks.update(b, |blk| {
-                        blk.next_page = ppb;
-                        blk.overhead = pages;
+                        blk.set_next_page(ppb);
+                        blk.set_overhead(pages);
                         blk.base_serial = summary.base_serial;
                     });
                     return Ok(Shape::Full);
@@ -314,7 +314,7 @@ impl<F: Flash> FileSystem<F> {
             });
         }
         self.blocks.update(b, |blk| {
-            blk.next_page = ppb;
+            blk.set_next_page(ppb);
             blk.base_serial = base.saturating_sub(1);
         });
         Ok(Some(Shape::Full))
@@ -471,8 +471,8 @@ impl<F: Flash> FileSystem<F> {
                         // Sealed: the summary is the truth for the pages before it.
                         self.apply_summary(b, &sum, seen)?;
                         self.blocks.update(b, |blk| {
-                            blk.next_page = page + 1;
-                            blk.overhead = 1;
+                            blk.set_next_page(page + 1);
+                            blk.set_overhead(1);
                             blk.base_serial = sum.base_serial;
                         });
                         return Ok(Shape::Full);
@@ -509,8 +509,8 @@ impl<F: Flash> FileSystem<F> {
                 // Sealed after several segments: the chain is the truth, as above.
                 self.apply_summary(b, &sum, seen)?;
                 self.blocks.update(b, |blk| {
-                    blk.next_page = q + 1;
-                    blk.overhead = pages;
+                    blk.set_next_page(q + 1);
+                    blk.set_overhead(pages);
                     blk.base_serial = sum.base_serial;
                 });
                 return Ok(Shape::Full);
@@ -528,7 +528,7 @@ impl<F: Flash> FileSystem<F> {
             .min()
             .unwrap_or(0);
         self.blocks.update(b, |blk| {
-            blk.next_page = programmed;
+            blk.set_next_page(programmed);
             blk.base_serial = base.saturating_sub(1);
         });
         seen.extend(found);

@@ -140,7 +140,7 @@ impl<F: Flash> FileSystem<F> {
             if self.seal_aged_streams()? {
                 continue;
             }
-            let page = self.blocks.get(block).next_page;
+            let page = self.blocks.get(block).next_page();
             let summaries = self.metadata_on_flash();
             if page == ppb - 1 && summaries {
                 // The last page: a data page ending a run, or the block's summary.
@@ -195,7 +195,7 @@ impl<F: Flash> FileSystem<F> {
             };
             match result {
                 Ok(()) => {
-                    self.blocks.update(block, |b| b.next_page += 1);
+                    self.blocks.update(block, |b| b.advance());
                     let pno = self.layout.pno(block, page);
                     self.blocks.set_valid(pno);
                     self.allocator.placed(&hint, stream, pno);
@@ -230,7 +230,7 @@ impl<F: Flash> FileSystem<F> {
                 }
                 Err(e) if e.is_media_failure() => {
                     self.blocks.update(block, |b| {
-                        b.next_page += 1;
+                        b.advance();
                         b.flags |= RETIRE | NO_SUMMARY;
                     });
                     self.streams[stream] = None;
@@ -287,13 +287,13 @@ impl<F: Flash> FileSystem<F> {
     /// A page of an open block turned out torn by an earlier cut: it is skipped.
     fn spoil_page(&mut self, stream: usize, block: u32) {
         let ppb = self.layout.pages_per_block;
-        self.blocks.update(block, |b| b.next_page += 1);
+        self.blocks.update(block, |b| b.advance());
         self.stats.pages_spoiled += 1;
         let base = self.blocks.get(block).base_serial;
         if let Some(open) = self.streams[stream].as_mut() {
             open.push(SummaryEntry::Garbage, base, self.layout.chunk_bytes);
         }
-        if self.blocks.get(block).next_page >= ppb {
+        if self.blocks.get(block).next_page() >= ppb {
             self.blocks.update(block, |b| b.flags |= NO_SUMMARY);
             self.blocks.set_state(block, BlockState::Full);
             self.streams[stream] = None;
@@ -369,7 +369,8 @@ impl<F: Flash> FileSystem<F> {
                 continue;
             };
             let b = self.blocks.get(open.block);
-            if b.next_page > 0 && self.next_serial.saturating_sub(b.base_serial) >= SMALL_AGE_LIMIT
+            if b.next_page() > 0
+                && self.next_serial.saturating_sub(b.base_serial) >= SMALL_AGE_LIMIT
             {
                 self.close_stream(stream)?;
                 sealed = true;
@@ -395,7 +396,7 @@ impl<F: Flash> FileSystem<F> {
             let block = self.active_block(stream, WriteCause::Metadata, false)?;
             let b = self.blocks.get(block);
             let aged = self.layout.tags == TagLayout::Small
-                && b.next_page > 0
+                && b.next_page() > 0
                 && (self.next_serial + u64::from(pages) + 1).saturating_sub(b.base_serial)
                     >= SMALL_AGE_LIMIT;
             // The header pages, and the summary after them on the last page; and their
@@ -407,7 +408,7 @@ impl<F: Flash> FileSystem<F> {
                     self.layout.chunk_bytes,
                 )
             });
-            if !aged && fits && b.next_page + pages < ppb {
+            if !aged && fits && b.next_page() + pages < ppb {
                 return Ok(());
             }
             self.close_stream(stream)?;
@@ -489,7 +490,7 @@ impl<F: Flash> FileSystem<F> {
         let ppb = self.layout.pages_per_block;
         let mut summary = summary.clone();
         loop {
-            let page = self.blocks.get(block).next_page;
+            let page = self.blocks.get(block).next_page();
             if page >= ppb {
                 self.blocks.update(block, |b| b.flags |= NO_SUMMARY);
                 self.blocks.set_state(block, BlockState::Full);
@@ -507,8 +508,8 @@ impl<F: Flash> FileSystem<F> {
             match self.dev.get_mut().program_page(addr, &buf, &oob) {
                 Ok(()) => {
                     self.blocks.update(block, |b| {
-                        b.next_page += 1;
-                        b.overhead += 1;
+                        b.advance();
+                        b.set_overhead(b.overhead() + 1);
                     });
                     self.stats.summary_pages_written += 1;
                     if !last && page + 1 < ppb {
@@ -521,13 +522,13 @@ impl<F: Flash> FileSystem<F> {
                     return Ok(true);
                 }
                 Err(FlashError::NotErased(_)) => {
-                    self.blocks.update(block, |b| b.next_page += 1);
+                    self.blocks.update(block, |b| b.advance());
                     self.stats.pages_spoiled += 1;
                     summary.entries.push(SummaryEntry::Garbage);
                 }
                 Err(e) if e.is_media_failure() => {
                     self.blocks.update(block, |b| {
-                        b.next_page += 1;
+                        b.advance();
                         b.flags |= RETIRE | NO_SUMMARY;
                     });
                     self.blocks.set_state(block, BlockState::Full);
@@ -581,8 +582,8 @@ impl<F: Flash> FileSystem<F> {
         let base = self.next_serial.saturating_sub(1);
         self.blocks.update(block, |b| {
             b.base_serial = base;
-            b.next_page = 0;
-            b.overhead = 0;
+            b.set_next_page(0);
+            b.set_overhead(0);
         });
         self.streams[stream] = Some(OpenBlock::new(
             block,

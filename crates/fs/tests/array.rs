@@ -101,7 +101,7 @@ fn summaries_too_big_for_a_page_are_chained() {
     let chained = fs
         .block_table()
         .iter()
-        .filter(|b| b.state == blocks::BlockState::Full && b.overhead > 1)
+        .filter(|b| b.state == blocks::BlockState::Full && b.overhead() > 1)
         .count();
     assert!(chained > 0, "no block needed more than one summary page");
     assert_fsck(&mut fs, "before remount");

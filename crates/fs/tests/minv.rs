@@ -97,7 +97,7 @@ fn deletes_erase_every_emptied_block_and_rounds_read_nothing() {
             .block_table()
             .iter()
             .enumerate()
-            .filter(|(_, b)| b.valid == 0 && b.next_page > 0)
+            .filter(|(_, b)| b.valid() == 0 && b.next_page() > 0)
             .map(|(i, _)| i)
             .collect();
         assert!(

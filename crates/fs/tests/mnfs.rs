@@ -22,7 +22,7 @@ fn fresh_as(dev: Dev, profile: &str) -> Fs {
 fn dead_data_blocks(fs: &Fs) -> usize {
     fs.block_table()
         .iter()
-        .filter(|b| b.valid == 0 && b.next_page > 0)
+        .filter(|b| b.valid() == 0 && b.next_page() > 0)
         .count()
 }
 

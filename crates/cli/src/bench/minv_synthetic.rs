@@ -243,7 +243,7 @@ fn run_one(
     let left = fs
         .block_table()
         .iter()
-        .filter(|b| b.state == BlockState::Full && b.valid == 0)
+        .filter(|b| b.state == BlockState::Full && b.valid() == 0)
         .count() as u64;
     let row = Row {
         profile: profile.to_string(),

@@ -354,7 +354,7 @@ pub fn run_small(args: SmallArgs) -> anyhow::Result<()> {
                 matches!(
                     b.state,
                     nandkit_fs::blocks::BlockState::Full | nandkit_fs::blocks::BlockState::Active
-                ) && b.next_page > 0
+                ) && b.next_page() > 0
             })
             .count() as u64;
         rows.push(SmallRow {

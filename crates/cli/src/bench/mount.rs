@@ -151,7 +151,7 @@ pub fn run(args: MountArgs) -> anyhow::Result<()> {
         let open: u64 = table
             .iter()
             .filter(|b| b.state == BlockState::Active)
-            .map(|b| u64::from(b.next_page))
+            .map(|b| u64::from(b.next_page()))
             .sum();
         (fs.into_device(), used, open)
     };

@@ -29,7 +29,7 @@ impl Cleaner for CostBenefit {
         let ppb = f64::from(table.pages_per_block);
         let score = |b: u32| {
             let blk = table.get(b);
-            let u = f64::from(blk.valid) / ppb;
+            let u = f64::from(blk.valid()) / ppb;
             let age = (newest - blk.base_serial.min(newest) + 1) as f64;
             (1.0 - u) * age / (1.0 + u)
         };

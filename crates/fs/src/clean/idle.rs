@@ -44,7 +44,7 @@ mod tests {
     /// Block `b` full, its first `valid` pages valid.
     fn full(t: &mut BlockTable, b: u32, valid: u32) {
         t.set_state(b, BlockState::Full);
-        t.update(b, |x| x.next_page = PPB);
+        t.update(b, |x| x.set_next_page(PPB));
         for p in 0..valid {
             t.set_valid(b * PPB + p);
         }

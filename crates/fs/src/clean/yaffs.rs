@@ -35,7 +35,7 @@ impl YaffsCleaner {
         let best = table
             .candidates_in(self.cursor, self.window)
             .into_iter()
-            .min_by_key(|&b| table.get(b).valid);
+            .min_by_key(|&b| table.get(b).valid());
         self.cursor = (self.cursor + self.window.min(n)) % n;
         best
     }
@@ -64,6 +64,6 @@ impl Cleaner for YaffsCleaner {
             return self.dirtiest_in_window(table);
         }
         let b = self.dirtiest_in_window(table)?;
-        (table.get(b).valid < self.normal_max_valid).then_some(b)
+        (table.get(b).valid() < self.normal_max_valid).then_some(b)
     }
 }

@@ -260,7 +260,7 @@ pub(crate) fn mount<F: Flash>(
             NvBlock::Erased => {}
             NvBlock::InUse => {
                 fs.blocks.set_state(b, BlockState::Full);
-                fs.blocks.update(b, |x| x.next_page = ppb);
+                fs.blocks.update(b, |x| x.set_next_page(ppb));
             }
             NvBlock::Bad => fs.blocks.set_state(b, BlockState::Bad),
             NvBlock::Anchor => fs.blocks.set_state(b, BlockState::Anchor),
