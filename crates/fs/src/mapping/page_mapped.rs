@@ -71,19 +71,22 @@ fn is_page(p: u32) -> bool {
     p != NO_PAGE && p != LOST_PAGE
 }
 
-/// Extents past which an insert (a memmove of the list) costs more than a dense vector
-/// saves: 48 KiB moved at most. A file written in order has one extent per erase block
-/// where each block's summary page breaks its run (small-page chips), so this keeps files
-/// of up to 4,096 blocks compact: a 16 MiB file on a 512-byte-page chip is 1,057 extents
-/// (12.4 KiB) instead of 32,768 pages (128 KiB). It was 512, which made every file over
-/// 8 MiB there dense.
+/// Extents past which an insert into the middle of the list (a memmove of it) costs more
+/// than a dense vector saves: 48 KiB moved at most. A file written in order has one extent
+/// per erase block where each block's summary page breaks its run (small-page chips): a
+/// 16 MiB file on a 512-byte-page chip is 1,057 extents (12.4 KiB) instead of 32,768 pages
+/// (128 KiB). It was 512, which made every file over 8 MiB there dense; until 2026-11-26 it
+/// capped appends too, which made every file over 4,096 blocks dense.
 const MAX_EXTENTS: usize = 4096;
 
 /// An extent list goes dense when it takes more room than a vector of pages would, or
-/// grows long enough that inserting into it costs more than it saves.
-fn too_fragmented(extents: &[Extent]) -> bool {
+/// when an insert into its middle (`inserted`) finds it long enough that inserting costs
+/// more than it saves. Appends cost no memmove, so a file written in order stays extents
+/// however long it grows: a 100 MiB file on a 512-byte-page chip is 6,607 extents (77 KiB)
+/// where a dense map takes 800 KiB (and YAFFS2's tnodes, at 18 bits a chunk, about 450).
+fn too_fragmented(extents: &[Extent], inserted: bool) -> bool {
     let end = extents.last().map_or(0, |e| e.end()) as usize;
-    extents.len() > 8 && (extents.len() * 3 > end || extents.len() > MAX_EXTENTS)
+    extents.len() > 8 && (extents.len() * 3 > end || (inserted && extents.len() > MAX_EXTENTS))
 }
 
 impl PageMap {
@@ -127,15 +130,16 @@ impl PageMap {
         }
     }
 
-    /// The most compact form of these extents.
-    fn from_extents(extents: Vec<Extent>) -> PageMap {
+    /// The most compact form of these extents (`inserted`: one was just inserted before
+    /// the last, see `too_fragmented`).
+    fn from_extents(extents: Vec<Extent>, inserted: bool) -> PageMap {
         match extents.as_slice() {
             [] => PageMap::Empty,
             [e] if e.chunk == 0 && is_page(e.page) => PageMap::Run {
                 first: e.page,
                 len: e.len,
             },
-            _ if too_fragmented(&extents) => {
+            _ if too_fragmented(&extents, inserted) => {
                 let end = extents.last().map_or(0, |e| e.end()) as usize;
                 let mut v = vec![NO_PAGE; end];
                 for e in &extents {
@@ -278,8 +282,9 @@ impl ChunkMap for PageMap {
             PageMap::Extents(v) => *v,
             other => other.extents(),
         };
+        let appended = extents.last().is_none_or(|e| chunk >= e.end());
         let old = Self::set_in_extents(&mut extents, chunk, pno);
-        *self = Self::from_extents(extents);
+        *self = Self::from_extents(extents, !appended);
         old
     }
 
@@ -333,7 +338,7 @@ impl ChunkMap for PageMap {
                         });
                     }
                 }
-                *self = Self::from_extents(kept);
+                *self = Self::from_extents(kept, false);
                 dropped
             }
         }
@@ -433,6 +438,26 @@ mod tests {
         assert_eq!(m.get(63), 191);
         assert_eq!(m.get(64), 320);
         assert_eq!(m.mapped(), 200);
+    }
+
+    #[test]
+    fn a_long_file_written_in_order_stays_extents_until_a_middle_insert() {
+        // 31 data pages a 32-page block (the summary on the last), blocks in turn: more
+        // extents than MAX_EXTENTS, all of them appended.
+        let mut m = PageMap::default();
+        let blocks = MAX_EXTENTS as u32 + 500;
+        for c in 0..blocks * 31 {
+            m.set(c, c / 31 * 32 + c % 31);
+        }
+        assert!(matches!(&m, PageMap::Extents(v) if v.len() == blocks as usize));
+        assert_eq!(m.get(31 * 7 + 4), 32 * 7 + 4);
+        // A truncate keeps the shape; an insert before the end makes it dense.
+        m.truncate(blocks * 31 - 10);
+        assert!(matches!(&m, PageMap::Extents(_)));
+        assert_eq!(m.set(5, 1), 5);
+        assert!(matches!(&m, PageMap::Pages(_)));
+        assert_eq!(m.get(5), 1);
+        assert_eq!(m.get(31 * 7 + 4), 32 * 7 + 4);
     }
 
     #[test]
