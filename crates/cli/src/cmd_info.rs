@@ -41,6 +41,10 @@ struct Info {
     /// Object numbers given out over the image's life, and the most its tags can name.
     object_numbers_given: u64,
     object_numbers_max: u64,
+    /// Files whose map is block-granular (mnfs: one entry an erase block) and files whose
+    /// map is page-mapped.
+    block_granular_files: u64,
+    page_mapped_files: u64,
     /// The two blocks holding the file system record copies and checkpoint pointers.
     anchor_blocks: [u32; 2],
     mount_method: MountMethod,
@@ -101,6 +105,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
     let c = u64::from(statfs.chunk_bytes);
     let layout = Layout::new(g.striped())?;
     let (object_numbers_given, object_numbers_max) = fs.object_numbers();
+    let (block_granular_files, page_mapped_files) = fs.file_map_shapes();
     let info = Info {
         image: img.clone(),
         total_bytes: g.total_bytes(),
@@ -114,6 +119,8 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
         max_file_bytes: fs.max_file_size(),
         object_numbers_given,
         object_numbers_max,
+        block_granular_files,
+        page_mapped_files,
         anchor_blocks: fs.anchor_blocks(),
         mount_method: fs.mount_method(),
         mount_host_ms,
@@ -211,6 +218,12 @@ fn print_text(x: &Info) {
         "             object numbers: {} of {} given out (never reused)",
         x.object_numbers_given, x.object_numbers_max
     );
+    if x.profile.mapping == nandkit_fs::mapping::MappingKind::BlockMapped {
+        println!(
+            "             file maps: {} block-granular (an entry an erase block), {} page-mapped (left the shape)",
+            x.block_granular_files, x.page_mapped_files
+        );
+    }
     println!(
         "erase counts min {} / mean {:.2} / max {} over {} good blocks",
         x.erase_count_min, x.erase_count_mean, x.erase_count_max, x.good_blocks

@@ -22,7 +22,6 @@ use crate::format::special::Special;
 use crate::format::summary::Summary;
 use crate::format::tags::{SpecialKind, SpecialTags, Tags};
 use crate::fs::{FileSystem, OpenBlock, Tomb};
-use crate::mapping::page_mapped::PageMap;
 use crate::mapping::FileMap;
 use crate::object::{Object, LOST_PAGE, NO_CHUNK, NO_PAGE};
 use crate::types::{Ino, Kind};
@@ -294,7 +293,7 @@ impl<F: Flash> FileSystem<F> {
         };
         let mut children: HashMap<Ino, Vec<Ino>> = HashMap::new();
         for o in &image.objects {
-            let mut obj = Object::new(o.kind, self.config.mapping);
+            let mut obj = Object::new(o.kind, self.config.mapping, self.layout.pages_per_block);
             obj.size = o.size;
             obj.parent = o.parents.first().copied().unwrap_or(0);
             obj.header = o.header.unwrap_or(NO_PAGE);
@@ -319,7 +318,8 @@ impl<F: Flash> FileSystem<F> {
                 runs.push((r.chunk, r.page, r.len));
             }
             if !runs.is_empty() {
-                obj.chunks = FileMap::Page(PageMap::from_runs(&runs));
+                obj.chunks =
+                    FileMap::from_runs(self.config.mapping, self.layout.pages_per_block, &runs);
             }
             match o.kind {
                 Kind::Xattrs => match o.parents.as_slice() {

@@ -188,7 +188,13 @@ impl FsConfig {
             } else {
                 crate::meta::MetadataKind::FlashLog
             },
-            mapping: crate::mapping::MappingKind::PageMapped,
+            // MNFS maps a file by the blocks it owns; hybrid's small files share the log's
+            // blocks, so it keeps the page map.
+            mapping: if name == "mnfs" {
+                crate::mapping::MappingKind::BlockMapped
+            } else {
+                crate::mapping::MappingKind::PageMapped
+            },
             allocator: AllocatorKind::Sequential,
             alloc_params: AllocParams::default(),
             cleaner: CleanerKind::Yaffs,

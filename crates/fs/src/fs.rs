@@ -315,7 +315,7 @@ impl<F: Flash> FileSystem<F> {
             fs.metadata = Some(Box::new(store));
         }
         let now = fs.now();
-        let mut root = Object::new(Kind::Dir, fs.config.mapping);
+        let mut root = Object::new(Kind::Dir, fs.config.mapping, fs.layout.pages_per_block);
         root.details = Some(Box::new(Details::from_record(Record::bare(
             Kind::Dir,
             0o755,
@@ -540,6 +540,19 @@ impl<F: Flash> FileSystem<F> {
     }
 
     /// Per-block state for tools.
+    /// Files whose map is block-granular (the `mnfs` profile's files while they keep
+    /// their shape: one entry an erase block) and files whose map is page-mapped.
+    pub fn file_map_shapes(&self) -> (u64, u64) {
+        let mut out = (0, 0);
+        for o in self.objects.values().filter(|o| o.kind == Kind::File) {
+            match o.chunks {
+                crate::mapping::FileMap::Page(_) => out.1 += 1,
+                _ => out.0 += 1,
+            }
+        }
+        out
+    }
+
     pub fn block_table(&self) -> &[crate::blocks::Block] {
         &self.blocks.blocks
     }

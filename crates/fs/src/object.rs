@@ -84,10 +84,12 @@ pub struct Object {
 }
 
 impl Object {
-    pub fn new(kind: Kind, mapping: crate::mapping::MappingKind) -> Self {
+    /// A new object whose file map is of `mapping`'s kind, on a device of
+    /// `pages_per_block`-page blocks.
+    pub fn new(kind: Kind, mapping: crate::mapping::MappingKind, pages_per_block: u32) -> Self {
         Self {
             size: 0,
-            chunks: FileMap::new(mapping),
+            chunks: FileMap::new(mapping, pages_per_block),
             details: None,
             header: NO_PAGE,
             parent: 0,

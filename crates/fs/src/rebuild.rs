@@ -189,7 +189,7 @@ impl<F: Flash> FileSystem<F> {
                 (None, Some(r)) => r.kind,
                 (None, None) => continue,
             };
-            let mut o = Object::new(kind, self.config.mapping);
+            let mut o = Object::new(kind, self.config.mapping, self.layout.pages_per_block);
             o.size = h.facts.size;
             o.header = h.pno;
             o.headers_on_flash = headers_on_flash;
@@ -268,7 +268,7 @@ impl<F: Flash> FileSystem<F> {
             return;
         }
         let now = self.now();
-        let mut root = Object::new(Kind::Dir, self.config.mapping);
+        let mut root = Object::new(Kind::Dir, self.config.mapping, self.layout.pages_per_block);
         root.details = Some(Box::new(Details::from_record(Record::bare(
             Kind::Dir,
             0o755,

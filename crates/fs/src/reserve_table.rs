@@ -127,7 +127,7 @@ mod tests {
     use crate::mapping::MappingKind;
 
     fn map_with(chunks: &[u32]) -> FileMap {
-        let mut m = FileMap::new(MappingKind::PageMapped);
+        let mut m = FileMap::new(MappingKind::PageMapped, 64);
         for (i, &c) in chunks.iter().enumerate() {
             m.set(c, 100 + i as u32);
         }

@@ -176,3 +176,64 @@ fn hybrid_keeps_small_files_in_the_log_and_gives_large_ones_blocks() {
     );
     assert_fsck(&mut fs, "hybrid");
 }
+
+/// MNFS maps a file by its blocks: a file written in order keeps one map entry an erase
+/// block through a checkpoint mount, a crash (scan) mount and a clean one; a rewrite
+/// makes it page-mapped, reading the same bytes. (The shapes are counted by
+/// `file_map_shapes`; the bytes are what matters, and they are checked at every step.)
+#[test]
+fn files_written_in_order_stay_block_granular() {
+    for dev in Dev::ALL {
+        let mut fs = fresh(dev);
+        let ppb = dev.config().geometry.pages_per_block as usize;
+        let size = dev.chunk() * ppb * 3 + 100;
+        let body = pattern(7, size);
+        let ino = fs.create(ROOT_INO, b"clip", file()).unwrap().ino;
+        for off in (0..size).step_by(dev.chunk() * 8) {
+            fs.write(
+                ino,
+                off as u64,
+                &body[off..(off + dev.chunk() * 8).min(size)],
+            )
+            .unwrap();
+        }
+        fs.fsync(ino).unwrap();
+        assert_eq!(
+            fs.file_map_shapes(),
+            (1, 0),
+            "{}: after writing",
+            dev.name()
+        );
+        let mut fs = crash_remount(fs);
+        assert_eq!(fs.file_map_shapes(), (1, 0), "{}: after a scan", dev.name());
+        assert_bytes(&read_all(&mut fs, ino).unwrap(), &body, dev.name());
+        let mut fs = clean_remount(fs);
+        assert_eq!(
+            fs.file_map_shapes(),
+            (1, 0),
+            "{}: from the checkpoint",
+            dev.name()
+        );
+        assert_bytes(&read_all(&mut fs, ino).unwrap(), &body, dev.name());
+        // A rewrite in the middle: page-mapped from now on, the same bytes.
+        let mut want = body.clone();
+        let at = dev.chunk() * ppb + 3;
+        want[at..at + 10].copy_from_slice(b"0123456789");
+        fs.write(ino, at as u64, b"0123456789").unwrap();
+        fs.fsync(ino).unwrap();
+        assert_eq!(
+            fs.file_map_shapes(),
+            (0, 1),
+            "{}: after a rewrite",
+            dev.name()
+        );
+        let mut fs = clean_remount(fs);
+        assert_bytes(&read_all(&mut fs, ino).unwrap(), &want, dev.name());
+        assert_fsck(&mut fs, dev.name());
+        // yaffs keeps page maps.
+        let mut y = format(dev);
+        let ino = y.create(ROOT_INO, b"clip", file()).unwrap().ino;
+        y.write(ino, 0, &body).unwrap();
+        assert_eq!(y.file_map_shapes(), (0, 1), "{}: yaffs", dev.name());
+    }
+}

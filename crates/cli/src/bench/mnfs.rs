@@ -403,6 +403,10 @@ struct MountRow {
     mount_sim_ms: f64,
     flash_reads: u64,
     heap_bytes: u64,
+    /// Files whose map is block-granular (one entry an erase block; `mnfs`) and files
+    /// whose map is page-mapped, after the mount.
+    block_granular_files: u64,
+    page_mapped_files: u64,
     energy_j: f64,
 }
 
@@ -425,6 +429,7 @@ pub fn run_mount(args: MnfsArgs) -> anyhow::Result<()> {
             let (mut fs, timing) = timed_mount(dev, force_scan)?;
             let heap = crate::heap::live_bytes().saturating_sub(heap_before) as u64;
             let after = fs.device_mut().stats().total();
+            let (block_granular_files, page_mapped_files) = fs.file_map_shapes();
             rows.push(MountRow {
                 profile: profile.clone(),
                 method: if force_scan { "scan" } else { "checkpoint" },
@@ -435,6 +440,8 @@ pub fn run_mount(args: MnfsArgs) -> anyhow::Result<()> {
                     - before.page_reads
                     - before.oob_reads,
                 heap_bytes: heap,
+                block_granular_files,
+                page_mapped_files,
                 energy_j: timing.energy_j,
             });
             dev = fs.unmount().context("unmounting")?;
@@ -444,19 +451,20 @@ pub fn run_mount(args: MnfsArgs) -> anyhow::Result<()> {
         return print_json(&rows);
     }
     println!(
-        "{:<8} {:<10} {:>6} {:>6} {:>12} {:>8} {:>10}",
-        "profile", "mount", "files", "u", "mount ms", "reads", "heap B"
+        "{:<8} {:<10} {:>6} {:>6} {:>12} {:>8} {:>10} {:>14}",
+        "profile", "mount", "files", "u", "mount ms", "reads", "heap B", "maps blk/page"
     );
     for r in &rows {
         println!(
-            "{:<8} {:<10} {:>6} {:>6.2} {:>12.2} {:>8} {:>10}",
+            "{:<8} {:<10} {:>6} {:>6.2} {:>12.2} {:>8} {:>10} {:>14}",
             r.profile,
             r.method,
             r.files,
             r.utilization,
             r.mount_sim_ms,
             r.flash_reads,
-            r.heap_bytes
+            r.heap_bytes,
+            format!("{}/{}", r.block_granular_files, r.page_mapped_files)
         );
     }
     Ok(())

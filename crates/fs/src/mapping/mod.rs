@@ -1,11 +1,17 @@
 //! Data mapping (DESIGN axis 2): where each chunk of a file lives on flash. The kind is
 //! chosen at mkfs (`FsConfig::mapping`); each file holds a [`FileMap`] of that kind. The
-//! page-mapped log (YAFFS) is the first; a block-mapped map (MNFS: a file owns whole erase
-//! blocks) slots in beside it as another variant.
+//! page-mapped log (YAFFS) maps any chunk to any page; the block-granular map (MNFS) keeps
+//! one entry per erase block of a file written once in order, and turns page-mapped when a
+//! file leaves that shape. Both map chunks to the same pages: the kind changes the RAM a
+//! file's map takes, not what is on flash.
 
+pub mod block_mapped;
 pub mod page_mapped;
 
 use serde::{Deserialize, Serialize};
+
+use block_mapped::{BlockMap, FirstBlock, Step};
+use page_mapped::PageMap;
 
 /// Which data mapping a file system uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -14,6 +20,8 @@ pub enum MappingKind {
     /// Any chunk in any page, YAFFS style.
     #[default]
     PageMapped,
+    /// A file's chunks in whole blocks, one map entry a block (MNFS).
+    BlockMapped,
 }
 
 /// A file's chunk-index-to-page map. Page numbers `NO_PAGE` (a hole) and `LOST_PAGE`
@@ -38,48 +46,113 @@ pub trait ChunkMap {
 
 /// A file's map, of the kind the file system uses.
 pub enum FileMap {
-    Page(page_mapped::PageMap),
+    Page(PageMap),
+    /// Block-granular, the file still in its first block.
+    First(FirstBlock),
+    /// Block-granular, past its first block.
+    Block(Box<BlockMap>),
+}
+
+/// The same call on whichever map a file holds.
+macro_rules! each {
+    ($self:expr, $m:ident => $e:expr) => {
+        match $self {
+            FileMap::Page($m) => $e,
+            FileMap::First($m) => $e,
+            FileMap::Block($m) => $e,
+        }
+    };
 }
 
 impl FileMap {
-    pub fn new(kind: MappingKind) -> Self {
+    /// An empty map of `kind` on a device of `pages_per_block`-page blocks.
+    pub fn new(kind: MappingKind, pages_per_block: u32) -> Self {
         match kind {
-            MappingKind::PageMapped => FileMap::Page(page_mapped::PageMap::default()),
+            MappingKind::PageMapped => FileMap::Page(PageMap::default()),
+            MappingKind::BlockMapped => FileMap::First(FirstBlock::new(pages_per_block)),
         }
     }
 
-    fn inner(&self) -> &dyn ChunkMap {
-        match self {
-            FileMap::Page(m) => m,
-        }
-    }
-
-    fn inner_mut(&mut self) -> &mut dyn ChunkMap {
-        match self {
-            FileMap::Page(m) => m,
+    /// A map of `kind` holding `runs` (as [`FileMap::runs`] gives them).
+    pub fn from_runs(kind: MappingKind, pages_per_block: u32, runs: &[(u32, u32, u32)]) -> Self {
+        match kind {
+            MappingKind::PageMapped => FileMap::Page(PageMap::from_runs(runs)),
+            MappingKind::BlockMapped => {
+                let mut m = FileMap::new(kind, pages_per_block);
+                for &(c, p, n) in runs {
+                    for k in 0..n {
+                        let page = if p == crate::object::LOST_PAGE {
+                            p
+                        } else {
+                            p + k
+                        };
+                        m.set(c + k, page);
+                    }
+                }
+                m
+            }
         }
     }
 
     pub fn get(&self, chunk: u32) -> u32 {
-        self.inner().get(chunk)
+        each!(self, m => m.get(chunk))
     }
+
     pub fn set(&mut self, chunk: u32, pno: u32) -> u32 {
-        self.inner_mut().set(chunk, pno)
+        let step = match self {
+            FileMap::Page(m) => return m.set(chunk, pno),
+            FileMap::First(m) => match m.step(chunk, pno) {
+                Ok(step) => step,
+                Err(second) => {
+                    *self = FileMap::Block(Box::new(second));
+                    Step::Took
+                }
+            },
+            FileMap::Block(m) => m.step(chunk, pno),
+        };
+        match step {
+            Step::Took | Step::Unchanged => crate::object::NO_PAGE,
+            Step::Leave => {
+                // Out of the block-granular shape for good: page-mapped from here on.
+                let mut page = PageMap::from_runs(&self.runs());
+                let old = page.set(chunk, pno);
+                *self = FileMap::Page(page);
+                old
+            }
+        }
     }
+
     pub fn truncate(&mut self, keep: u32) -> Vec<u32> {
-        self.inner_mut().truncate(keep)
+        match self {
+            FileMap::Page(m) => m.truncate(keep),
+            FileMap::First(m) => m.truncate(keep),
+            FileMap::Block(m) => {
+                let (dropped, back) = m.truncate(keep);
+                if let Some(first) = back {
+                    *self = FileMap::First(first);
+                }
+                dropped
+            }
+        }
     }
+
     pub fn runs(&self) -> Vec<(u32, u32, u32)> {
-        self.inner().runs()
+        each!(self, m => m.runs())
     }
     pub fn mapped(&self) -> u64 {
-        self.inner().mapped()
+        match self {
+            FileMap::Page(m) => m.mapped(),
+            _ => u64::from(self.end()),
+        }
     }
     pub fn holes_in(&self, from: u32, to: u32) -> u64 {
-        self.inner().holes_in(from, to)
+        match self {
+            FileMap::Page(m) => m.holes_in(from, to),
+            _ => block_mapped::holes(self.end(), from, to),
+        }
     }
     pub fn end(&self) -> u32 {
-        self.inner().end()
+        each!(self, m => m.end())
     }
 
     /// (chunk, page) of every mapped or lost chunk, in chunk order.
@@ -96,5 +169,143 @@ impl FileMap {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::object::{LOST_PAGE, NO_PAGE};
+    use proptest::prelude::*;
+
+    const PPB: u32 = 8;
+    const BLOCKS: u32 = 32;
+
+    /// What a test does to a file's map.
+    #[derive(Clone, Debug)]
+    enum Op {
+        /// The next chunk, at the writer's next page (most ops: files are written in order).
+        Append,
+        /// The writer moves on to a fresh block (with `summary`: after a summary page).
+        NewBlock {
+            block: u32,
+            summary: bool,
+        },
+        Set {
+            chunk: u32,
+            page: u32,
+        },
+        Unmap {
+            chunk: u32,
+        },
+        Lose {
+            chunk: u32,
+        },
+        Truncate {
+            keep: u32,
+        },
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            12 => Just(Op::Append),
+            3 => (0..BLOCKS, any::<bool>()).prop_map(|(block, summary)| Op::NewBlock { block, summary }),
+            1 => (0..40u32, 0..BLOCKS * PPB).prop_map(|(chunk, page)| Op::Set { chunk, page }),
+            1 => (0..40u32).prop_map(|chunk| Op::Unmap { chunk }),
+            1 => (0..40u32).prop_map(|chunk| Op::Lose { chunk }),
+            1 => (0..40u32).prop_map(|keep| Op::Truncate { keep }),
+        ]
+    }
+
+    fn same(block: &FileMap, page: &FileMap) {
+        assert_eq!(block.end(), page.end());
+        assert_eq!(block.mapped(), page.mapped());
+        assert_eq!(block.entries(), page.entries());
+        assert_eq!(block.runs(), page.runs());
+        for c in 0..page.end() + 3 {
+            assert_eq!(block.get(c), page.get(c), "chunk {c}");
+            assert_eq!(block.holes_in(c / 2, c + 1), page.holes_in(c / 2, c + 1));
+        }
+    }
+
+    proptest! {
+        /// Whatever is done to it, a block-granular map maps every chunk as the page map
+        /// does (it only takes less RAM while the file keeps its shape).
+        #[test]
+        fn block_granular_maps_as_the_page_map_does(ops in proptest::collection::vec(op(), 0..120)) {
+            let mut block = FileMap::new(MappingKind::BlockMapped, PPB);
+            let mut page = FileMap::new(MappingKind::PageMapped, PPB);
+            // The writer's next page, and the last page it may use in its block.
+            let (mut next, mut stop) = (0u32, PPB);
+            for op in ops {
+                match op {
+                    Op::Append => {
+                        if next >= BLOCKS * PPB {
+                            continue;
+                        }
+                        let c = page.end();
+                        prop_assert_eq!(block.set(c, next), page.set(c, next));
+                        next += 1;
+                        if next % PPB >= stop {
+                            next = (next / PPB + 1) * PPB;
+                        }
+                    }
+                    Op::NewBlock { block: b, summary } => {
+                        next = b * PPB;
+                        stop = if summary { PPB - 1 } else { PPB };
+                    }
+                    Op::Set { chunk, page: p } => {
+                        prop_assert_eq!(block.set(chunk, p), page.set(chunk, p));
+                    }
+                    Op::Unmap { chunk } => {
+                        prop_assert_eq!(block.set(chunk, NO_PAGE), page.set(chunk, NO_PAGE));
+                    }
+                    Op::Lose { chunk } => {
+                        prop_assert_eq!(block.set(chunk, LOST_PAGE), page.set(chunk, LOST_PAGE));
+                    }
+                    Op::Truncate { keep } => {
+                        let mut a = block.truncate(keep);
+                        let mut b = page.truncate(keep);
+                        a.sort_unstable();
+                        b.sort_unstable();
+                        prop_assert_eq!(a, b);
+                    }
+                }
+                same(&block, &page);
+            }
+        }
+    }
+
+    #[test]
+    fn a_file_written_in_order_keeps_one_entry_a_block() {
+        // 31 data pages and a summary a block, as on a small-page chip; blocks apart.
+        let mut m = FileMap::new(MappingKind::BlockMapped, 32);
+        let mut c = 0;
+        for b in [3u32, 9, 4, 20] {
+            for k in 0..31 {
+                assert_eq!(m.set(c, b * 32 + k), NO_PAGE);
+                c += 1;
+            }
+        }
+        match &m {
+            FileMap::Block(b) => assert_eq!(b.runs().len(), 4),
+            _ => panic!("not block-granular"),
+        }
+        assert_eq!(m.get(31 + 5), 9 * 32 + 5);
+        // A rewrite leaves the shape: the file is page-mapped from then on, same pages.
+        let before = m.entries();
+        assert_eq!(m.set(40, 7 * 32), 9 * 32 + 9);
+        assert!(matches!(m, FileMap::Page(_)));
+        let after = m.entries();
+        assert_eq!(after.len(), before.len());
+        assert_eq!(after[40], (40, 7 * 32));
+        // Truncating a block-granular file back into its first block: no heap again.
+        let mut m = FileMap::new(MappingKind::BlockMapped, 32);
+        for k in 0..40 {
+            m.set(k, if k < 31 { k } else { 64 + k - 31 });
+        }
+        assert_eq!(m.truncate(10).len(), 30);
+        assert!(matches!(m, FileMap::First(_)));
+        assert_eq!(m.get(9), 9);
     }
 }
