@@ -12,8 +12,13 @@
 //! whose chunks leave the shape (a chunk rewritten or moved by cleaning, written out of
 //! order, a hole, a page lost to a media error) turns into a page-mapped map for good
 //! (`FileMap` does that), so every file is always mapped exactly; only the RAM it takes
-//! differs. What is on flash is the same either way.
+//! differs. What is on flash is the same either way. One exception keeps most files
+//! block-granular: when it is the file's last block whose chunks leave the shape (the
+//! block left half-filled when the file was closed, which cleaning moves once erased
+//! blocks run out), that block's chunks, and any appended after, go to a page-mapped tail.
 
+use super::page_mapped::PageMap;
+use super::ChunkMap;
 use crate::object::NO_PAGE;
 
 /// A file whose chunks `0..len` sit on pages `first..first + len` of one erase block (no
@@ -27,22 +32,21 @@ pub struct FirstBlock {
 }
 
 /// A file past its first block: `stride` chunks a block (the number its first block
-/// took), every chunk below `len` mapped.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// took), every chunk below `len` mapped; with a tail, `len` is a whole number of blocks
+/// and the tail maps the chunks from `len` on.
 pub struct BlockMap {
     ppb: u32,
     stride: u32,
     len: u32,
     /// The page each block's run of chunks starts at.
     firsts: Vec<u32>,
+    tail: Option<Box<PageMap>>,
 }
 
 /// What a set does to a block-granular map.
 pub enum Step {
-    /// Taken: the chunk had no page before.
-    Took,
-    /// The map stays as it is (an unmap of a chunk it does not hold).
-    Unchanged,
+    /// Done: what the chunk was mapped to before.
+    Set(u32),
     /// The map cannot say this: make the file page-mapped, then set.
     Leave,
 }
@@ -80,7 +84,7 @@ impl FirstBlock {
     pub fn step(&mut self, chunk: u32, pno: u32) -> Result<Step, BlockMap> {
         if !is_page(pno) {
             return Ok(if pno == NO_PAGE && chunk >= self.len {
-                Step::Unchanged
+                Step::Set(NO_PAGE)
             } else {
                 Step::Leave
             });
@@ -91,14 +95,20 @@ impl FirstBlock {
         if self.len == 0 {
             self.first = pno;
             self.len = 1;
-            return Ok(Step::Took);
+            return Ok(Step::Set(NO_PAGE));
         }
         let last = self.first + self.len - 1;
         if pno == last + 1 && same_block(pno, last, self.ppb()) {
             self.len += 1;
-            return Ok(Step::Took);
+            return Ok(Step::Set(NO_PAGE));
         }
-        if same_block(pno, last, self.ppb()) || pno % self.ppb() + self.len > self.ppb() {
+        // A new block. Only a file whose first block took most of a block is mapped by
+        // block from here on: a small file split over two shared blocks (a stride of a
+        // few chunks) takes less room page-mapped.
+        if same_block(pno, last, self.ppb())
+            || pno % self.ppb() + self.len > self.ppb()
+            || self.len * 2 <= self.ppb()
+        {
             return Ok(Step::Leave);
         }
         // The second block: its stride is what the first took.
@@ -107,6 +117,7 @@ impl FirstBlock {
             stride: self.len,
             len: self.len + 1,
             firsts: vec![self.first, pno],
+            tail: None,
         })
     }
 
@@ -144,48 +155,77 @@ impl FirstBlock {
 }
 
 impl BlockMap {
-    fn last_page(&self) -> u32 {
-        self.get(self.len - 1)
-    }
-
     /// Sets `chunk` to `pno` if the map can say it.
     pub fn step(&mut self, chunk: u32, pno: u32) -> Step {
-        if !is_page(pno) {
-            return if pno == NO_PAGE && chunk >= self.len {
-                Step::Unchanged
+        if let Some(tail) = &mut self.tail {
+            return if chunk >= self.len {
+                Step::Set(tail.set(chunk, pno))
             } else {
                 Step::Leave
             };
         }
-        if chunk != self.len {
+        if chunk == self.len && is_page(pno) && self.try_append(pno) {
+            self.len += 1;
+            return Step::Set(NO_PAGE);
+        }
+        if pno == NO_PAGE && chunk >= self.len {
+            return Step::Set(NO_PAGE);
+        }
+        // Out of shape: fine in the file's last block (or past it), which becomes a
+        // page-mapped tail; anywhere else the whole file turns page-mapped.
+        let base = if chunk >= self.len {
+            self.len - self.len % self.stride
+        } else {
+            (self.len - 1) / self.stride * self.stride
+        };
+        if chunk < base || base < self.stride {
             return Step::Leave;
         }
-        let last = self.last_page();
+        let mut tail = PageMap::default();
+        for c in base..self.len {
+            tail.set(c, self.get(c));
+        }
+        self.firsts.truncate((base / self.stride) as usize);
+        self.len = base;
+        let old = tail.set(chunk, pno);
+        self.tail = Some(Box::new(tail));
+        Step::Set(old)
+    }
+
+    /// Whether `pno` can hold the chunk after the last in block-granular form: the next
+    /// page of the last block, or the start of a new block with room for a stride (which
+    /// this then records).
+    fn try_append(&mut self, pno: u32) -> bool {
+        let last = self.get(self.len - 1);
         if self.len.is_multiple_of(self.stride) {
-            // A new block, holding the next `stride` chunks.
             if same_block(pno, last, self.ppb) || pno % self.ppb + self.stride > self.ppb {
-                return Step::Leave;
+                return false;
             }
             self.firsts.push(pno);
-        } else if pno != last + 1 || !same_block(pno, last, self.ppb) {
-            return Step::Leave;
+            true
+        } else {
+            pno == last + 1 && same_block(pno, last, self.ppb)
         }
-        self.len += 1;
-        Step::Took
     }
 
     /// Drops chunks from `keep` on; the pages they had. When what is left fits one block,
     /// that block alone (the caller turns the map back into a [`FirstBlock`]).
     pub fn truncate(&mut self, keep: u32) -> (Vec<u32>, Option<FirstBlock>) {
-        if keep >= self.len {
-            return (Vec::new(), None);
+        let mut dropped = Vec::new();
+        if let Some(tail) = &mut self.tail {
+            dropped = tail.truncate(keep.max(self.len));
+            if tail.end() <= self.len {
+                self.tail = None;
+            }
         }
-        let dropped = (keep..self.len).map(|c| self.get(c)).collect();
-        self.len = keep;
-        self.firsts.truncate(keep.div_ceil(self.stride) as usize);
-        let back = (self.firsts.len() <= 1).then(|| FirstBlock {
+        if keep < self.len {
+            dropped.extend((keep..self.len).map(|c| self.get(c)));
+            self.len = keep;
+            self.firsts.truncate(keep.div_ceil(self.stride) as usize);
+        }
+        let back = (self.tail.is_none() && self.firsts.len() <= 1).then(|| FirstBlock {
             first: self.firsts.first().copied().unwrap_or(0),
-            len: keep,
+            len: self.len,
             ppb: u16::try_from(self.ppb).unwrap_or(u16::MAX),
         });
         (dropped, back)
@@ -198,18 +238,29 @@ impl BlockMap {
         if chunk < self.len {
             self.firsts[(chunk / self.stride) as usize] + chunk % self.stride
         } else {
-            NO_PAGE
+            self.tail.as_ref().map_or(NO_PAGE, |t| t.get(chunk))
         }
     }
 
-    /// One run a block, runs on consecutive pages joined (as the page map gives them).
+    /// One run a block, then the tail's; runs on consecutive pages joined (as the page
+    /// map gives them).
     pub fn runs(&self) -> Vec<(u32, u32, u32)> {
         let mut out: Vec<(u32, u32, u32)> = Vec::with_capacity(self.firsts.len());
-        for (i, &first) in self.firsts.iter().enumerate() {
+        let blocks = self.firsts.iter().enumerate().map(|(i, &first)| {
             let chunk = i as u32 * self.stride;
-            let n = self.stride.min(self.len - chunk);
+            (chunk, first, self.stride.min(self.len - chunk))
+        });
+        let tail = self.tail.as_ref().map(|t| t.runs()).unwrap_or_default();
+        for (chunk, first, n) in blocks.chain(tail) {
             match out.last_mut() {
-                Some((c, p, len)) if *c + *len == chunk && *p + *len == first => *len += n,
+                Some((c, p, len))
+                    if *c + *len == chunk
+                        && is_page(*p)
+                        && is_page(first)
+                        && p.checked_add(*len) == Some(first) =>
+                {
+                    *len += n
+                }
                 _ => out.push((chunk, first, n)),
             }
         }
@@ -217,6 +268,19 @@ impl BlockMap {
     }
 
     pub fn end(&self) -> u32 {
-        self.len
+        self.tail
+            .as_ref()
+            .map_or(self.len, |t| t.end().max(self.len))
+    }
+
+    pub fn mapped(&self) -> u64 {
+        u64::from(self.len) + self.tail.as_ref().map_or(0, |t| t.mapped())
+    }
+
+    pub fn holes_in(&self, from: u32, to: u32) -> u64 {
+        match &self.tail {
+            Some(t) => t.holes_in(from.max(self.len), to),
+            None => holes(self.len, from, to),
+        }
     }
 }

@@ -105,13 +105,13 @@ impl FileMap {
                 Ok(step) => step,
                 Err(second) => {
                     *self = FileMap::Block(Box::new(second));
-                    Step::Took
+                    Step::Set(crate::object::NO_PAGE)
                 }
             },
             FileMap::Block(m) => m.step(chunk, pno),
         };
         match step {
-            Step::Took | Step::Unchanged => crate::object::NO_PAGE,
+            Step::Set(old) => old,
             Step::Leave => {
                 // Out of the block-granular shape for good: page-mapped from here on.
                 let mut page = PageMap::from_runs(&self.runs());
@@ -142,13 +142,15 @@ impl FileMap {
     pub fn mapped(&self) -> u64 {
         match self {
             FileMap::Page(m) => m.mapped(),
-            _ => u64::from(self.end()),
+            FileMap::First(m) => u64::from(m.end()),
+            FileMap::Block(m) => m.mapped(),
         }
     }
     pub fn holes_in(&self, from: u32, to: u32) -> u64 {
         match self {
             FileMap::Page(m) => m.holes_in(from, to),
-            _ => block_mapped::holes(self.end(), from, to),
+            FileMap::First(m) => block_mapped::holes(m.end(), from, to),
+            FileMap::Block(m) => m.holes_in(from, to),
         }
     }
     pub fn end(&self) -> u32 {
@@ -204,6 +206,11 @@ mod tests {
         Truncate {
             keep: u32,
         },
+        /// Cleaning moves the last `n` chunks to fresh pages of `block`, in order.
+        Move {
+            n: u32,
+            block: u32,
+        },
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -214,6 +221,7 @@ mod tests {
             1 => (0..40u32).prop_map(|chunk| Op::Unmap { chunk }),
             1 => (0..40u32).prop_map(|chunk| Op::Lose { chunk }),
             1 => (0..40u32).prop_map(|keep| Op::Truncate { keep }),
+            1 => (1..PPB, 0..BLOCKS).prop_map(|(n, block)| Op::Move { n, block }),
         ]
     }
 
@@ -263,6 +271,15 @@ mod tests {
                     Op::Lose { chunk } => {
                         prop_assert_eq!(block.set(chunk, LOST_PAGE), page.set(chunk, LOST_PAGE));
                     }
+                    Op::Move { n, block: b } => {
+                        let end = page.end();
+                        for (k, c) in (end.saturating_sub(n)..end).enumerate() {
+                            if page.get(c) != NO_PAGE {
+                                let to = b * PPB + k as u32;
+                                prop_assert_eq!(block.set(c, to), page.set(c, to));
+                            }
+                        }
+                    }
                     Op::Truncate { keep } => {
                         let mut a = block.truncate(keep);
                         let mut b = page.truncate(keep);
@@ -299,6 +316,22 @@ mod tests {
         let after = m.entries();
         assert_eq!(after.len(), before.len());
         assert_eq!(after[40], (40, 7 * 32));
+        // Cleaning moving the half-filled last block keeps the others block-granular, the
+        // moved chunks (and later ones) in a page-mapped tail.
+        let mut m = FileMap::new(MappingKind::BlockMapped, 32);
+        for k in 0..40 {
+            m.set(k, if k < 31 { k } else { 64 + k - 31 });
+        }
+        for k in 31..40 {
+            assert_eq!(m.set(k, 320 + k - 31), 64 + k - 31);
+        }
+        assert!(matches!(m, FileMap::Block(_)));
+        m.set(40, 329);
+        assert_eq!(m.runs(), vec![(0, 0, 31), (31, 320, 10)]);
+        assert_eq!(m.mapped(), 41);
+        // ... but a rewrite before the last block makes it page-mapped.
+        assert_eq!(m.set(3, 900), 3);
+        assert!(matches!(m, FileMap::Page(_)));
         // Truncating a block-granular file back into its first block: no heap again.
         let mut m = FileMap::new(MappingKind::BlockMapped, 32);
         for k in 0..40 {
