@@ -79,15 +79,8 @@ impl FileMap {
             MappingKind::PageMapped => FileMap::Page(PageMap::from_runs(runs)),
             MappingKind::BlockMapped => {
                 let mut m = FileMap::new(kind, pages_per_block);
-                for &(c, p, n) in runs {
-                    for k in 0..n {
-                        let page = if p == crate::object::LOST_PAGE {
-                            p
-                        } else {
-                            p + k
-                        };
-                        m.set(c + k, page);
-                    }
+                for (c, p) in page_mapped::run_entries(runs) {
+                    m.set(c, p);
                 }
                 m
             }
@@ -159,18 +152,7 @@ impl FileMap {
 
     /// (chunk, page) of every mapped or lost chunk, in chunk order.
     pub fn entries(&self) -> Vec<(u32, u32)> {
-        let mut out = Vec::new();
-        for (c, p, n) in self.runs() {
-            for k in 0..n {
-                let page = if p == crate::object::LOST_PAGE {
-                    p
-                } else {
-                    p + k
-                };
-                out.push((c + k, page));
-            }
-        }
-        out
+        page_mapped::run_entries(&self.runs()).collect()
     }
 }
 

@@ -67,6 +67,13 @@ impl Dense {
     }
 }
 
+/// (chunk, page) of every chunk of `runs` (first chunk, first page, length), in order; a
+/// run of lost chunks gives `LOST_PAGE` for each.
+pub fn run_entries(runs: &[(u32, u32, u32)]) -> impl Iterator<Item = (u32, u32)> + '_ {
+    runs.iter()
+        .flat_map(|&(c, p, n)| (0..n).map(move |k| (c + k, if p == LOST_PAGE { p } else { p + k })))
+}
+
 fn is_page(p: u32) -> bool {
     p != NO_PAGE && p != LOST_PAGE
 }
@@ -93,10 +100,8 @@ impl PageMap {
     /// A map restored from runs (first chunk, first page, length), in chunk order.
     pub fn from_runs(runs: &[(u32, u32, u32)]) -> PageMap {
         let mut m = PageMap::Empty;
-        for &(c, p, n) in runs {
-            for k in 0..n {
-                m.set(c + k, if p == LOST_PAGE { p } else { p + k });
-            }
+        for (c, p) in run_entries(runs) {
+            m.set(c, p);
         }
         m
     }
