@@ -107,7 +107,7 @@ mod tests {
 
     fn file(fs: &mut FileSystem<FlashDevice>) -> u32 {
         let ino = fs
-            .create(ROOT_INO, b"f", NewObject::test_file())
+            .create(ROOT_INO, b"f", NewObject::regular_file())
             .unwrap()
             .ino;
         fs.write(ino, 0, b"hello").unwrap();

@@ -48,9 +48,9 @@ pub struct NewObject<'a> {
 }
 
 impl NewObject<'static> {
-    /// A regular file, mode 0644, owned by root: what the unit tests create.
-    #[cfg(test)]
-    pub(crate) fn test_file() -> Self {
+    /// A regular file, mode 0644, owned by root: what the benchmarks and unit tests
+    /// create.
+    pub fn regular_file() -> Self {
         NewObject {
             kind: Kind::File,
             perm: 0o644,

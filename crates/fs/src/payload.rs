@@ -172,25 +172,25 @@ mod tests {
         // As if all but two had been used (a million creates take too long for a test).
         fs.next_ino = fs.layout.tags.max_obj() - 1;
         let a = fs
-            .create(ROOT_INO, b"a", NewObject::test_file())
+            .create(ROOT_INO, b"a", NewObject::regular_file())
             .unwrap()
             .ino;
         fs.write(a, 0, b"kept").unwrap();
         let b = fs
-            .create(ROOT_INO, b"b", NewObject::test_file())
+            .create(ROOT_INO, b"b", NewObject::regular_file())
             .unwrap()
             .ino;
         assert_eq!(b, fs.layout.tags.max_obj());
         assert_eq!(fs.object_numbers(), (max, max));
         let e = fs
-            .create(ROOT_INO, b"c", NewObject::test_file())
+            .create(ROOT_INO, b"c", NewObject::regular_file())
             .unwrap_err();
         assert!(matches!(e, FsError::NoObjectNumbers(n) if n == max), "{e}");
         assert_eq!(e.errno(), 28);
         // Deleting frees room, not numbers.
         fs.unlink(ROOT_INO, b"b").unwrap();
         assert!(matches!(
-            fs.create(ROOT_INO, b"c", NewObject::test_file()),
+            fs.create(ROOT_INO, b"c", NewObject::regular_file()),
             Err(FsError::NoObjectNumbers(_))
         ));
         let dev = fs.unmount().unwrap();
@@ -204,7 +204,7 @@ mod tests {
         .unwrap();
         assert_eq!(fs.object_numbers(), (max, max));
         assert!(matches!(
-            fs.create(ROOT_INO, b"d", NewObject::test_file()),
+            fs.create(ROOT_INO, b"d", NewObject::regular_file()),
             Err(FsError::NoObjectNumbers(_))
         ));
         let mut buf = [0u8; 4];

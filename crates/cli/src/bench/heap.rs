@@ -9,13 +9,14 @@
 use anyhow::{ensure, Context};
 use clap::Args;
 use nandkit_flash::StripedDevice;
+use nandkit_fs::NewObject;
 use nandkit_fs::{FileSystem, MountMethod, ROOT_INO};
 use serde::Serialize;
 
 use super::energy::Mark;
 use super::{
-    directory, format, human_joules, mount_options, noise, print_json, regular_file,
-    write_sequential, DeviceInfo, FsArgs, PhaseStats, Progress, Snapshot,
+    directory, format, human_joules, mount_options, noise, print_json, write_sequential,
+    DeviceInfo, FsArgs, PhaseStats, Progress, Snapshot,
 };
 use crate::device_args::{parse_bytes, DeviceArgs};
 use crate::heap as counter;
@@ -188,7 +189,7 @@ fn run_case(
         let parent = parents[(k % parents.len() as u64) as usize];
         let name = format!("f{k:06}");
         let ino = fs
-            .create(parent, name.as_bytes(), regular_file())
+            .create(parent, name.as_bytes(), NewObject::regular_file())
             .with_context(|| format!("creating {what} {name}"))?
             .ino;
         if files == 1 {

@@ -2,6 +2,7 @@
 //! records of a fixed size, each record durable before the next is issued (O_SYNC: a write
 //! then fsync), on an array of P chips striped; throughput in simulated time.
 
+use nandkit_fs::NewObject;
 use std::time::Instant;
 
 use anyhow::{ensure, Context};
@@ -12,7 +13,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::Serialize;
 
 use super::energy::Mark;
-use super::{format_on, noise, print_rows_json, regular_file, FsArgs, Progress};
+use super::{format_on, noise, print_rows_json, FsArgs, Progress};
 use crate::device_args::{parse_bytes, DeviceArgs};
 
 pub const LONG_ABOUT: &str =
@@ -149,7 +150,7 @@ fn one(args: &IozoneArgs, chips: u32, record: u64, file_size: u64) -> anyhow::Re
     };
     let mut fs = format_on(config, &args.fs, options)?;
     let ino = fs
-        .create(ROOT_INO, b"iozone", regular_file())
+        .create(ROOT_INO, b"iozone", NewObject::regular_file())
         .context("creating the file")?
         .ino;
     let data = noise(record as usize, args.workload_seed);

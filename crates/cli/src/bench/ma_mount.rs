@@ -2,10 +2,11 @@
 
 use anyhow::{ensure, Context};
 use clap::Args;
+use nandkit_fs::NewObject;
 use nandkit_fs::{MountMethod, ROOT_INO};
 use serde::Serialize;
 
-use super::{directory, format, noise, print_json, regular_file, timed_mount, FsArgs, Progress};
+use super::{directory, format, noise, print_json, timed_mount, FsArgs, Progress};
 use crate::device_args::DeviceArgs;
 
 pub const LONG_ABOUT: &str =
@@ -120,7 +121,7 @@ fn scenario(args: &MaMountArgs, name: &str, fill: &Fill) -> anyhow::Result<Row> 
     match *fill {
         Fill::Nothing => {}
         Fill::OneFile(bytes) => {
-            let ino = fs.create(ROOT_INO, b"big", regular_file())?.ino;
+            let ino = fs.create(ROOT_INO, b"big", NewObject::regular_file())?.ino;
             let step = 1 << 20;
             let data = noise(step as usize, 1);
             let mut progress = Progress::bytes(bytes, "writing", args.json);
@@ -145,7 +146,9 @@ fn scenario(args: &MaMountArgs, name: &str, fill: &Fill) -> anyhow::Result<Row> 
                     dir = fs.create(ROOT_INO, dname.as_bytes(), directory())?.ino;
                 }
                 let fname = format!("f{i}");
-                let ino = fs.create(dir, fname.as_bytes(), regular_file())?.ino;
+                let ino = fs
+                    .create(dir, fname.as_bytes(), NewObject::regular_file())?
+                    .ino;
                 fs.write(ino, 0, &data).context("writing")?;
                 fs.fsync(ino)?;
                 progress.inc(1);

@@ -4,6 +4,7 @@
 
 use anyhow::Context;
 use clap::Args;
+use nandkit_fs::NewObject;
 use nandkit_fs::{FsError, Ino, ROOT_INO};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -252,7 +253,7 @@ fn fill_fresh(fs: &mut Fs, u: f64, file_size: u64) -> anyhow::Result<u64> {
         let ino = match fs.create(
             ROOT_INO,
             format!("f{n:06}").as_bytes(),
-            super::regular_file(),
+            NewObject::regular_file(),
         ) {
             Ok(a) => a.ino,
             Err(FsError::NoSpace) => break,
@@ -300,7 +301,7 @@ fn fill_aged(fs: &mut Fs, u: f64, seed: u64) -> anyhow::Result<u64> {
         } else {
             let size = rng.gen_range(16u64 << 10..=1 << 20);
             next += 1;
-            match fs.create(ROOT_INO, b"new", super::regular_file()) {
+            match fs.create(ROOT_INO, b"new", NewObject::regular_file()) {
                 Ok(a) => {
                     let name = format!("a{:08}", a.ino);
                     fs.rename(

@@ -14,6 +14,7 @@ use anyhow::Context;
 use clap::Args;
 use nandkit_flash::Flash;
 use nandkit_fs::blocks::BlockState;
+use nandkit_fs::NewObject;
 use nandkit_fs::{FsError, ROOT_INO};
 use serde::Serialize;
 
@@ -211,7 +212,7 @@ fn run_one(
         for i in 0..files {
             let name = format!("f{i:06}");
             let step = fs
-                .create(ROOT_INO, name.as_bytes(), super::regular_file())
+                .create(ROOT_INO, name.as_bytes(), NewObject::regular_file())
                 .and_then(|a| {
                     made += 1;
                     fs.write(a.ino, 0, &data)?;

@@ -6,6 +6,7 @@
 use anyhow::Context;
 use clap::Args;
 use nandkit_flash::Flash;
+use nandkit_fs::NewObject;
 use nandkit_fs::{FsError, ROOT_INO};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -13,7 +14,7 @@ use serde::Serialize;
 
 use super::energy::Mark;
 use super::used_fraction;
-use super::{format, noise, print_json, regular_file, timed_mount, Fs, FsArgs};
+use super::{format, noise, print_json, timed_mount, Fs, FsArgs};
 use crate::device_args::{parse_bytes, DeviceArgs};
 
 pub const FILL_ABOUT: &str = "The MNFS paper's write test (Figure 4): on a clean device, \
@@ -95,7 +96,11 @@ fn fill(
     let (mut files, mut bytes) = (0u64, 0u64);
     'files: while used_fraction(fs) < fill_to {
         let size = rng.gen_range(sizes.0..=sizes.1);
-        let ino = match fs.create(ROOT_INO, format!("m{files:05}").as_bytes(), regular_file()) {
+        let ino = match fs.create(
+            ROOT_INO,
+            format!("m{files:05}").as_bytes(),
+            NewObject::regular_file(),
+        ) {
             Ok(a) => a.ino,
             Err(FsError::NoSpace) => break,
             Err(e) => return Err(e).context("creating a file"),
@@ -247,7 +252,7 @@ pub fn run_delete(args: DeleteArgs) -> anyhow::Result<()> {
                     .context("emptying the device")?;
             }
             let ino = fs
-                .create(ROOT_INO, b"victim", regular_file())
+                .create(ROOT_INO, b"victim", NewObject::regular_file())
                 .context("creating the file")?
                 .ino;
             let data = noise(size as usize, 5);
@@ -325,7 +330,11 @@ pub fn run_small(args: SmallArgs) -> anyhow::Result<()> {
         let mut outcome = "ok".to_string();
         for i in 0..args.files {
             let step = fs
-                .create(ROOT_INO, format!("s{i:06}").as_bytes(), regular_file())
+                .create(
+                    ROOT_INO,
+                    format!("s{i:06}").as_bytes(),
+                    NewObject::regular_file(),
+                )
                 .and_then(|a| {
                     fs.write(a.ino, 0, &data)?;
                     fs.fsync(a.ino)

@@ -6,6 +6,7 @@
 
 use anyhow::Context;
 use clap::Args;
+use nandkit_fs::NewObject;
 use nandkit_fs::{FsError, Ino, ROOT_INO};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -13,7 +14,7 @@ use serde::Serialize;
 
 use super::energy::Mark;
 use super::used_fraction;
-use super::{format, noise, print_json, regular_file, Fs, FsArgs, Progress};
+use super::{format, noise, print_json, Fs, FsArgs, Progress};
 use crate::device_args::{parse_bytes, DeviceArgs};
 
 pub const LONG_ABOUT: &str = "The MNFS paper's uniform write-response test (Figure 6): \
@@ -114,7 +115,7 @@ pub fn run(args: UniformArgs) -> anyhow::Result<()> {
     );
 
     let ino = fs
-        .create(ROOT_INO, b"movie", regular_file())
+        .create(ROOT_INO, b"movie", NewObject::regular_file())
         .context("creating the measured file")?
         .ino;
     let data = noise(args.write_size as usize, args.workload_seed + 1);
@@ -191,7 +192,7 @@ fn fragment(fs: &mut Fs, args: &UniformArgs) -> anyhow::Result<(usize, f64)> {
         let size = rng.gen_range(16u64 << 10..=4 << 20) as usize;
         let name = format!("frag{n:05}");
         n += 1;
-        let ino = match fs.create(ROOT_INO, name.as_bytes(), regular_file()) {
+        let ino = match fs.create(ROOT_INO, name.as_bytes(), NewObject::regular_file()) {
             Ok(a) => a.ino,
             Err(FsError::NoSpace) => break,
             Err(e) => return Err(e).context("fragmenting: create"),

@@ -370,22 +370,11 @@ pub fn bench_nvram(size: Option<u64>) -> anyhow::Result<nandkit_nvram::Nvram> {
         .context("creating the RAM NVRAM")
 }
 
-pub fn regular_file() -> NewObject<'static> {
-    NewObject {
-        kind: Kind::File,
-        perm: 0o644,
-        uid: 0,
-        gid: 0,
-        rdev: 0,
-        target: b"",
-    }
-}
-
 pub fn directory() -> NewObject<'static> {
     NewObject {
         kind: Kind::Dir,
         perm: 0o755,
-        ..regular_file()
+        ..NewObject::regular_file()
     }
 }
 

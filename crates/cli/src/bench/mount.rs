@@ -6,13 +6,14 @@ use anyhow::{ensure, Context};
 use clap::Args;
 use nandkit_flash::StripedDevice;
 use nandkit_fs::blocks::BlockState;
+use nandkit_fs::NewObject;
 use nandkit_fs::{FileSystem, Ino, Kind, MountMethod, ROOT_INO};
 use serde::Serialize;
 
 use super::energy::Mark;
 use super::{
-    directory, format, mount_options, noise, print_json, regular_file, DeviceInfo, FsArgs,
-    PhaseStats, Progress, Snapshot,
+    directory, format, mount_options, noise, print_json, DeviceInfo, FsArgs, PhaseStats, Progress,
+    Snapshot,
 };
 use crate::device_args::{parse_bytes, DeviceArgs};
 use crate::heap as counter;
@@ -126,7 +127,7 @@ pub fn run(args: MountArgs) -> anyhow::Result<()> {
         let parent = parents[(k % parents.len() as u64) as usize];
         let name = format!("f{k:06}");
         let ino = fs
-            .create(parent, name.as_bytes(), regular_file())
+            .create(parent, name.as_bytes(), NewObject::regular_file())
             .with_context(|| format!("creating {name}"))?
             .ino;
         fs.open(ino)?;

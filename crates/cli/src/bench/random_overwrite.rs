@@ -7,14 +7,14 @@ use anyhow::{ensure, Context};
 use clap::Args;
 use nandkit_flash::StripedDevice;
 use nandkit_fs::blocks::BlockState;
+use nandkit_fs::NewObject;
 use nandkit_fs::{CleanerKind, FileSystem, Ino, ROOT_INO};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::Serialize;
 
 use super::{
-    format, noise, print_json, regular_file, write_sequential, DeviceInfo, FsArgs, PhaseStats,
-    Progress, Snapshot,
+    format, noise, print_json, write_sequential, DeviceInfo, FsArgs, PhaseStats, Progress, Snapshot,
 };
 use crate::device_args::{parse_bytes, DeviceArgs};
 
@@ -168,7 +168,7 @@ pub fn run(args: RandomOverwriteArgs) -> anyhow::Result<()> {
         args.workload_seed,
     );
     let ino = fs
-        .create(ROOT_INO, b"random", regular_file())
+        .create(ROOT_INO, b"random", NewObject::regular_file())
         .context("creating the file")?
         .ino;
     let mut progress = Progress::bytes(file_size, "filling", args.json);

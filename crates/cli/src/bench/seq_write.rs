@@ -5,13 +5,14 @@
 use anyhow::{ensure, Context};
 use clap::Args;
 use nandkit_flash::StripedDevice;
+use nandkit_fs::NewObject;
 use nandkit_fs::{FileSystem, MountMethod, ROOT_INO};
 use serde::Serialize;
 
 use super::energy::Mark;
 use super::{
-    format, human_joules, noise, print_json, ratio, regular_file, timed_mount, write_sequential,
-    DeviceInfo, FsArgs, MountTiming, PhaseStats, Progress, Snapshot,
+    format, human_joules, noise, print_json, ratio, timed_mount, write_sequential, DeviceInfo,
+    FsArgs, MountTiming, PhaseStats, Progress, Snapshot,
 };
 use crate::device_args::{parse_bytes, DeviceArgs};
 
@@ -101,7 +102,7 @@ pub fn run(args: SeqWriteArgs) -> anyhow::Result<()> {
 
     let data = noise(args.write_size as usize, args.workload_seed);
     let ino = fs
-        .create(ROOT_INO, b"seq", regular_file())
+        .create(ROOT_INO, b"seq", NewObject::regular_file())
         .context("creating the file")?
         .ino;
     let mut progress = Progress::bytes(args.file_size, "writing", args.json);

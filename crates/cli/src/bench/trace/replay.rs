@@ -11,6 +11,7 @@
 //! Only flash time passes in the simulation: the file system's CPU time, and any thread
 //! hand-off between a dispatcher and per-chip workers, cost nothing here.
 
+use nandkit_fs::NewObject;
 use std::collections::HashMap;
 
 use anyhow::{bail, ensure, Context};
@@ -18,7 +19,7 @@ use nandkit_flash::Flash;
 use nandkit_fs::{Ino, ROOT_INO};
 use serde::Serialize;
 
-use super::super::{noise, regular_file, Fs, Progress};
+use super::super::{noise, Fs, Progress};
 use super::format::{Op, Request};
 
 /// The files setup made, by name.
@@ -85,7 +86,7 @@ pub fn prepare(fs: &mut Fs, trace: &[Request], seed: u64, quiet: bool) -> anyhow
             "the trace reaches byte {bytes} of '{name}', beyond the largest file ({max_file})"
         );
         let ino = fs
-            .create(ROOT_INO, name.as_bytes(), regular_file())
+            .create(ROOT_INO, name.as_bytes(), NewObject::regular_file())
             .with_context(|| format!("creating '{name}'"))?
             .ino;
         let mut offset = 0;
@@ -209,7 +210,9 @@ fn serve(
             r.size
         }
         Op::Create => {
-            let ino = fs.create(ROOT_INO, r.file.as_bytes(), regular_file())?.ino;
+            let ino = fs
+                .create(ROOT_INO, r.file.as_bytes(), NewObject::regular_file())?
+                .ino;
             fs.fsync(ino)?;
             inos.insert(r.file.clone(), ino);
             0
