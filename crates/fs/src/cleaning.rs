@@ -108,6 +108,10 @@ impl<F: Flash> FileSystem<F> {
                 return Ok(());
             }
         };
+        if let Tags::Data(d) = &read.tags {
+            // Its owner's map is repointed below: it must be in RAM.
+            self.map(d.obj)?;
+        }
         let mut tags = read.tags;
         let mut data = read.data;
         let (obj, chunk) = match &mut tags {
@@ -218,6 +222,9 @@ impl<F: Flash> FileSystem<F> {
     /// A valid page that cannot be copied: whoever owns it loses it (reads give EIO, a
     /// lost header is rewritten from RAM, or the object is marked for repair).
     pub(crate) fn forget_page(&mut self, pno: u32) {
+        // Whoever owns it must be found: every map in RAM. (A map that fails to load
+        // reports the damage itself when its file is next used.)
+        let _ = self.map_all();
         self.blocks.invalidate(pno);
         let mut lost_headers = Vec::new();
         for (&ino, o) in self.objects.iter_mut() {

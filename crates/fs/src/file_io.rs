@@ -54,6 +54,7 @@ impl<F: Flash> FileSystem<F> {
     /// The access time moves as the mount's policy says.
     pub fn read(&mut self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {
         self.settle()?;
+        self.map(ino)?;
         let n = self.read_shared(ino, offset, buf)?;
         self.accessed(ino)?;
         Ok(n)
@@ -65,6 +66,12 @@ impl<F: Flash> FileSystem<F> {
     pub fn read_shared(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {
         self.check_alive()?;
         self.file(ino)?;
+        if !self.map_loaded(ino) {
+            // Loading it takes the file system exclusively (`read` does; so does `open`).
+            return Err(FsError::Invalid(
+                "the file's chunk map is not loaded yet: open or read it exclusively first",
+            ));
+        }
         let size = self.obj(ino)?.size;
         if offset >= size {
             return Ok(0);
@@ -153,6 +160,7 @@ impl<F: Flash> FileSystem<F> {
     fn write_touching(&mut self, ino: Ino, offset: u64, data: &[u8], touch: bool) -> Result<usize> {
         self.check_writable()?;
         self.file(ino)?;
+        self.map(ino)?;
         self.load(ino)?;
         let c = u64::from(self.layout.chunk_bytes);
         let end = offset

@@ -168,6 +168,9 @@ pub struct FileSystem<F: Flash> {
     pub(crate) handles: HashMap<Ino, u32>,
     /// Unlinked files only the kernel still references: attributes kept, data freed.
     pub(crate) hollow: HashSet<Ino>,
+    /// Files whose chunk maps are still only in the metadata store: a MiNV mount after a
+    /// clean unmount reads a file's offsets the first time the file is used (`map`).
+    pub(crate) unloaded: HashSet<Ino>,
     pub(crate) atime: AtimePolicy,
     pub(crate) anchors: Anchors,
     /// Open block of each write stream.
@@ -242,6 +245,7 @@ impl<F: Flash> FileSystem<F> {
             reserves: Default::default(),
             handles: HashMap::new(),
             hollow: HashSet::new(),
+            unloaded: HashSet::new(),
             punching: HashSet::new(),
             batch: Default::default(),
             atime: AtimePolicy::default(),
@@ -490,6 +494,30 @@ impl<F: Flash> FileSystem<F> {
         out
     }
 
+    /// Makes sure `ino`'s chunk map is in RAM (see `unloaded`). Every path that reads or
+    /// changes a file's map calls this first.
+    pub(crate) fn map(&mut self, ino: Ino) -> Result<()> {
+        if self.unloaded.is_empty() || !self.unloaded.contains(&ino) {
+            return Ok(());
+        }
+        self.meta_hook(|store, fs| store.load_map(fs, ino))
+    }
+
+    /// Every file's chunk map in RAM (fsck, and a page lost whose owner is unknown).
+    pub(crate) fn map_all(&mut self) -> Result<()> {
+        let mut inos: Vec<Ino> = self.unloaded.iter().copied().collect();
+        inos.sort_unstable();
+        for ino in inos {
+            self.map(ino)?;
+        }
+        Ok(())
+    }
+
+    /// Whether `ino`'s chunk map is in RAM, as `read_shared` needs it to be.
+    pub fn map_loaded(&self, ino: Ino) -> bool {
+        !self.unloaded.contains(&ino)
+    }
+
     fn meta_after_mount(&mut self) -> Result<()> {
         self.meta_hook(|store, fs| store.after_mount(fs))
     }
@@ -628,6 +656,7 @@ impl<F: Flash> FileSystem<F> {
         self.check_alive()?;
         self.visible(ino)?;
         self.load(ino)?;
+        self.map(ino)?;
         let o = self.obj(ino)?;
         let d = o.d();
         let named = ino == ROOT_INO || !d.names.is_empty();
@@ -672,6 +701,7 @@ impl<F: Flash> FileSystem<F> {
         self.check_writable()?;
         self.visible(ino)?;
         self.load(ino)?;
+        self.map(ino)?;
         let kind = self.obj(ino)?.kind;
         if let Some(size) = set.size {
             if kind == Kind::Dir {

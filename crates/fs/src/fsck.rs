@@ -55,6 +55,10 @@ enum Owner {
 impl<F: Flash> FileSystem<F> {
     pub fn fsck(&mut self) -> FsckReport {
         let mut r = FsckReport::default();
+        if let Err(e) = self.map_all() {
+            r.problems
+                .push(format!("a file's chunk map does not load: {e}"));
+        }
         let p = |r: &mut FsckReport, s: String| {
             if r.problems.len() < 1000 {
                 r.problems.push(s);

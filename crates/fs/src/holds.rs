@@ -29,6 +29,8 @@ impl<F: Flash> FileSystem<F> {
         if self.hollow.contains(&ino) {
             return Err(FsError::NotFound);
         }
+        // Readers that share the file system need the map in RAM.
+        self.map(ino)?;
         let o = self.obj_mut(ino)?;
         o.open = o.open.saturating_add(1);
         let n = self.handles.entry(ino).or_insert(0);

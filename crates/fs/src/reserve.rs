@@ -21,6 +21,7 @@ impl<F: Flash> FileSystem<F> {
     /// range's end.
     pub(crate) fn check_range_call(&mut self, ino: Ino, offset: u64, len: u64) -> Result<u64> {
         self.check_writable()?;
+        self.map(ino)?;
         match self.visible(ino)?.kind {
             Kind::File => {}
             Kind::Dir => return Err(FsError::IsDir),

@@ -324,3 +324,139 @@ fn data_page_bit_errors_give_eio_not_wrong_data() {
     }
     assert!(eio > 0 && exact > 0, "eio {eio}, exact {exact}");
 }
+
+/// NVRAM bytes a mount of `fs`'s image reads, after a clean unmount or a crash.
+fn mount_reads(fs: Fs, crash: bool) -> (u64, Fs) {
+    let (flash, nv) = if crash {
+        let (mut flash, nv) = fs.into_parts();
+        flash.power_cycle().unwrap();
+        (flash, nv)
+    } else {
+        fs.unmount_parts().unwrap()
+    };
+    let nv = nv.unwrap();
+    let before = nv.stats().bytes_read;
+    let fs = mount_parts(flash, Some(nv)).unwrap();
+    (fs.nvram().unwrap().stats.bytes_read - before, fs)
+}
+
+/// After a clean unmount a mount reads no file's offsets (what the unmount saved stands
+/// in for them): the NVRAM it reads does not grow with the data. After a crash it walks
+/// every offset structure, as it must.
+#[test]
+fn a_mount_after_a_clean_unmount_reads_no_file_offsets() {
+    let dev = Dev::Small;
+    let mut reads = Vec::new();
+    for size in [4096usize, 1 << 20] {
+        let mut fs = fresh(dev);
+        let ino = fs.create(ROOT_INO, b"f", file()).unwrap().ino;
+        fs.write(ino, 0, &pattern(7, size)).unwrap();
+        fs.fsync(ino).unwrap();
+        let (clean, mut fs) = mount_reads(fs, false);
+        assert_eq!(fs.mount_method(), MountMethod::Nvram);
+        assert_bytes(&read_all(&mut fs, ino).unwrap(), &pattern(7, size), "clean");
+        let (crash, mut fs) = mount_reads(fs, true);
+        assert_bytes(&read_all(&mut fs, ino).unwrap(), &pattern(7, size), "crash");
+        assert_fsck(&mut fs, "after the crash");
+        reads.push((clean, crash));
+    }
+    let [(small_clean, small_crash), (big_clean, big_crash)] = reads[..] else {
+        unreachable!()
+    };
+    // The file's size is in its record: a few bytes more at most.
+    assert!(
+        big_clean.abs_diff(small_clean) < 32,
+        "clean mounts read {small_clean} and {big_clean} bytes"
+    );
+    // 1 MiB of 512-byte chunks is 35 offset structures of 256 bytes.
+    assert!(
+        big_crash > small_crash + 30 * 256,
+        "crash mounts read {small_crash} and {big_crash} bytes"
+    );
+}
+
+/// Everything a file system does to a file whose map a mount left in the NVRAM: read,
+/// overwrite, truncate, punch, seek, link, rename over it, unlink it, and clean the
+/// blocks it lives in, with nothing loading it first. Each must load it, then answer as
+/// if it had never been left; the image stays clean through a crash and a remount.
+#[test]
+fn files_left_unread_by_a_mount_load_on_first_use() {
+    let dev = Dev::Small;
+    let c = dev.chunk();
+    let mut fs = fresh(dev);
+    let mut data: Vec<(Ino, Vec<u8>)> = Vec::new();
+    for i in 0..12u64 {
+        let ino = fs
+            .create(ROOT_INO, format!("f{i}").as_bytes(), file())
+            .unwrap()
+            .ino;
+        let d = pattern(i, 40 * c + 100);
+        fs.write(ino, 0, &d).unwrap();
+        fs.fsync(ino).unwrap();
+        data.push((ino, d));
+    }
+    // Fill most of the device with a file that is deleted again: cleaning has work.
+    let filler = fs.create(ROOT_INO, b"filler", file()).unwrap().ino;
+    let free = fs.statfs().free_chunks as usize;
+    fs.write(filler, 0, &pattern(99, (free - 40) * c)).unwrap();
+    fs.unlink(ROOT_INO, b"filler").unwrap();
+    fs.sync().unwrap();
+    let mut fs = clean_remount(fs);
+
+    // read through the shared path: refused until loaded, then right.
+    let (i0, d0) = data[0].clone();
+    let mut buf = vec![0u8; 10];
+    assert!(fs.read_shared(i0, 0, &mut buf).is_err());
+    assert_bytes(&read_all(&mut fs, i0).unwrap(), &d0, "read");
+    assert!(fs.read_shared(i0, 0, &mut buf).is_ok());
+    // overwrite the middle
+    let (i1, d1) = &mut data[1];
+    fs.write(*i1, 5 * c as u64, &[0xab; 700]).unwrap();
+    d1[5 * c..5 * c + 700].fill(0xab);
+    // truncate
+    let (i2, d2) = &mut data[2];
+    let set = SetAttr {
+        size: Some(3 * c as u64 + 1),
+        ..SetAttr::default()
+    };
+    fs.setattr(*i2, set).unwrap();
+    d2.truncate(3 * c + 1);
+    // punch
+    let (i3, d3) = &mut data[3];
+    fs.punch_hole(*i3, 2 * c as u64, 4 * c as u64).unwrap();
+    d3[2 * c..6 * c].fill(0);
+    // seek
+    let (i4, _) = data[4];
+    assert_eq!(fs.seek_hole(i4, 0).unwrap(), 40 * c as u64 + 100);
+    // link, then unlink the first name
+    let (i5, _) = data[5];
+    fs.link(i5, ROOT_INO, b"second").unwrap();
+    fs.unlink(ROOT_INO, b"f5").unwrap();
+    // rename over an unread file: it goes, its pages with it
+    fs.rename(ROOT_INO, b"f6", ROOT_INO, b"f7", RenameMode::Replace)
+        .unwrap();
+    let (i6, d6) = data.remove(6);
+    let (i7, _) = data.remove(6);
+    data.push((i6, d6));
+    // unlink an unread file
+    fs.unlink(ROOT_INO, b"f8").unwrap();
+    let (i8, _) = data.remove(6);
+    // clean every block worth cleaning: the owners of the pages moved are unread
+    fs.gc(u32::MAX).unwrap();
+    assert!(fs.stats().blocks_cleaned > 0, "nothing was cleaned");
+    assert!(fs.getattr(i7).is_err(), "the renamed-over file lives on");
+    assert!(fs.getattr(i8).is_err(), "the unlinked file lives on");
+
+    let check = |fs: &mut Fs, data: &[(Ino, Vec<u8>)], ctx: &str| {
+        assert_fsck(fs, ctx);
+        for (ino, d) in data {
+            assert_bytes(&read_all(fs, *ino).unwrap(), d, ctx);
+        }
+    };
+    check(&mut fs, &data, "after the ops");
+    fs.sync().unwrap();
+    let mut fs = crash_remount(fs);
+    check(&mut fs, &data, "after a crash");
+    let mut fs = clean_remount(fs);
+    check(&mut fs, &data, "after a clean remount");
+}

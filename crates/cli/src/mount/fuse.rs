@@ -813,10 +813,20 @@ impl Filesystem for NandFuse {
             }
             let buf = &mut buf[..size];
             let read = ino32(ino).and_then(|i| {
-                let (n, due) = self.with_fs_shared(|fs| {
+                let shared = self.with_fs_shared(|fs| {
+                    if !fs.map_loaded(i) {
+                        return Ok(None);
+                    }
                     let n = fs.read_shared(i, offset, buf)?;
-                    Ok((n, fs.atime_due(i)))
+                    Ok(Some((n, fs.atime_due(i))))
                 })?;
+                // A file whose map a MiNV mount has not read yet (open reads it, so only
+                // a read without an open lands here): the exclusive read loads it, and
+                // moves the access time itself.
+                let (n, due) = match shared {
+                    Some(x) => x,
+                    None => (self.with_fs(|fs| fs.read(i, offset, buf))?, false),
+                };
                 if due {
                     // The bytes are read; a file unlinked meanwhile has no time left to move.
                     let _ = self.with_fs(|fs| fs.access(i));

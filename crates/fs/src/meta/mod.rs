@@ -65,6 +65,12 @@ pub trait MetadataStore<F: Flash>: Send + Sync {
         Ok(())
     }
 
+    /// Builds the RAM chunk map of `ino`, a file whose map a mount left in the store
+    /// (`FileSystem::unloaded`).
+    fn load_map(&mut self, _fs: &mut FileSystem<F>, _ino: Ino) -> Result<()> {
+        Ok(())
+    }
+
     /// `ino` left the file system without a header write of its own (an attribute set
     /// goes with its owner): a store that keeps something per object frees it.
     fn forget(&mut self, _fs: &mut FileSystem<F>, _ino: Ino) -> Result<()> {

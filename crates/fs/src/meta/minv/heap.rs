@@ -1,11 +1,13 @@
 //! The NVRAM manager: which heap units are in use.
 //!
-//! Nothing about it is kept in the NVRAM. An allocation becomes durable only by being
-//! linked from something reachable (the inode table, an inode, an offset chain), so at
-//! mount the heap is rebuilt from what is reachable, and everything else is free: a crash
-//! between an allocation and its publication leaks nothing. Free space is kept as extents
-//! by size (exact fit first, else the smallest larger extent is split); extents freed while
-//! mounted are not merged, which the next mount does by rebuilding.
+//! Nothing about it is kept in the NVRAM while mounted. An allocation becomes durable only
+//! by being linked from something reachable (the inode table, an inode, an offset chain),
+//! so a mount after a crash rebuilds the heap from what is reachable, and everything else
+//! is free: a crash between an allocation and its publication leaks nothing. A clean
+//! unmount saves the free extents (`save`), so the next mount need not walk every offset
+//! structure to find them. Free space is kept as extents by size (exact fit first, else
+//! the smallest larger extent is split); extents freed while mounted are not merged until
+//! the free list is listed or rebuilt.
 
 use std::collections::BTreeMap;
 
@@ -35,6 +37,44 @@ impl Heap {
             h.put(at, (end - at) / UNIT);
         }
         h
+    }
+
+    /// A heap over `[start, end)` whose free extents are `free` (offset, bytes), as
+    /// [`Heap::free_extents`] listed them. None if they are not sorted, unit-aligned,
+    /// disjoint and inside the range.
+    pub(crate) fn from_free(start: u64, end: u64, free: &[(u64, u64)]) -> Option<Heap> {
+        let mut h = Heap::default();
+        let mut at = start;
+        let mut free_units = 0;
+        for &(off, bytes) in free {
+            let aligned = off.is_multiple_of(UNIT) && bytes.is_multiple_of(UNIT) && bytes > 0;
+            if !aligned || off < at || off.checked_add(bytes)? > end {
+                return None;
+            }
+            h.put(off, bytes / UNIT);
+            free_units += bytes / UNIT;
+            at = off + bytes;
+        }
+        h.in_use_units = (end - start) / UNIT - free_units;
+        Some(h)
+    }
+
+    /// The free extents (offset, bytes), sorted, adjacent ones merged.
+    pub(crate) fn free_extents(&self) -> Vec<(u64, u64)> {
+        let mut all: Vec<(u64, u64)> = self
+            .free
+            .iter()
+            .flat_map(|(&units, offs)| offs.iter().map(move |&o| (o, units * UNIT)))
+            .collect();
+        all.sort_unstable();
+        let mut out: Vec<(u64, u64)> = Vec::with_capacity(all.len());
+        for (off, bytes) in all {
+            match out.last_mut() {
+                Some(last) if last.0 + last.1 == off => last.1 += bytes,
+                _ => out.push((off, bytes)),
+            }
+        }
+        out
     }
 
     fn put(&mut self, off: u64, units: u64) {
@@ -95,5 +135,25 @@ mod tests {
         h.release(1005 * UNIT, UNIT);
         assert_eq!(h.alloc(UNIT), Some(1005 * UNIT));
         assert_eq!(h.in_use_bytes(), 10 * UNIT);
+    }
+
+    #[test]
+    fn free_extents_merge_and_restore_the_same_heap() {
+        let mut h = Heap::rebuild(0, 64 * UNIT, &[(10 * UNIT, 2 * UNIT)]);
+        let a = h.alloc(3 * UNIT).unwrap();
+        let b = h.alloc(3 * UNIT).unwrap();
+        h.release(a, 3 * UNIT);
+        h.release(b, 3 * UNIT);
+        let free = h.free_extents();
+        // Freed neighbours come back as one extent: only the used one splits the range.
+        assert_eq!(free, vec![(0, 10 * UNIT), (12 * UNIT, 52 * UNIT)]);
+        let back = Heap::from_free(0, 64 * UNIT, &free).unwrap();
+        assert_eq!(back.in_use_bytes(), 2 * UNIT);
+        assert_eq!(back.free_extents(), free);
+        // Damaged lists are refused.
+        assert!(Heap::from_free(0, 64 * UNIT, &[(12 * UNIT, UNIT), (0, UNIT)]).is_none());
+        assert!(Heap::from_free(0, 64 * UNIT, &[(0, 65 * UNIT)]).is_none());
+        assert!(Heap::from_free(0, 64 * UNIT, &[(1, UNIT)]).is_none());
+        assert!(Heap::from_free(0, 64 * UNIT, &[(0, 0)]).is_none());
     }
 }

@@ -35,6 +35,7 @@ mod heap;
 pub mod layout;
 mod recover;
 mod redo;
+mod save;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -50,7 +51,7 @@ use super::{BlockEvent, MetadataStore};
 use crate::error::{FsError, Result};
 use crate::format::Record;
 use crate::fs::{FileSystem, MountMethod, MountOptions};
-use crate::object::NO_PAGE;
+use crate::object::{LOST_PAGE, NO_PAGE};
 use crate::rebuild::has_data;
 use crate::types::{Ino, ROOT_INO};
 
@@ -76,6 +77,11 @@ pub(crate) struct NvInode {
     pub blocks: BTreeMap<u32, u64>,
     /// Published pages by chunk (holes are not listed).
     pub slots: BTreeMap<u32, u32>,
+    /// The offset chain's head as the mount found it (read again only by `load_map`).
+    pub first: u64,
+    /// Whether `blocks` and `slots` were read: a mount after a clean unmount leaves a
+    /// file's offsets in the NVRAM until the file is used.
+    pub loaded: bool,
 }
 
 pub struct Minv {
@@ -92,6 +98,8 @@ pub struct Minv {
     dead: Vec<Ino>,
     /// The object-number high-water mark as stored (see `layout::HIGH_WATER_OFF`).
     high_water: u64,
+    /// Flash pages of the device.
+    pages: u64,
 }
 
 /// Maps NVRAM failures; a lost power marks the file system dead like a flash power cut.
@@ -131,6 +139,7 @@ impl Minv {
             by_page: HashMap::new(),
             dead: Vec::new(),
             high_water: 0,
+            pages: u64::from(fs.layout.blocks) * u64::from(fs.layout.pages_per_block),
         })
     }
 
@@ -200,8 +209,140 @@ impl Minv {
         (word, next)
     }
 
+    /// Reads `ino`'s offset chain if the mount left it in the NVRAM (see `save`).
+    fn nv_load(&mut self, ino: Ino) -> Result<()> {
+        let Some(mut n) = self.inodes.remove(&ino) else {
+            return Ok(());
+        };
+        let out = if n.loaded {
+            Ok(())
+        } else {
+            let mut r = recover::Reader {
+                nv: &mut self.nv,
+                patch: HashMap::new(),
+            };
+            let first = n.first;
+            let mut seen = std::collections::HashSet::new();
+            recover::read_chain(
+                &mut r,
+                &self.regions,
+                ino,
+                first,
+                self.pages,
+                &mut seen,
+                &mut n,
+            )
+        };
+        if out.is_err() {
+            n.blocks.clear();
+            n.slots.clear();
+            n.loaded = false;
+        }
+        self.inodes.insert(ino, n);
+        out
+    }
+
+    /// Makes the published pages of `ino` (a file whose offsets the mount left in the
+    /// NVRAM) its chunk map in RAM. Every page must be one the saved state called valid,
+    /// inside the file: anything else is damage, reported, and the map stays unread.
+    fn load_map_inner<F: Flash>(&mut self, fs: &mut FileSystem<F>, ino: Ino) -> Result<()> {
+        if self.inodes.get(&ino).is_none_or(|n| n.loaded) {
+            fs.unloaded.remove(&ino);
+            return Ok(());
+        }
+        self.nv_load(ino)?;
+        let n = &self.inodes[&ino];
+        let Some(o) = fs.objects.get(&ino) else {
+            return Ok(());
+        };
+        let c = u64::from(fs.layout.chunk_bytes);
+        let slots: Vec<(u32, u32)> = n.slots.iter().map(|(&c, &p)| (c, p)).collect();
+        for &(chunk, p) in &slots {
+            let inside = u64::from(chunk) * c < o.size;
+            let known = p == LOST_PAGE || (fs.blocks.is_valid(p) && !self.by_page.contains_key(&p));
+            if !inside || !known {
+                let n = self.inodes.get_mut(&ino).expect("listed");
+                n.blocks.clear();
+                n.slots.clear();
+                n.loaded = false;
+                return Err(FsError::CorruptNvram(format!(
+                    "object {ino}: chunk {chunk} is published at page {p}, which the state \
+                     saved at unmount does not give it"
+                )));
+            }
+        }
+        let o = fs.objects.get_mut(&ino).expect("listed");
+        for &(chunk, p) in &slots {
+            o.chunks.set(chunk, p);
+            o.saw_chunk(chunk);
+            if p != LOST_PAGE {
+                self.by_page.insert(p, (ino, chunk));
+            }
+        }
+        fs.unloaded.remove(&ino);
+        Ok(())
+    }
+
+    /// At clean unmount, with everything persisted: saves which pages hold published data
+    /// and the heap's free extents, then points the clean word at them (see `save`). No
+    /// room in the heap: nothing is saved and the next mount walks everything.
+    fn save_state<F: Flash>(&mut self, fs: &FileSystem<F>) -> Result<()> {
+        // A truncate publishes its record before RAM drops the chunks past the new end,
+        // so slots past a file's end can outlive it until the file's next header write.
+        // The saved state must describe every slot exactly: clear those now. A page in
+        // RAM that is not published (never expected here) means no state is saved.
+        let mut inos: Vec<Ino> = self
+            .inodes
+            .iter()
+            .filter(|(_, n)| n.loaded && !n.slots.is_empty())
+            .map(|(&i, _)| i)
+            .collect();
+        inos.sort_unstable();
+        for ino in inos {
+            let diff = Self::slot_changes(fs, self.inodes.get(&ino), ino);
+            if !diff.set.is_empty() {
+                return Ok(());
+            }
+            if !diff.clear.is_empty() {
+                self.set_slots(fs, ino, &diff.clear)?;
+            }
+        }
+        let guess = self.heap.free_extents().len() + 1;
+        let bytes = record_bytes(save::state_bytes(self.pages, guess) as usize);
+        let Some(off) = self.heap.alloc(bytes) else {
+            return Ok(());
+        };
+        let free = self.heap.free_extents();
+        if free.len() > guess {
+            self.heap.release(off, bytes);
+            return Ok(());
+        }
+        let words = self.pages.div_ceil(64) as usize;
+        let mut valid = fs.blocks.valid_words()[..words].to_vec();
+        // Pages of an object without an inode (an orphan still held in RAM) are nobody's
+        // after this unmount.
+        for (ino, o) in &fs.objects {
+            if has_data(o.kind) && !self.inodes.contains_key(ino) {
+                for (_, p) in o.chunks.entries() {
+                    if p != LOST_PAGE {
+                        valid[p as usize / 64] &= !(1u64 << (p % 64));
+                    }
+                }
+            }
+        }
+        let b = save::encode(&valid, self.pages, &free, bytes);
+        self.nv
+            .write(off, &b)
+            .and_then(|_| self.nv.persist(off, b.len() as u64))
+            .and_then(|_| self.store_persist(save::CLEAN_OFF, off))
+            .map_err(|e| nv_err(fs, e))
+    }
+
     /// Frees an unchained inode's allocations.
     fn release_inode(&mut self, ino: Ino) {
+        // A chain never read is read now, to free it; if it cannot be, its structures
+        // stay taken until the next mount that walks everything.
+        let _ = self.nv_load(ino);
         let Some(n) = self.inodes.remove(&ino) else {
             return;
         };
@@ -354,15 +495,29 @@ impl Minv {
             return Err(FsError::NameTooLong);
         }
         rec.version = fs.take_serial();
+        let unloaded = self.inodes.get(&ino).is_some_and(|n| !n.loaded);
         if rec.names.is_empty() && ino != ROOT_INO && fs.link_count(ino) == 0 {
             // Its last name is gone: the inode goes (an open file lives on in RAM only).
             if self.inodes.contains_key(&ino) {
+                if unloaded {
+                    // RAM must know its pages to free them.
+                    self.load_map_inner(fs, ino)?;
+                }
                 self.remove_inode(fs, ino)?;
             }
             return Ok(());
         }
         let bytes = rec.encode();
-        let diff = Self::slot_changes(fs, self.inodes.get(&ino), ino);
+        let diff = if unloaded {
+            // A map never loaded was never changed: nothing to publish.
+            debug_assert!(
+                fs.objects.get(&ino).is_none_or(|o| o.chunks.mapped() == 0),
+                "object {ino}: chunk map changed before it was loaded"
+            );
+            SlotDiff::default()
+        } else {
+            Self::slot_changes(fs, self.inodes.get(&ino), ino)
+        };
         let new = !self.inodes.contains_key(&ino);
         if new && u64::from(ino) >= self.high_water {
             // Durable before the inode is published: a mount after a crash, or after
@@ -383,6 +538,8 @@ impl Minv {
                     version: 0,
                     blocks: BTreeMap::new(),
                     slots: BTreeMap::new(),
+                    first: 0,
+                    loaded: true,
                 },
             );
         }
@@ -455,6 +612,10 @@ impl Minv {
                 .map(|(t, _)| *t)
                 .take(layout::LOG_ENTRIES - 1)
                 .collect();
+            for &v in &victims {
+                // Its pages are freed from RAM after this: RAM must know them.
+                self.load_map_inner(fs, v)?;
+            }
             let mut entries = vec![(self.inodes[&ino].at + INODE_RECORD, ext.off)];
             for &v in &victims {
                 entries.push(self.unchain(v));
@@ -528,6 +689,15 @@ impl Minv {
     pub(crate) fn remove_dead<F: Flash>(&mut self, fs: &mut FileSystem<F>) -> Result<()> {
         for ino in std::mem::take(&mut self.dead) {
             if self.inodes.contains_key(&ino) && !fs.objects.contains_key(&ino) {
+                // Pages a clean unmount's saved state called valid are nobody's now.
+                let unloaded = self.inodes.get(&ino).is_some_and(|n| !n.loaded);
+                if unloaded && self.nv_load(ino).is_ok() {
+                    for &p in self.inodes[&ino].slots.values() {
+                        if p != LOST_PAGE && !self.by_page.contains_key(&p) {
+                            fs.blocks.invalidate(p);
+                        }
+                    }
+                }
                 self.remove_inode(fs, ino)?;
             }
         }
@@ -575,7 +745,10 @@ impl<F: Flash> MetadataStore<F> for Minv {
     }
 
     fn unmount(&mut self, fs: &mut FileSystem<F>) -> Result<bool> {
-        let out = self.nv.persist_all().map_err(|e| nv_err(fs, e));
+        let mut out = self.nv.persist_all().map_err(|e| nv_err(fs, e));
+        if out.is_ok() && !fs.read_only {
+            out = self.save_state(fs);
+        }
         self.settle_clock(fs);
         out.map(|()| false)
     }
@@ -596,9 +769,16 @@ impl<F: Flash> MetadataStore<F> for Minv {
         self.remove_dead(fs)
     }
 
+    fn load_map(&mut self, fs: &mut FileSystem<F>, ino: Ino) -> Result<()> {
+        let out = self.load_map_inner(fs, ino);
+        self.settle_clock(fs);
+        out
+    }
+
     fn forget(&mut self, fs: &mut FileSystem<F>, ino: Ino) -> Result<()> {
         let out = if self.inodes.contains_key(&ino) {
-            self.remove_inode(fs, ino)
+            self.load_map_inner(fs, ino)
+                .and_then(|()| self.remove_inode(fs, ino))
         } else {
             Ok(())
         };

@@ -113,17 +113,68 @@ pub(super) struct Found2 {
     pub extents: Vec<(u64, u64)>,
 }
 
+/// Whether `off .. off + len` is a unit-aligned range inside the heap.
+fn heap_ok(regions: &Regions, off: u64, len: u64) -> bool {
+    off >= regions.heap_off
+        && off.is_multiple_of(UNIT)
+        && off.saturating_add(len) <= regions.heap_end
+}
+
+/// Reads the offset chain of `ino` that starts at `first` into `n` (its `blocks` and
+/// `slots`), checking every pointer; `seen_at` catches structures reached twice.
+pub(super) fn read_chain(
+    r: &mut Reader,
+    regions: &Regions,
+    ino: Ino,
+    first: u64,
+    pages: u64,
+    seen_at: &mut HashSet<u64>,
+    n: &mut NvInode,
+) -> Result<()> {
+    let mut o = first;
+    let mut last: Option<u32> = None;
+    while o != 0 {
+        if !heap_ok(regions, o, OFFSETS_BYTES) || !seen_at.insert(o) {
+            return Err(corrupt(format!(
+                "object {ino}: offset chain points at {o}, outside the heap or seen twice"
+            )));
+        }
+        let s = r.read(o, OFFSETS_BYTES)?;
+        let (first_chunk, owner) = (get32(&s, 8), get32(&s, 12));
+        let k = first_chunk / SLOTS;
+        if first_chunk % SLOTS != 0 || owner != ino || last.is_some_and(|l| l >= k) {
+            return Err(corrupt(format!(
+                "object {ino}: offset structure at {o} is out of order or not its own"
+            )));
+        }
+        last = Some(k);
+        for i in 0..SLOTS {
+            let p = get32(&s, (OFFSETS_HEAD + 4 * u64::from(i)) as usize);
+            if p == NO_PAGE {
+                continue;
+            }
+            if p != LOST_PAGE && u64::from(p) >= pages {
+                return Err(corrupt(format!("object {ino}: page {p} is off the device")));
+            }
+            n.slots.insert(first_chunk + i, p);
+        }
+        n.blocks.insert(k, o);
+        o = get64(&s, 0);
+    }
+    n.loaded = true;
+    Ok(())
+}
+
+/// Walks the inode table: every inode and its record, and (unless `lazy_files`, for
+/// regular files) its offset chain. A file whose chain is not read is left with
+/// `loaded: false` and its chain's head in `first`.
 pub(super) fn walk(
     r: &mut Reader,
     regions: &Regions,
     chunk_bytes: u32,
     pages: u64,
+    lazy_files: bool,
 ) -> Result<Found2> {
-    let heap_ok = |off: u64, len: u64| {
-        off >= regions.heap_off
-            && off.is_multiple_of(UNIT)
-            && off.saturating_add(len) <= regions.heap_end
-    };
     let heads = r.read(regions.buckets_off, 8 * BUCKETS)?;
     let mut seen_at: HashSet<u64> = HashSet::new();
     let mut out = Found2 {
@@ -134,7 +185,7 @@ pub(super) fn walk(
     for b in 0..BUCKETS {
         let mut at = get64(&heads, 8 * b as usize);
         while at != 0 {
-            if !heap_ok(at, INODE_BYTES) || !seen_at.insert(at) {
+            if !heap_ok(regions, at, INODE_BYTES) || !seen_at.insert(at) {
                 return Err(corrupt(format!(
                     "inode chain {b} points at offset {at}, outside the heap or seen twice"
                 )));
@@ -151,7 +202,7 @@ pub(super) fn walk(
                 return Err(corrupt(format!("object {ino} has two inodes")));
             }
             let (next, rec_off, first) = (get64(&i, 8), get64(&i, 16), get64(&i, 24));
-            if !heap_ok(rec_off, UNIT) {
+            if !heap_ok(regions, rec_off, UNIT) {
                 return Err(corrupt(format!(
                     "object {ino}: record pointer {rec_off} is bad"
                 )));
@@ -160,7 +211,7 @@ pub(super) fn walk(
             let len = u64::from(u16::from_le_bytes([head[0], head[1]]));
             if len < 8
                 || len > u64::from(chunk_bytes)
-                || !heap_ok(rec_off, record_bytes(len as usize))
+                || !heap_ok(regions, rec_off, record_bytes(len as usize))
             {
                 return Err(corrupt(format!("object {ino}: record length {len} is bad")));
             }
@@ -180,37 +231,18 @@ pub(super) fn walk(
                 version: rec.version,
                 blocks: BTreeMap::new(),
                 slots: BTreeMap::new(),
+                first,
+                loaded: false,
             };
-            let mut o = first;
-            let mut last: Option<u32> = None;
-            while o != 0 {
-                if !heap_ok(o, OFFSETS_BYTES) || !seen_at.insert(o) {
-                    return Err(corrupt(format!(
-                        "object {ino}: offset chain points at {o}, outside the heap or seen twice"
-                    )));
-                }
-                let s = r.read(o, OFFSETS_BYTES)?;
-                let (first_chunk, owner) = (get32(&s, 8), get32(&s, 12));
-                let k = first_chunk / SLOTS;
-                if first_chunk % SLOTS != 0 || owner != ino || last.is_some_and(|l| l >= k) {
-                    return Err(corrupt(format!(
-                        "object {ino}: offset structure at {o} is out of order or not its own"
-                    )));
-                }
-                last = Some(k);
-                for i in 0..SLOTS {
-                    let p = get32(&s, (OFFSETS_HEAD + 4 * u64::from(i)) as usize);
-                    if p == NO_PAGE {
-                        continue;
-                    }
-                    if p != LOST_PAGE && u64::from(p) >= pages {
-                        return Err(corrupt(format!("object {ino}: page {p} is off the device")));
-                    }
-                    n.slots.insert(first_chunk + i, p);
-                }
-                n.blocks.insert(k, o);
-                out.extents.push((o, OFFSETS_BYTES));
-                o = get64(&s, 0);
+            if first != 0 && !heap_ok(regions, first, OFFSETS_BYTES) {
+                return Err(corrupt(format!(
+                    "object {ino}: offset chain points at {first}, outside the heap"
+                )));
+            }
+            if !(lazy_files && rec.kind == crate::types::Kind::File && first != 0) {
+                read_chain(r, regions, ino, first, pages, &mut seen_at, &mut n)?;
+                out.extents
+                    .extend(n.blocks.values().map(|&o| (o, OFFSETS_BYTES)));
             }
             at = next;
             out.chains[b as usize].push(ino);
@@ -252,6 +284,7 @@ pub(crate) fn mount<F: Flash>(
     // Block status.
     let ppb = fs.layout.pages_per_block;
     let table = r.read(TABLE_OFF, 8 * u64::from(fs.layout.blocks))?;
+    let mut states = Vec::with_capacity(fs.layout.blocks as usize);
     for b in 0..fs.layout.blocks {
         let w = get64(&table, 8 * b as usize);
         let state = NvBlock::from_word(w)
@@ -265,9 +298,34 @@ pub(crate) fn mount<F: Flash>(
             NvBlock::Bad => fs.blocks.set_state(b, BlockState::Bad),
             NvBlock::Anchor => fs.blocks.set_state(b, BlockState::Anchor),
         }
+        states.push(state);
     }
     let pages = u64::from(fs.layout.blocks) * u64::from(ppb);
-    let found = walk(&mut r, &regions, fs.layout.chunk_bytes, pages)?;
+    // After a clean unmount (no transaction left in the log), what it saved spares the
+    // walk of every file's offsets: those are read when the file is first used.
+    let saved = match &log {
+        None => super::save::read(&mut r, &regions, pages)?,
+        Some(_) => None,
+    };
+    let mut found = walk(
+        &mut r,
+        &regions,
+        fs.layout.chunk_bytes,
+        pages,
+        saved.is_some(),
+    )?;
+    let saved = saved.and_then(|s| {
+        let heap = Heap::from_free(regions.heap_off, regions.heap_end, &s.free)?;
+        let agrees = super::save::outside_free(&s.free, &found.extents)
+            && (0..pages as u32).all(|p| {
+                !s.is_valid(p) || states[fs.layout.block_of(p) as usize] == NvBlock::InUse
+            });
+        agrees.then_some((s, heap))
+    });
+    if saved.is_none() && found.inodes.values().any(|(n, _)| !n.loaded) {
+        // The saved state does not agree with the NVRAM: walk everything after all.
+        found = walk(&mut r, &regions, fs.layout.chunk_bytes, pages, false)?;
+    }
     let high_water = get64(&r.read(HIGH_WATER_OFF, 8)?, 0);
     let numbers_end = u64::from(fs.layout.tags.max_obj()) + HIGH_WATER_STEP + 1;
     if high_water > numbers_end {
@@ -278,8 +336,25 @@ pub(crate) fn mount<F: Flash>(
     }
     drop(r);
 
+    let (heap, saved_at) = match saved {
+        Some((s, mut heap)) => {
+            for p in 0..pages as u32 {
+                if s.is_valid(p) {
+                    fs.blocks.set_valid(p);
+                }
+            }
+            // The state's own room is free from now on (the word pointing at it is
+            // cleared below, before anything changes).
+            heap.release(s.off, s.bytes);
+            (heap, true)
+        }
+        None => (
+            Heap::rebuild(regions.heap_off, regions.heap_end, &found.extents),
+            false,
+        ),
+    };
     let mut store = Minv {
-        heap: Heap::rebuild(regions.heap_off, regions.heap_end, &found.extents),
+        heap,
         nv,
         regions,
         inodes: HashMap::new(),
@@ -287,7 +362,13 @@ pub(crate) fn mount<F: Flash>(
         by_page: HashMap::new(),
         dead: Vec::new(),
         high_water,
+        pages,
     };
+    if saved_at && !options.read_only {
+        store
+            .store_persist(super::save::CLEAN_OFF, 0)
+            .map_err(FsError::Nvram)?;
+    }
     if let Some(entries) = log {
         if !options.read_only {
             store
@@ -328,6 +409,11 @@ pub(crate) fn mount<F: Flash>(
     let ns = store.nv.take_elapsed_ns();
     fs.dev.get_mut().advance_clock_ns(ns);
     fs.metadata = Some(Box::new(store));
+    // A file with a reservation counts its holes at mount: its map is needed now.
+    let reserved: Vec<Ino> = fs.reserves.inos().collect();
+    for ino in reserved {
+        fs.map(ino)?;
+    }
     fs.recount_reserves();
     Ok(fs)
 }
@@ -345,6 +431,11 @@ fn install_chunks<F: Flash>(fs: &mut FileSystem<F>, store: &mut Minv) {
             store.dead.push(ino);
             continue;
         };
+        if !n.loaded {
+            // Read when the file is first used (`Minv::load_map`).
+            fs.unloaded.insert(ino);
+            continue;
+        }
         let mut stale = !crate::rebuild::has_data(o.kind) && !n.slots.is_empty();
         if crate::rebuild::has_data(o.kind) {
             for (&chunk, &p) in &n.slots {
@@ -357,7 +448,8 @@ fn install_chunks<F: Flash>(fs: &mut FileSystem<F>, store: &mut Minv) {
                 }
                 o.chunks.set(chunk, p);
                 o.saw_chunk(chunk);
-                if p != LOST_PAGE {
+                // Already valid when a clean unmount's saved state said so.
+                if p != LOST_PAGE && !fs.blocks.is_valid(p) {
                     fs.blocks.set_valid(p);
                 }
             }
