@@ -6,7 +6,9 @@
 //! inode hash table, fixed-size inodes, each object's header record (the same record the
 //! flash log writes as a header page: names, attributes, size), and per file a chain of
 //! fixed-size file-offset structures mapping chunk indexes to flash pages. The NVRAM
-//! manager ([`heap`]) is rebuilt at mount from what is reachable.
+//! manager ([`heap`]) is rebuilt at mount from what is reachable, or, after a clean
+//! unmount, taken from what the unmount saved ([`save`]): that mount reads no offset
+//! structure, and each file's are read the first time the file is used.
 //!
 //! Crash rules (DESIGN.md, after NOVA):
 //! - payload before pointer: a record, an inode or an offset structure is written and
