@@ -497,7 +497,7 @@ impl<F: Flash> FileSystem<F> {
     /// Makes sure `ino`'s chunk map is in RAM (see `unloaded`). Every path that reads or
     /// changes a file's map calls this first.
     pub(crate) fn map(&mut self, ino: Ino) -> Result<()> {
-        if self.unloaded.is_empty() || !self.unloaded.contains(&ino) {
+        if self.map_loaded(ino) {
             return Ok(());
         }
         self.meta_hook(|store, fs| store.load_map(fs, ino))

@@ -86,6 +86,15 @@ pub(crate) struct NvInode {
     pub loaded: bool,
 }
 
+impl NvInode {
+    /// Back to "offsets not read" (a chain that failed to read or check).
+    fn unread(&mut self) {
+        self.blocks.clear();
+        self.slots.clear();
+        self.loaded = false;
+    }
+}
+
 pub struct Minv {
     nv: Nvram,
     regions: Regions,
@@ -236,9 +245,7 @@ impl Minv {
             )
         };
         if out.is_err() {
-            n.blocks.clear();
-            n.slots.clear();
-            n.loaded = false;
+            n.unread();
         }
         self.inodes.insert(ino, n);
         out
@@ -263,10 +270,7 @@ impl Minv {
             let inside = u64::from(chunk) * c < o.size;
             let known = p == LOST_PAGE || (fs.blocks.is_valid(p) && !self.by_page.contains_key(&p));
             if !inside || !known {
-                let n = self.inodes.get_mut(&ino).expect("listed");
-                n.blocks.clear();
-                n.slots.clear();
-                n.loaded = false;
+                self.inodes.get_mut(&ino).expect("listed").unread();
                 return Err(FsError::CorruptNvram(format!(
                     "object {ino}: chunk {chunk} is published at page {p}, which the state \
                      saved at unmount does not give it"

@@ -284,7 +284,6 @@ pub(crate) fn mount<F: Flash>(
     // Block status.
     let ppb = fs.layout.pages_per_block;
     let table = r.read(TABLE_OFF, 8 * u64::from(fs.layout.blocks))?;
-    let mut states = Vec::with_capacity(fs.layout.blocks as usize);
     for b in 0..fs.layout.blocks {
         let w = get64(&table, 8 * b as usize);
         let state = NvBlock::from_word(w)
@@ -298,7 +297,6 @@ pub(crate) fn mount<F: Flash>(
             NvBlock::Bad => fs.blocks.set_state(b, BlockState::Bad),
             NvBlock::Anchor => fs.blocks.set_state(b, BlockState::Anchor),
         }
-        states.push(state);
     }
     let pages = u64::from(fs.layout.blocks) * u64::from(ppb);
     // After a clean unmount (no transaction left in the log), what it saved spares the
@@ -317,8 +315,9 @@ pub(crate) fn mount<F: Flash>(
     let saved = saved.and_then(|s| {
         let heap = Heap::from_free(regions.heap_off, regions.heap_end, &s.free)?;
         let agrees = super::save::outside_free(&s.free, &found.extents)
-            && (0..pages as u32).all(|p| {
-                !s.is_valid(p) || states[fs.layout.block_of(p) as usize] == NvBlock::InUse
+            && s.valid_pages().all(|p| {
+                u64::from(p) < pages
+                    && fs.blocks.get(fs.layout.block_of(p)).state == BlockState::Full
             });
         agrees.then_some((s, heap))
     });
@@ -338,10 +337,8 @@ pub(crate) fn mount<F: Flash>(
 
     let (heap, saved_at) = match saved {
         Some((s, mut heap)) => {
-            for p in 0..pages as u32 {
-                if s.is_valid(p) {
-                    fs.blocks.set_valid(p);
-                }
+            for p in s.valid_pages() {
+                fs.blocks.set_valid(p);
             }
             // The state's own room is free from now on (the word pointing at it is
             // cleared below, before anything changes).

@@ -43,11 +43,13 @@ pub(crate) struct Saved {
 }
 
 impl Saved {
-    pub(crate) fn is_valid(&self, pno: u32) -> bool {
-        let i = pno as usize;
-        self.valid
-            .get(i / 64)
-            .is_some_and(|w| w & (1u64 << (i % 64)) != 0)
+    /// The pages the map calls valid, in order.
+    pub(crate) fn valid_pages(&self) -> impl Iterator<Item = u32> + '_ {
+        self.valid.iter().enumerate().flat_map(|(i, &w)| {
+            (0..64u32)
+                .filter(move |b| w & (1u64 << b) != 0)
+                .map(move |b| i as u32 * 64 + b)
+        })
     }
 }
 
@@ -151,5 +153,16 @@ mod tests {
         assert!(!outside_free(&free, &[(90, 20)]));
         assert!(!outside_free(&free, &[(350, 8)]));
         assert!(outside_free(&[], &[(0, 8)]));
+    }
+
+    #[test]
+    fn valid_pages_lists_the_set_bits_in_order() {
+        let s = Saved {
+            off: 0,
+            bytes: 0,
+            valid: vec![0b101, 0, 1 << 63],
+            free: Vec::new(),
+        };
+        assert_eq!(s.valid_pages().collect::<Vec<_>>(), vec![0, 2, 191]);
     }
 }
