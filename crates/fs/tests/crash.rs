@@ -12,7 +12,8 @@
 //!   remount later, everything still reads back.
 //!
 //! Besides workloads, the cuts hit mkfs, unmount (its sync, the checkpoint and the anchor
-//! pointer), the first writes after a checkpoint mount, cleaning on a nearly full device,
+//! pointer), the first writes after a checkpoint mount, the first uses of files a MiNV
+//! mount left unread (at every flash op and NVRAM persist), cleaning on a nearly full device,
 //! truncation and regrowth, and the writes a mount makes to repair what it found.
 //!
 //! A failure names the workload, the geometry, the seed and the op number: rerunning that
@@ -2899,6 +2900,120 @@ fn crash_regrow_after_checkpoint_mount() {
         let (ops, _) = after_checkpoint_sweep(dev, "regrow", &mut snap, &m, regrow, 6);
         assert!(ops > 5, "{ops}");
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// MiNV after a clean unmount: the mount reads no file's offsets (what the unmount saved
+// stands in for them) and reads each file's the first time the file is used. Cuts at every
+// flash op and every NVRAM persist point of work on such a mount.
+
+/// A RAM NVRAM holding what `nv` holds, all of it persisted.
+fn clone_nvram(nv: &mut nandkit_nvram::Nvram) -> nandkit_nvram::Nvram {
+    let mut bytes = vec![0u8; nv.size_bytes() as usize];
+    nv.read(0, &mut bytes).unwrap();
+    let mut copy = nandkit_nvram::Nvram::new_ram(nv.config().clone()).unwrap();
+    copy.write(0, &bytes).unwrap();
+    copy.persist_all().unwrap();
+    copy
+}
+
+/// A minv file system after `w`, cleanly unmounted: its flash, its NVRAM, what it holds.
+fn minv_unmounted_snapshot(
+    dev: Dev,
+    w: Workload,
+    seed: u64,
+) -> (FlashDevice, nandkit_nvram::Nvram, Durable) {
+    let (d, r) = run_cut(format_as(dev, minv), w, seed, None);
+    r.unwrap_or_else(|e| panic!("setup: {e}"));
+    let Driver { fs, mut m } = d;
+    m.all_synced();
+    let (flash, nv) = fs.unmount_parts().unwrap();
+    (flash.into_inner(), nv.expect("minv keeps an NVRAM"), m)
+}
+
+/// Mounts the snapshot (its files' offsets left unread), runs `w` cut at each of its flash
+/// ops and at each of its NVRAM persist points, and checks the recovery (a mount that
+/// walks everything). Returns how many cuts it made.
+fn after_clean_minv_sweep(
+    dev: Dev,
+    label: &str,
+    snap: &mut (FlashDevice, nandkit_nvram::Nvram),
+    model: &Durable,
+    w: Workload,
+    seed: u64,
+) -> u64 {
+    let start = |snap: &mut (FlashDevice, nandkit_nvram::Nvram)| {
+        let fs = mount_parts(clone_device(&mut snap.0), Some(clone_nvram(&mut snap.1))).unwrap();
+        let unread = model.files.keys().filter(|&&i| !fs.map_loaded(i)).count();
+        assert!(unread > 0, "{label}: the mount read every file's offsets");
+        Driver {
+            fs,
+            m: model.clone(),
+        }
+    };
+    let mut d = start(snap);
+    let ops_base = d.fs.device().state_ops();
+    let persist_base = d.fs.nvram().unwrap().stats.persists;
+    w(&mut d, seed).unwrap_or_else(|e| panic!("{label} on {}: uncut run: {e}", dev.name()));
+    let ops = d.fs.device().state_ops() - ops_base;
+    let persists = d.fs.nvram().unwrap().stats.persists - persist_base;
+    verify_full(&mut d.fs, &d.m, label).unwrap();
+    println!(
+        "{label} on {}: {ops} flash ops, {persists} NVRAM persists",
+        dev.name()
+    );
+    for n in 0..ops {
+        let ctx = format!(
+            "{label} on {} seed {seed}: power cut at flash op {n} of {ops}",
+            dev.name()
+        );
+        let mut d = start(snap);
+        d.fs.device_mut().arm_power_cut(PowerCut::AtOp(n));
+        let r = w(&mut d, seed);
+        recover_and_check(d, r, &ctx);
+    }
+    for k in 0..persists {
+        let ctx = format!(
+            "{label} on {} seed {seed}: power cut at NVRAM persist {k} of {persists}",
+            dev.name()
+        );
+        let mut d = start(snap);
+        d.fs.nvram_mut().unwrap().cut_at_persist(k);
+        let r = w(&mut d, seed);
+        recover_and_check(d, r, &ctx);
+    }
+    ops + persists
+}
+
+fn minv_after_a_clean_mount(dev: Dev) {
+    // Rewrites and truncates of files the mount left unread, then the random mix.
+    let (flash, nv, m) = minv_unmounted_snapshot(dev, namespace_mix, 3);
+    let mut snap = (flash, nv);
+    let cuts = after_clean_minv_sweep(
+        dev,
+        "minv: rewrites, then random, after a clean mount",
+        &mut snap,
+        &m,
+        rewrite_then_random,
+        31,
+    );
+    assert!(cuts > 40, "{cuts}");
+    // A truncate before the unmount (its slots past the end cleared by the unmount), a
+    // file grown back over the hole after it.
+    let (flash, nv, m) = minv_unmounted_snapshot(dev, shrink_before_unmount, 5);
+    let mut snap = (flash, nv);
+    let cuts = after_clean_minv_sweep(dev, "minv: regrow", &mut snap, &m, regrow, 6);
+    assert!(cuts > 5, "{cuts}");
+}
+
+#[test]
+fn crash_minv_after_a_clean_mount_tiny() {
+    minv_after_a_clean_mount(Dev::Tiny);
+}
+
+#[test]
+fn crash_minv_after_a_clean_mount_small() {
+    minv_after_a_clean_mount(Dev::Small);
 }
 
 // ---------------------------------------------------------------------------------------
