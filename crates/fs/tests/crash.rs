@@ -2645,6 +2645,80 @@ fn crash_during_unmount() {
     }
 }
 
+/// minv: runs `w` on a fresh file system (flash and NVRAM images), then cuts its unmount
+/// (its sync, and the state it saves for the next mount) at each NVRAM persist point and
+/// at each flash op, and once after the last. The next mount shows what was durable before
+/// the unmount plus whatever its sync wrote, fsck clean, and keeps working. Returns the
+/// unmount's persist points and ops.
+fn minv_unmount_sweep(images: &Images, label: &str, w: Workload, seed: u64) -> (u64, u64) {
+    let dev = images.dev;
+    let nv_path = nvram_path(&images.work);
+    let start = || {
+        copy_image(&images.blank, &images.work);
+        let nv = nandkit_nvram::Nvram::create_file(&nv_path, ram_nvram().config().clone(), true)
+            .unwrap();
+        let flash = nandkit_flash::StripedFlash::new(open_image(&images.work));
+        let fs = FileSystem::format_with_nvram(flash, nv, minv(dev), clock()).unwrap();
+        let mut d = Driver::new(fs);
+        w(&mut d, seed).unwrap_or_else(|e| panic!("{label} on {}: workload: {e}", dev.name()));
+        d
+    };
+    let d = start();
+    let persist_base = d.fs.nvram().unwrap().stats.persists;
+    let ops_base = d.fs.device().state_ops();
+    let (flash, nv) = d.fs.unmount_parts().unwrap();
+    let persists = nv.unwrap().stats().persists - persist_base;
+    let ops = flash.state_ops() - ops_base;
+    drop(flash);
+    println!(
+        "minv unmount after {label} on {}: {persists} NVRAM persists, {ops} flash ops",
+        dev.name()
+    );
+    let cut = |nvram: bool, n: u64, total: u64| {
+        let what = if nvram { "NVRAM persist" } else { "flash op" };
+        let ctx = format!(
+            "minv unmount after {label} on {} seed {seed}: power cut at {what} {n} of {total}",
+            dev.name()
+        );
+        let Driver { mut fs, mut m } = start();
+        if nvram {
+            fs.nvram_mut().unwrap().cut_at_persist(n);
+        } else {
+            fs.device_mut().arm_power_cut(PowerCut::AtOp(n));
+        }
+        match fs.unmount_parts() {
+            Ok(parts) => {
+                assert_eq!(n, total, "{ctx}: unmount finished although power was cut");
+                drop(parts);
+                m.all_synced();
+            }
+            Err(e) => assert!(n < total, "{ctx}: unmount failed uncut: {e}"),
+        }
+        // The images hold what the cut left (the NVRAM image keeps every store made).
+        let mut fs =
+            mount_image(&images.work, opts()).unwrap_or_else(|e| panic!("{ctx}: mount: {e}"));
+        let (tree, contents) =
+            verify_full(&mut fs, &m, &ctx).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+        keep_working_from(fs, tree, contents, &ctx);
+    };
+    for k in 0..=persists {
+        cut(true, k, persists);
+    }
+    for n in 0..=ops {
+        cut(false, n, ops);
+    }
+    (persists, ops)
+}
+
+#[test]
+fn crash_during_minv_unmount() {
+    for dev in Dev::ALL {
+        let images = Images::new(dev);
+        let (persists, _) = minv_unmount_sweep(&images, "random + unsynced", random_unsynced, 21);
+        assert!(persists > 5, "{persists}");
+    }
+}
+
 /// An image cleanly unmounted after `w` (on a fresh file system), and what it holds.
 fn unmounted_image(images: &Images, name: &str, w: Workload, seed: u64) -> (PathBuf, Durable) {
     let path = images.dir.path().join(name);
