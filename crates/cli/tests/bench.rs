@@ -662,8 +662,18 @@ fn minv_mount_json_contract() {
                 f(r, "mount_sim_us") < f(scan, "mount_sim_us"),
                 "{r} vs {scan}"
             );
+            // A listing after the mount reads the objects the mount left in NVRAM.
+            assert!(u(r, "files") == 0 || f(r, "list_sim_us") > 0.0, "{r}");
         }
     }
+    // Flat: the NVRAM a minv mount reads does not depend on what is stored.
+    let reads: Vec<u64> = rows
+        .iter()
+        .filter(|r| r["profile"] == "minv")
+        .map(|r| u(r, "nvram_bytes_read"))
+        .collect();
+    let (lo, hi) = (reads.iter().min().unwrap(), reads.iter().max().unwrap());
+    assert!(hi - lo <= 400, "minv mounts read {reads:?} NVRAM bytes");
 }
 
 /// MiNV's Figure 11 bench: every workload under both profiles, with the fields the

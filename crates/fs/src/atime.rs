@@ -18,6 +18,7 @@ impl<F: Flash> FileSystem<F> {
     /// `ino` was read without a call here: opened for reading by a kernel that will serve
     /// the reads from its page cache. Its access time moves as for a read.
     pub fn access(&mut self, ino: Ino) -> Result<()> {
+        self.present(ino)?;
         self.check_alive()?;
         self.visible(ino)?;
         self.accessed(ino)

@@ -158,6 +158,7 @@ impl<F: Flash> FileSystem<F> {
     /// cannot be read stays out of the index (fsck reports it); two children claiming one
     /// name (only after damage) are settled by header version, the older one losing it.
     pub(crate) fn load_dir(&mut self, dir: Ino) -> Result<()> {
+        self.expand(dir)?;
         let Some(d) = self.dirs.get_mut(&dir) else {
             return Err(FsError::NotDir);
         };

@@ -53,6 +53,7 @@ impl<F: Flash> FileSystem<F> {
     /// Reads up to `buf.len()` bytes at `offset`; returns how many (0 at end of file).
     /// The access time moves as the mount's policy says.
     pub fn read(&mut self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        self.present(ino)?;
         self.settle()?;
         self.map(ino)?;
         let n = self.read_shared(ino, offset, buf)?;
@@ -147,6 +148,7 @@ impl<F: Flash> FileSystem<F> {
     /// Returns bytes written; a full device gives a short write, or ENOSPC if nothing
     /// could be written.
     pub fn write(&mut self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize> {
+        self.present(ino)?;
         self.write_touching(ino, offset, data, true)
     }
 
@@ -154,6 +156,7 @@ impl<F: Flash> FileSystem<F> {
     /// owner keeps the times of the write and sets them itself (FUSE's write-back cache
     /// sends them after the data, and the data may arrive later than that).
     pub fn write_back(&mut self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize> {
+        self.present(ino)?;
         self.write_touching(ino, offset, data, false)
     }
 

@@ -171,6 +171,12 @@ pub struct FileSystem<F: Flash> {
     /// Files whose chunk maps are still only in the metadata store: a MiNV mount after a
     /// clean unmount reads a file's offsets the first time the file is used (`map`).
     pub(crate) unloaded: HashSet<Ino>,
+    /// Whether the metadata store still holds objects not in RAM (see `lazy`).
+    pub(crate) lazy_pending: bool,
+    /// Directories whose children are not in RAM yet (see `lazy`).
+    pub(crate) unexpanded: HashSet<Ino>,
+    /// Objects a listing shows that are still only in the store (statfs counts them).
+    pub(crate) lazy_uncounted: u64,
     pub(crate) atime: AtimePolicy,
     pub(crate) anchors: Anchors,
     /// Open block of each write stream.
@@ -246,6 +252,9 @@ impl<F: Flash> FileSystem<F> {
             handles: HashMap::new(),
             hollow: HashSet::new(),
             unloaded: HashSet::new(),
+            lazy_pending: false,
+            unexpanded: HashSet::new(),
+            lazy_uncounted: 0,
             punching: HashSet::new(),
             batch: Default::default(),
             atime: AtimePolicy::default(),
@@ -431,6 +440,8 @@ impl<F: Flash> FileSystem<F> {
     fn unmount_all(mut self) -> Result<(F, bool, Option<nandkit_nvram::Nvram>)> {
         let mut written = false;
         if !self.read_only {
+            // What the unmount saves covers every object: the store's index is rebuilt.
+            self.load_all()?;
             self.sync()?;
             let mut store = self.metadata.take().expect("a metadata store");
             let done = store.unmount(&mut self);
@@ -497,6 +508,7 @@ impl<F: Flash> FileSystem<F> {
     /// Makes sure `ino`'s chunk map is in RAM (see `unloaded`). Every path that reads or
     /// changes a file's map calls this first.
     pub(crate) fn map(&mut self, ino: Ino) -> Result<()> {
+        self.present(ino)?;
         if self.map_loaded(ino) {
             return Ok(());
         }
@@ -505,6 +517,7 @@ impl<F: Flash> FileSystem<F> {
 
     /// Every file's chunk map in RAM (fsck, and a page lost whose owner is unknown).
     pub(crate) fn map_all(&mut self) -> Result<()> {
+        self.load_all()?;
         let mut inos: Vec<Ino> = self.unloaded.iter().copied().collect();
         inos.sort_unstable();
         for ino in inos {
@@ -513,9 +526,10 @@ impl<F: Flash> FileSystem<F> {
         Ok(())
     }
 
-    /// Whether `ino`'s chunk map is in RAM, as `read_shared` needs it to be.
+    /// Whether `ino`'s chunk map is in RAM, as `read_shared` needs it to be (and the
+    /// object itself: see `lazy`).
     pub fn map_loaded(&self, ino: Ino) -> bool {
-        !self.unloaded.contains(&ino)
+        !self.unloaded.contains(&ino) && (!self.lazy_pending || self.objects.contains_key(&ino))
     }
 
     fn meta_after_mount(&mut self) -> Result<()> {
@@ -653,6 +667,7 @@ impl<F: Flash> FileSystem<F> {
     }
 
     pub fn getattr(&mut self, ino: Ino) -> Result<Attr> {
+        self.present(ino)?;
         self.check_alive()?;
         self.visible(ino)?;
         self.load(ino)?;
@@ -698,6 +713,7 @@ impl<F: Flash> FileSystem<F> {
 
     /// chmod, chown, utimens and truncate. Persisted before it returns.
     pub fn setattr(&mut self, ino: Ino, set: SetAttr) -> Result<Attr> {
+        self.present(ino)?;
         self.check_writable()?;
         self.visible(ino)?;
         self.load(ino)?;
@@ -755,7 +771,8 @@ impl<F: Flash> FileSystem<F> {
                 .values()
                 .filter(|o| o.kind.is_visible())
                 .count()
-                .saturating_sub(1) as u64,
+                .saturating_sub(1) as u64
+                + self.lazy_uncounted,
             name_max: NAME_MAX as u32,
         }
     }
@@ -817,6 +834,7 @@ impl<F: Flash> FileSystem<F> {
 
     /// Makes one object's data and header durable.
     pub fn fsync(&mut self, ino: Ino) -> Result<()> {
+        self.present(ino)?;
         self.check_writable()?;
         self.allocator.flushed(ino);
         self.flush_cache(ino)?;

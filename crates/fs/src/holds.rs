@@ -25,6 +25,7 @@ use crate::types::{Ino, Kind, ROOT_INO};
 impl<F: Flash> FileSystem<F> {
     /// A handle was opened on `ino`.
     pub fn open(&mut self, ino: Ino) -> Result<()> {
+        self.present(ino)?;
         self.check_alive()?;
         if self.hollow.contains(&ino) {
             return Err(FsError::NotFound);
@@ -41,6 +42,7 @@ impl<F: Flash> FileSystem<F> {
     /// A handle was closed: flushes the file's buffered chunk and header (as YAFFS does on
     /// close), and deletes it if it was unlinked and this was the last hold.
     pub fn release(&mut self, ino: Ino) -> Result<()> {
+        self.present(ino)?;
         self.check_alive()?;
         let o = self.obj_mut(ino)?;
         o.open = o.open.saturating_sub(1);
@@ -62,6 +64,7 @@ impl<F: Flash> FileSystem<F> {
     /// The kernel learned of `ino` (a lookup or a create it answered): this keeps it in
     /// RAM if its last name goes, until the kernel forgets it.
     pub fn remember(&mut self, ino: Ino) -> Result<()> {
+        self.present(ino)?;
         self.check_alive()?;
         let o = self.obj_mut(ino)?;
         o.open = o.open.saturating_add(1);
@@ -70,6 +73,7 @@ impl<F: Flash> FileSystem<F> {
 
     /// The kernel forgot `n` lookups of `ino`.
     pub fn forget(&mut self, ino: Ino, n: u64) -> Result<()> {
+        self.present(ino)?;
         self.check_alive()?;
         let Some(o) = self.objects.get_mut(&ino) else {
             return Ok(());

@@ -34,6 +34,7 @@ pub mod fsck;
 mod holds;
 pub mod inspect;
 pub mod layout;
+mod lazy;
 mod links;
 pub mod mapping;
 pub mod meta;

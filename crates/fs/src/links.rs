@@ -41,6 +41,8 @@ impl<F: Flash> FileSystem<F> {
 
     /// A new name for an existing non-directory (a hard link).
     pub fn link(&mut self, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
+        self.present(ino)?;
+        self.present(parent)?;
         self.check_writable()?;
         check_name(name)?;
         let kind = self.visible(ino)?.kind;

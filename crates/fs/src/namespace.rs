@@ -94,6 +94,7 @@ impl<F: Flash> FileSystem<F> {
 
     /// The object called `name` in directory `parent`.
     pub fn lookup(&mut self, parent: Ino, name: &[u8]) -> Result<Attr> {
+        self.present(parent)?;
         self.check_alive()?;
         if name.len() > NAME_MAX {
             return Err(FsError::NameTooLong);
@@ -105,6 +106,7 @@ impl<F: Flash> FileSystem<F> {
     /// The directory holding directory `dir` (the root's is the root): what ".." names
     /// there. FUSE asks for it to reconnect a file handle (`open_by_handle_at`).
     pub fn parent_dir(&mut self, dir: Ino) -> Result<Ino> {
+        self.present(dir)?;
         self.check_alive()?;
         let o = self.visible(dir)?;
         if o.kind != Kind::Dir {
@@ -119,6 +121,7 @@ impl<F: Flash> FileSystem<F> {
 
     /// Entries of a directory, sorted by name (without "." and "..").
     pub fn readdir(&mut self, dir: Ino) -> Result<Vec<DirEntry>> {
+        self.present(dir)?;
         self.check_alive()?;
         self.visible(dir)?;
         let entries: Vec<(Box<[u8]>, Ino)> = self
@@ -148,6 +151,7 @@ impl<F: Flash> FileSystem<F> {
 
     /// Creates a file, directory, symlink or special file.
     pub fn create(&mut self, parent: Ino, name: &[u8], new: NewObject) -> Result<Attr> {
+        self.present(parent)?;
         self.check_writable()?;
         check_name(name)?;
         if !new.kind.is_visible() {
@@ -195,6 +199,7 @@ impl<F: Flash> FileSystem<F> {
     }
 
     pub fn readlink(&mut self, ino: Ino) -> Result<Vec<u8>> {
+        self.present(ino)?;
         self.check_alive()?;
         self.visible(ino)?;
         self.load_payload(ino)?;
@@ -207,6 +212,7 @@ impl<F: Flash> FileSystem<F> {
 
     /// Removes a non-directory's name.
     pub fn unlink(&mut self, parent: Ino, name: &[u8]) -> Result<()> {
+        self.present(parent)?;
         self.check_writable()?;
         let ino = self.child(parent, name)?;
         match self.obj(ino)?.kind {
@@ -219,6 +225,7 @@ impl<F: Flash> FileSystem<F> {
 
     /// Removes an empty directory.
     pub fn rmdir(&mut self, parent: Ino, name: &[u8]) -> Result<()> {
+        self.present(parent)?;
         self.check_writable()?;
         if name == b"." {
             return Err(FsError::Invalid("rmdir of '.'"));
@@ -292,6 +299,9 @@ impl<F: Flash> FileSystem<F> {
         }
         self.caches.remove(&ino);
         self.dirs.remove(&ino);
+        // Only an emptied directory goes, and emptiness is only known once expanded.
+        debug_assert!(!self.unexpanded.contains(&ino), "{ino} deleted unexpanded");
+        self.unexpanded.remove(&ino);
         if let Some(h) = o.header_page() {
             if self.tomb_needed(ino, o.headers_on_flash) {
                 self.tombstones.insert(
@@ -316,6 +326,8 @@ impl<F: Flash> FileSystem<F> {
         new_name: &[u8],
         mode: RenameMode,
     ) -> Result<()> {
+        self.present(parent)?;
+        self.present(new_parent)?;
         self.rename_names(parent, name, new_parent, new_name, mode)?;
         // A rename over a file deletes it.
         self.erase_emptied_blocks()

@@ -44,6 +44,7 @@ impl<F: Flash> FileSystem<F> {
     /// Frees bytes `[offset, offset + len)` of a file (they read as zeros); the size stays.
     /// Durable once it returns.
     pub fn punch_hole(&mut self, ino: Ino, offset: u64, len: u64) -> Result<()> {
+        self.present(ino)?;
         let end = self.check_range_call(ino, offset, len)?;
         self.load(ino)?;
         let c = u64::from(self.layout.chunk_bytes);
@@ -90,6 +91,7 @@ impl<F: Flash> FileSystem<F> {
     /// allocated (a write into them cannot hit ENOSPC); unless `keep_size`, the file grows
     /// to cover them. Durable once it returns.
     pub fn zero_range(&mut self, ino: Ino, offset: u64, len: u64, keep_size: bool) -> Result<()> {
+        self.present(ino)?;
         let end = self.check_range_call(ino, offset, len)?;
         self.load(ino)?;
         // Room for what becomes reserved (the holes of the new range that were not

@@ -68,6 +68,7 @@ impl<F: Flash> FileSystem<F> {
     /// Reserves room for bytes `[offset, offset + len)` of a file; unless `keep_size`, the
     /// file grows to cover them. Durable once it returns (one header write).
     pub fn fallocate(&mut self, ino: Ino, offset: u64, len: u64, keep_size: bool) -> Result<()> {
+        self.present(ino)?;
         let end = self.check_range_call(ino, offset, len)?;
         self.load(ino)?;
         let (old, new, extra) = self.widened_reserve(ino, offset, end)?;

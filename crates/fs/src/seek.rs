@@ -12,6 +12,7 @@ use crate::types::{Ino, Kind};
 impl<F: Flash> FileSystem<F> {
     /// The first offset at or past `offset` that holds data.
     pub fn seek_data(&mut self, ino: Ino, offset: u64) -> Result<u64> {
+        self.present(ino)?;
         self.map(ino)?;
         let (size, data) = self.data_extents(ino)?;
         if offset >= size {
@@ -28,6 +29,7 @@ impl<F: Flash> FileSystem<F> {
 
     /// The first offset at or past `offset` in a hole (the end of file at the latest).
     pub fn seek_hole(&mut self, ino: Ino, offset: u64) -> Result<u64> {
+        self.present(ino)?;
         self.map(ino)?;
         let (size, data) = self.data_extents(ino)?;
         if offset >= size {

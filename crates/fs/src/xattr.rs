@@ -72,6 +72,7 @@ impl<F: Flash> FileSystem<F> {
     }
 
     pub fn getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
+        self.present(ino)?;
         self.check_alive()?;
         self.xattr_list(ino)?
             .into_iter()
@@ -81,11 +82,13 @@ impl<F: Flash> FileSystem<F> {
     }
 
     pub fn listxattr(&mut self, ino: Ino) -> Result<Vec<Vec<u8>>> {
+        self.present(ino)?;
         self.check_alive()?;
         Ok(self.xattr_list(ino)?.into_iter().map(|(k, _)| k).collect())
     }
 
     pub fn setxattr(&mut self, ino: Ino, name: &[u8], value: &[u8], mode: XattrMode) -> Result<()> {
+        self.present(ino)?;
         self.check_writable()?;
         check_xattr_name(name)?;
         if value.len() > XATTR_SIZE_MAX {
@@ -103,6 +106,7 @@ impl<F: Flash> FileSystem<F> {
     }
 
     pub fn removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<()> {
+        self.present(ino)?;
         self.check_writable()?;
         let mut list = self.xattr_list(ino)?;
         let before = list.len();

@@ -3059,6 +3059,39 @@ fn after_clean_minv_sweep(
     ops + persists
 }
 
+/// Namespace changes on a MiNV mount that left every object in the NVRAM (after
+/// `namespace_mix`): a directory never looked into moved, a hard link made from a file
+/// never looked up into a directory never looked into, an attribute set and data written
+/// on files reached by number only, a name removed, a directory moved under a new one.
+fn reshape_unread(d: &mut Driver, seed: u64) -> Result<()> {
+    let at = |d: &Driver, p: Ino, n: &str| d.names[&(p, n.as_bytes().to_vec())];
+    let (r0, r1, r2) = (
+        at(d, ROOT_INO, "round0"),
+        at(d, ROOT_INO, "round1"),
+        at(d, ROOT_INO, "round2"),
+    );
+    let (a0, a1, a2) = (at(d, r0, "a"), at(d, r1, "a"), at(d, r2, "a"));
+    let (e2_1, e2_2) = (at(d, a1, "e2"), at(d, a2, "e2"));
+    let f4_1 = at(d, e2_1, "f4");
+    let f4_2 = at(d, e2_2, "f4");
+    let final2 = at(d, r2, "final");
+    d.rename(
+        ROOT_INO,
+        b"round0",
+        ROOT_INO,
+        b"moved",
+        RenameMode::NoReplace,
+    )?;
+    d.link(final2, e2_1, b"linked")?;
+    d.setxattr(f4_2, b"user.lazy", &pattern(seed, 40))?;
+    d.unlink(r1, b"final")?;
+    d.write(f4_1, 7, &pattern(seed + 1, 900))?;
+    d.fsync(f4_1)?;
+    let new = d.mkdir(a0, b"new")?;
+    d.rename(a2, b"e2", new, b"e3", RenameMode::NoReplace)?;
+    d.sync()
+}
+
 fn minv_after_a_clean_mount(dev: Dev) {
     // Rewrites and truncates of files the mount left unread, then the random mix.
     let (flash, nv, m) = minv_unmounted_snapshot(dev, namespace_mix, 3);
@@ -3072,6 +3105,16 @@ fn minv_after_a_clean_mount(dev: Dev) {
         31,
     );
     assert!(cuts > 40, "{cuts}");
+    // Namespace changes on objects the mount left in the NVRAM.
+    let cuts = after_clean_minv_sweep(
+        dev,
+        "minv: namespace changes on objects never read, after a clean mount",
+        &mut snap,
+        &m,
+        reshape_unread,
+        8,
+    );
+    assert!(cuts > 15, "{cuts}");
     // A truncate before the unmount (its slots past the end cleared by the unmount), a
     // file grown back over the hole after it.
     let (flash, nv, m) = minv_unmounted_snapshot(dev, shrink_before_unmount, 5);

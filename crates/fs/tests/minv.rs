@@ -141,9 +141,34 @@ fn nvram_use_equals_the_space_model() {
         let model = nandkit_models::nvram_space_uniform(&c, flash, files, size).unwrap();
         let measured = fs.nvram().unwrap().bytes_in_use;
         assert_eq!(measured, model.bytes, "{files} files of {size} bytes");
-        // And again from a mount (the manager rebuilt from what is reachable).
-        let fs = clean_remount(fs);
-        assert_eq!(fs.nvram().unwrap().bytes_in_use, model.bytes, "remounted");
+        // And again from a mount, which holds the state the unmount saved until every
+        // object is read from it (fsck reads them all).
+        let mut fs = clean_remount(fs);
+        let r = fs.nvram().unwrap();
+        assert!(
+            r.saved_state_bytes > 0 || files == 0,
+            "{files} files: nothing saved"
+        );
+        assert_eq!(
+            r.bytes_in_use - r.saved_state_bytes,
+            model.bytes,
+            "remounted"
+        );
+        assert!(fs.fsck().is_clean());
+        let r = fs.nvram().unwrap();
+        assert_eq!(
+            (r.bytes_in_use, r.saved_state_bytes),
+            (model.bytes, 0),
+            "all read"
+        );
+        // And from a mount that walks everything (as after a crash).
+        let (dev, nv) = fs.into_parts();
+        let fs = FileSystem::mount_with_nvram(dev, nv.unwrap(), Default::default()).unwrap();
+        assert_eq!(
+            fs.nvram().unwrap().bytes_in_use,
+            model.bytes,
+            "after a crash"
+        );
     }
 }
 
@@ -459,4 +484,184 @@ fn files_left_unread_by_a_mount_load_on_first_use() {
     check(&mut fs, &data, "after a crash");
     let mut fs = clean_remount(fs);
     check(&mut fs, &data, "after a clean remount");
+}
+
+/// A tree of `n` files under nested directories, each file fsync'd.
+fn tree(fs: &mut Fs, n: u64) {
+    let a = fs.create(ROOT_INO, b"a", dir()).unwrap().ino;
+    let b = fs.create(a, b"b", dir()).unwrap().ino;
+    for i in 0..n {
+        let parent = [ROOT_INO, a, b][i as usize % 3];
+        let ino = fs
+            .create(parent, format!("f{i}").as_bytes(), file())
+            .unwrap()
+            .ino;
+        fs.write(ino, 0, &pattern(i, 600)).unwrap();
+        fs.fsync(ino).unwrap();
+    }
+}
+
+/// After a clean unmount a mount puts no object but the root in RAM (the saved index
+/// stands in for the walk): the NVRAM it reads does not grow with the objects stored, the
+/// paper's "constant mount time". After a crash it reads every inode and record.
+#[test]
+fn a_clean_mount_reads_the_same_however_many_objects() {
+    let dev = Dev::Small;
+    let mut reads = Vec::new();
+    for n in [2u64, 400] {
+        let mut fs = fresh(dev);
+        tree(&mut fs, n);
+        let (clean, mut fs) = mount_reads(fs, false);
+        assert_eq!(
+            fs.statfs().objects,
+            n + 2,
+            "{n} files: statfs before any lookup"
+        );
+        assert_fsck(&mut fs, "after a clean mount");
+        let (crash, mut fs) = mount_reads(fs, true);
+        assert_fsck(&mut fs, "after a crash");
+        reads.push((clean, crash));
+    }
+    let [(few_clean, few_crash), (many_clean, many_crash)] = reads[..] else {
+        unreachable!()
+    };
+    // The root's entry is found by a binary search of the index: 40 bytes a probe.
+    assert!(
+        many_clean.abs_diff(few_clean) <= 10 * 40,
+        "clean mounts read {few_clean} and {many_clean} bytes"
+    );
+    // Each file is an inode (32 bytes) and a record of a hundred or so.
+    assert!(
+        many_crash > few_crash + 398 * 100,
+        "crash mounts read {few_crash} and {many_crash} bytes"
+    );
+}
+
+/// Objects a clean mount left in the NVRAM come into RAM when a call first reaches them,
+/// by name or by number, with what the unmount knew: link counts, attribute sets,
+/// subdirectory counts, fallocated chunks, directory contents. Namespace changes on
+/// directories never looked into stay exact through remounts and a crash.
+#[test]
+fn objects_left_in_nvram_load_on_first_use() {
+    let dev = Dev::Small;
+    let mut fs = fresh(dev);
+    let a = fs.create(ROOT_INO, b"a", dir()).unwrap().ino;
+    let b = fs.create(a, b"b", dir()).unwrap().ino;
+    let c = fs.create(b, b"c", dir()).unwrap().ino;
+    let deep = fs.create(c, b"deep", file()).unwrap().ino;
+    fs.write(deep, 0, &pattern(1, 5000)).unwrap();
+    let d = fs.create(ROOT_INO, b"d", dir()).unwrap().ino;
+    fs.link(deep, d, b"hl").unwrap();
+    let x = fs.create(a, b"x", file()).unwrap().ino;
+    fs.setxattr(x, b"user.k", b"value", XattrMode::Set).unwrap();
+    let e = fs.create(ROOT_INO, b"e", dir()).unwrap().ino;
+    for i in 0..3 {
+        fs.create(e, format!("k{i}").as_bytes(), file()).unwrap();
+    }
+    let res = fs.create(ROOT_INO, b"res", file()).unwrap().ino;
+    fs.fallocate(res, 0, 64 * 1024, false).unwrap();
+    let s = fs
+        .create(ROOT_INO, b"s", symlink(b"a/b/c/deep"))
+        .unwrap()
+        .ino;
+    fs.sync().unwrap();
+    let tree_before = dentries(&mut fs).unwrap();
+    let stat_before = fs.statfs();
+    let attr_before = fs.getattr(deep).unwrap();
+
+    let mut fs = clean_remount(fs);
+    // Counts known before any object is read.
+    let st = fs.statfs();
+    assert_eq!(
+        (st.objects, st.free_chunks),
+        (stat_before.objects, stat_before.free_chunks),
+        "statfs (objects, free with the reservation counted)"
+    );
+    // By number, never looked up: the file, with its hard link counted.
+    let attr = fs.getattr(deep).unwrap();
+    assert_eq!((attr.nlink, attr.size), (2, 5000));
+    assert_eq!(attr.nlink, attr_before.nlink);
+    assert_bytes(&read_all(&mut fs, deep).unwrap(), &pattern(1, 5000), "deep");
+    assert_eq!(fs.getxattr(x, b"user.k").unwrap(), b"value");
+    assert_eq!(fs.readlink(s).unwrap(), b"a/b/c/deep");
+    assert_eq!(fs.getattr(a).unwrap().nlink, 3, "a has one subdirectory");
+    // A directory never looked into is not empty.
+    assert!(matches!(fs.rmdir(ROOT_INO, b"e"), Err(FsError::NotEmpty)));
+    // Move a directory whose children were never read, then reach them through it.
+    let mut fs = clean_remount(fs);
+    fs.rename(ROOT_INO, b"a", ROOT_INO, b"z", RenameMode::NoReplace)
+        .unwrap();
+    let got = fs.resolve("/z/b/c/deep").unwrap();
+    assert_eq!(got, deep);
+    assert_eq!(fs.resolve("/z/b").unwrap(), b);
+    // Unlink the hard link (its file never looked up by name in this mount).
+    let mut fs = clean_remount(fs);
+    fs.unlink(d, b"hl").unwrap();
+    assert_eq!(fs.getattr(deep).unwrap().nlink, 1);
+    assert_eq!(fs.getattr(res).unwrap().size, 64 * 1024);
+    let mut expect = tree_before.clone();
+    expect.remove(&(d, b"hl".to_vec()));
+    let ino_a = expect.remove(&(ROOT_INO, b"a".to_vec())).unwrap();
+    expect.insert((ROOT_INO, b"z".to_vec()), ino_a);
+    let mut fs = clean_remount(fs);
+    let shown = |fs: &mut Fs| show_dentries(&dentries(fs).unwrap());
+    assert_eq!(shown(&mut fs), show_dentries(&expect), "remounted");
+    assert_fsck(&mut fs, "remounted");
+    let mut fs = crash_remount(fs);
+    assert_eq!(shown(&mut fs), show_dentries(&expect), "after a crash");
+    assert_eq!(fs.getxattr(x, b"user.k").unwrap(), b"value");
+    assert_bytes(&read_all(&mut fs, deep).unwrap(), &pattern(1, 5000), "deep");
+    assert!(fs.resolve("/e/k2").is_ok());
+    assert_fsck(&mut fs, "after a crash");
+    let _ = e;
+}
+
+/// A damaged saved state gives clear errors when an object is reached through it, never
+/// a panic or a wrong object: a flipped byte in its checked head, map or extents makes the
+/// mount walk instead; one in the index (entries and child lists carry their own CRCs) is
+/// a `CorruptNvram` error from the call that reaches it.
+#[test]
+fn a_damaged_saved_state_is_an_error_not_a_wrong_tree() {
+    let dev = Dev::Small;
+    let mut fs = fresh(dev);
+    tree(&mut fs, 30);
+    let want = dentries(&mut fs).unwrap();
+    let (flash, nv) = fs.unmount_parts().unwrap();
+    let mut flash = flash.into_inner();
+    let mut nv = nv.unwrap();
+    let mut word = [0u8; 8];
+    nv.read(4096 + 496, &mut word).unwrap();
+    let state = u64::from_le_bytes(word);
+    assert_ne!(state, 0, "a clean unmount saves its state");
+    nv.read(state + 8, &mut word).unwrap();
+    let room = u64::from_le_bytes(word);
+    let mut image = vec![0u8; (state + room) as usize];
+    nv.read(0, &mut image).unwrap();
+    let (mut walked, mut refused) = (0, 0);
+    for k in 0..300u64 {
+        let at = (state + k * room / 300) as usize;
+        let mut bad = image.clone();
+        bad[at] ^= 1 << (k % 8);
+        let mut nv2 = ram_nvram();
+        nv2.write(0, &bad).unwrap();
+        nv2.persist_all().unwrap();
+        let f = clone_device(&mut flash);
+        let mut fs =
+            FileSystem::mount_with_nvram(nandkit_flash::StripedFlash::new(f), nv2, opts()).unwrap();
+        if fs.nvram().unwrap().saved_state_bytes == 0 {
+            walked += 1;
+        }
+        match dentries(&mut fs) {
+            Ok(t) => assert_eq!(show_dentries(&t), show_dentries(&want), "byte {at}"),
+            Err(e) => {
+                assert!(matches!(e, FsError::CorruptNvram(_)), "byte {at}: {e}");
+                assert!(!fs.fsck().is_clean(), "byte {at}: fsck saw nothing");
+                refused += 1;
+            }
+        }
+    }
+    assert!(
+        walked > 10 && refused > 10,
+        "walked {walked}, refused {refused}"
+    );
 }

@@ -411,6 +411,8 @@ struct Run {
     lenient: bool,
     /// The check follows a remount (`Some(crash)`).
     remounted: Option<bool>,
+    /// Operations still to run unchecked after a clean remount (see `remount`).
+    unchecked: u32,
 }
 
 type Res<T> = std::result::Result<T, i32>;
@@ -478,7 +480,13 @@ impl Run {
         let enospc_before = self.cov.enospc.load(Relaxed);
         self.apply_op(op, c);
         self.lenient = self.cov.enospc.load(Relaxed) != enospc_before;
-        if !matches!(op, Op::Remount { .. }) {
+        if self.unchecked > 0 {
+            self.unchecked -= 1;
+            // Times are checked against the last check: none was made.
+            for o in self.m.objs.values_mut() {
+                o.times = Times::default();
+            }
+        } else if !matches!(op, Op::Remount { .. }) {
             self.check_structure(op);
         }
     }
@@ -1020,6 +1028,7 @@ impl Run {
     }
 
     fn remount(&mut self, op: &Op, crash: bool) {
+        self.unchecked = 0;
         let fs = self.fs.take().unwrap();
         let ctx = self.ctx(op);
         self.cov
@@ -1049,6 +1058,16 @@ impl Run {
             }
             mount_parts(flash, nv).unwrap_or_else(|e| panic!("{ctx}: mount: {e}"))
         };
+        if !crash && self.step % 2 == 1 {
+            // Every other clean remount goes on unchecked (each call's answer is still
+            // checked) until the next remount: a MiNV mount leaves objects in the NVRAM
+            // until a call reaches them, and fsck or a full listing here would read them
+            // all before the operations get to. The next remount or the end checks
+            // everything.
+            self.fs = Some(fs);
+            self.unchecked = u32::MAX;
+            return;
+        }
         assert_fsck(&mut fs, &ctx);
         // File contents: exact after a clean unmount; after a crash, within what may have
         // survived, and that is the truth from now on.
@@ -1209,6 +1228,7 @@ fn run_case(dev: Dev, profile: &'static str, ops: &[Op], cov: &'static Coverage)
         cov,
         lenient: false,
         remounted: None,
+        unchecked: 0,
     };
     for (i, op) in ops.iter().enumerate() {
         run.step = i;

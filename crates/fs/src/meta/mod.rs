@@ -71,6 +71,21 @@ pub trait MetadataStore<F: Flash>: Send + Sync {
         Ok(())
     }
 
+    /// Puts `ino` in RAM if the store holds it and RAM does not (`FileSystem::present`).
+    fn load_object(&mut self, _fs: &mut FileSystem<F>, _ino: Ino) -> Result<()> {
+        Ok(())
+    }
+
+    /// Puts directory `dir`'s children in RAM (`FileSystem::expand`).
+    fn expand_dir(&mut self, _fs: &mut FileSystem<F>, _dir: Ino) -> Result<()> {
+        Ok(())
+    }
+
+    /// Puts every object in RAM (`FileSystem::load_all`).
+    fn load_all(&mut self, _fs: &mut FileSystem<F>) -> Result<()> {
+        Ok(())
+    }
+
     /// `ino` left the file system without a header write of its own (an attribute set
     /// goes with its owner): a store that keeps something per object frees it.
     fn forget(&mut self, _fs: &mut FileSystem<F>, _ino: Ino) -> Result<()> {

@@ -56,7 +56,7 @@ fn check_problems<F: Flash>(
         .map(|b| get64(&b, 0))
         .unwrap_or(0);
     let table = r.read(TABLE_OFF, 8 * u64::from(fs.layout.blocks));
-    let found = walk(&mut r, &regions, fs.layout.chunk_bytes, pages, false);
+    let found = walk(&mut r, &regions, fs.layout.chunk_bytes, pages);
     let found = match found {
         Ok(f) => f,
         Err(e) => {

@@ -17,6 +17,8 @@ use super::layout::UNIT;
 pub(crate) struct Heap {
     /// Free extents: units -> their offsets.
     free: BTreeMap<u64, Vec<u64>>,
+    /// The same extents by offset -> units (to tell whether room is free).
+    by_off: BTreeMap<u64, u64>,
     in_use_units: u64,
 }
 
@@ -80,7 +82,18 @@ impl Heap {
     fn put(&mut self, off: u64, units: u64) {
         if units > 0 {
             self.free.entry(units).or_default().push(off);
+            self.by_off.insert(off, units);
         }
+    }
+
+    /// Whether any of `off .. off + bytes` is free.
+    pub(crate) fn overlaps_free(&self, off: u64, bytes: u64) -> bool {
+        let end = off.saturating_add(bytes);
+        // Free extents never overlap: only the last one starting before `end` can.
+        self.by_off
+            .range(..end)
+            .next_back()
+            .is_some_and(|(&f, &units)| f + units * UNIT > off)
     }
 
     /// Takes `bytes` (a multiple of the unit); None when no free extent is big enough.
@@ -93,6 +106,7 @@ impl Heap {
         if list.is_empty() {
             self.free.remove(&size);
         }
+        self.by_off.remove(&off);
         self.put(off + bytes, size - units);
         self.in_use_units += units;
         Some(off)
@@ -135,6 +149,21 @@ mod tests {
         h.release(1005 * UNIT, UNIT);
         assert_eq!(h.alloc(UNIT), Some(1005 * UNIT));
         assert_eq!(h.in_use_bytes(), 10 * UNIT);
+    }
+
+    #[test]
+    fn overlaps_free_tells_taken_room_from_free() {
+        let mut h = Heap::rebuild(0, 64 * UNIT, &[(10 * UNIT, 2 * UNIT), (20 * UNIT, UNIT)]);
+        assert!(!h.overlaps_free(10 * UNIT, 2 * UNIT));
+        assert!(!h.overlaps_free(20 * UNIT, UNIT));
+        assert!(h.overlaps_free(9 * UNIT, 2 * UNIT));
+        assert!(h.overlaps_free(11 * UNIT, 2 * UNIT));
+        assert!(h.overlaps_free(0, UNIT));
+        // Allocated room is taken; released room is free again.
+        let a = h.alloc(64 * UNIT - 24 * UNIT).unwrap();
+        assert!(!h.overlaps_free(a, 40 * UNIT));
+        h.release(a, 40 * UNIT);
+        assert!(h.overlaps_free(a + UNIT, UNIT));
     }
 
     #[test]

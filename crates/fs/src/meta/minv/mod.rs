@@ -7,8 +7,11 @@
 //! flash log writes as a header page: names, attributes, size), and per file a chain of
 //! fixed-size file-offset structures mapping chunk indexes to flash pages. The NVRAM
 //! manager ([`heap`]) is rebuilt at mount from what is reachable, or, after a clean
-//! unmount, taken from what the unmount saved ([`save`]): that mount reads no offset
-//! structure, and each file's are read the first time the file is used.
+//! unmount, taken from what the unmount saved ([`save`], with a namespace [`index`]): that
+//! mount reads no inode, record or offset structure. An object is read the first time a
+//! call reaches it ([`lazy`]), a file's offsets the first time the file is used, so mount
+//! time does not grow with what is stored (the paper's structures are used in place; ours
+//! are mirrored in RAM, built on demand).
 //!
 //! Crash rules (DESIGN.md, after NOVA):
 //! - payload before pointer: a record, an inode or an offset structure is written and
@@ -34,7 +37,9 @@
 
 mod check;
 mod heap;
+mod index;
 pub mod layout;
+mod lazy;
 mod recover;
 mod redo;
 mod save;
@@ -71,8 +76,6 @@ pub(crate) struct Extent {
 #[derive(Debug)]
 pub(crate) struct NvInode {
     pub at: u64,
-    /// The next inode in its hash chain (0: none).
-    pub next: u64,
     pub record: Extent,
     pub version: u64,
     /// Offset structures by index (chunk / SLOTS).
@@ -100,8 +103,11 @@ pub struct Minv {
     regions: Regions,
     heap: Heap,
     inodes: HashMap<Ino, NvInode>,
-    /// Each bucket's chain, in NVRAM order.
-    chains: Vec<Vec<Ino>>,
+    /// Each bucket's chain in NVRAM order, (object, inode offset) each; `None` until read
+    /// (a mount after a clean unmount reads a chain the first time it changes).
+    chains: Vec<Option<Vec<(Ino, u64)>>>,
+    /// The saved namespace index objects are still read from (see `lazy`).
+    lazy: Option<lazy::Lazy>,
     /// Published pages: page -> (object, chunk). Lost pages are not listed.
     by_page: HashMap<u32, (Ino, u32)>,
     /// Inodes a mount found for objects that recovery did not keep (removed by a writable
@@ -146,7 +152,8 @@ impl Minv {
             nv,
             regions,
             inodes: HashMap::new(),
-            chains: vec![Vec::new(); layout::BUCKETS as usize],
+            chains: vec![Some(Vec::new()); layout::BUCKETS as usize],
+            lazy: None,
             by_page: HashMap::new(),
             dead: Vec::new(),
             high_water: 0,
@@ -193,31 +200,36 @@ impl Minv {
         Ok(Extent { off, bytes: len })
     }
 
-    /// The word that points at `ino`'s inode: its bucket head or its predecessor's link.
-    fn link_word(&self, ino: Ino) -> u64 {
-        let b = bucket_of(ino);
-        let chain = &self.chains[b as usize];
-        match chain.iter().position(|&i| i == ino) {
-            Some(0) | None => self.regions.bucket_word(b),
-            Some(i) => self.inodes[&chain[i - 1]].at + INODE_NEXT,
+    /// Bucket `b`'s chain, read from the NVRAM the first time it is needed.
+    fn chain(&mut self, b: u64) -> Result<&mut Vec<(Ino, u64)>> {
+        if self.chains[b as usize].is_none() {
+            let mut r = recover::Reader {
+                nv: &mut self.nv,
+                patch: HashMap::new(),
+            };
+            let chain = recover::read_bucket(&mut r, &self.regions, b)?;
+            self.chains[b as usize] = Some(chain);
         }
+        Ok(self.chains[b as usize].as_mut().expect("just read"))
     }
 
-    /// Drops `ino` from its chain in DRAM; returns the store that does it in NVRAM.
-    fn unchain(&mut self, ino: Ino) -> (u64, u64) {
-        let word = self.link_word(ino);
-        let next = self.inodes[&ino].next;
-        let b = bucket_of(ino) as usize;
-        let i = self.chains[b]
-            .iter()
-            .position(|&x| x == ino)
-            .expect("a chained inode");
-        self.chains[b].remove(i);
-        if i > 0 {
-            let pred = self.chains[b][i - 1];
-            self.inodes.get_mut(&pred).expect("chained").next = next;
-        }
-        (word, next)
+    /// Drops `ino` from its chain in DRAM; returns the store that does it in NVRAM: the
+    /// word that points at its inode (its bucket head or its predecessor's link) takes the
+    /// offset of the inode after it.
+    fn unchain(&mut self, ino: Ino) -> Result<(u64, u64)> {
+        let b = bucket_of(ino);
+        let bucket_word = self.regions.bucket_word(b);
+        let chain = self.chain(b)?;
+        let i = chain.iter().position(|&(x, _)| x == ino).ok_or_else(|| {
+            FsError::CorruptNvram(format!("object {ino} is missing from its inode chain"))
+        })?;
+        let word = match i {
+            0 => bucket_word,
+            _ => chain[i - 1].1 + INODE_NEXT,
+        };
+        let next = chain.get(i + 1).map_or(0, |&(_, at)| at);
+        chain.remove(i);
+        Ok((word, next))
     }
 
     /// Reads `ino`'s offset chain if the mount left it in the NVRAM (see `save`).
@@ -313,8 +325,11 @@ impl Minv {
                 self.set_slots(fs, ino, &diff.clear)?;
             }
         }
+        let Some(ns) = self.namespace(fs) else {
+            return Ok(());
+        };
         let guess = self.heap.free_extents().len() + 1;
-        let bytes = record_bytes(save::state_bytes(self.pages, guess) as usize);
+        let bytes = record_bytes(save::state_bytes(self.pages, guess, &ns) as usize);
         let Some(off) = self.heap.alloc(bytes) else {
             return Ok(());
         };
@@ -336,12 +351,65 @@ impl Minv {
                 }
             }
         }
-        let b = save::encode(&valid, self.pages, &free, bytes);
+        let b = save::encode(&valid, self.pages, &free, &ns, bytes);
         self.nv
             .write(off, &b)
             .and_then(|_| self.nv.persist(off, b.len() as u64))
             .and_then(|_| self.store_persist(save::CLEAN_OFF, off))
             .map_err(|e| nv_err(fs, e))
+    }
+
+    /// The namespace index of every object with an inode (`index`), or None if RAM and
+    /// the NVRAM disagree on what exists (then nothing is saved and the next mount walks).
+    fn namespace<F: Flash>(&self, fs: &FileSystem<F>) -> Option<save::Namespace> {
+        let mut inos: Vec<Ino> = self.inodes.keys().copied().collect();
+        inos.sort_unstable();
+        let at: HashMap<Ino, u32> = inos
+            .iter()
+            .enumerate()
+            .map(|(i, &ino)| (ino, i as u32))
+            .collect();
+        let mut ns = save::Namespace {
+            next_serial: fs.next_serial,
+            ..Default::default()
+        };
+        for &ino in &inos {
+            let o = fs.objects.get(&ino)?;
+            let mut e = index::Entry {
+                ino,
+                links: fs.link_count(ino),
+                xattr_set: fs
+                    .xattr_sets
+                    .get(&ino)
+                    .copied()
+                    .filter(|s| at.contains_key(s))
+                    .unwrap_or(0),
+                at: self.inodes[&ino].at,
+                ..Default::default()
+            };
+            if let Some(d) = fs.dirs.get(&ino) {
+                let mut kids: Vec<u32> = d
+                    .unnamed
+                    .iter()
+                    .chain(d.index.iter().flat_map(|m| m.values()))
+                    .filter_map(|k| at.get(k).copied())
+                    .collect();
+                kids.sort_unstable();
+                kids.dedup();
+                e.subdirs = o.subdirs;
+                e.first_child = ns.children.len() as u32;
+                e.children = kids.len() as u32;
+                e.children_crc = index::children_crc(&kids);
+                ns.children.extend(kids);
+            }
+            if o.kind.is_visible() {
+                ns.visible += 1;
+            }
+            ns.entries.push(e);
+        }
+        ns.reserved = fs.reserves.inos().filter(|i| at.contains_key(i)).collect();
+        ns.reserved.sort_unstable();
+        Some(ns)
     }
 
     /// Frees an unchained inode's allocations.
@@ -352,6 +420,10 @@ impl Minv {
         let Some(n) = self.inodes.remove(&ino) else {
             return;
         };
+        if let Some(l) = self.lazy.as_mut() {
+            // The saved index still lists it: never from there again.
+            l.gone.insert(ino);
+        }
         self.heap.release(n.at, INODE_BYTES);
         self.heap.release(n.record.off, n.record.bytes);
         for off in n.blocks.values() {
@@ -364,7 +436,7 @@ impl Minv {
 
     /// Removes an object's inode: one store unlinks it.
     fn remove_inode<F: Flash>(&mut self, fs: &FileSystem<F>, ino: Ino) -> Result<()> {
-        let (word, next) = self.unchain(ino);
+        let (word, next) = self.unchain(ino)?;
         self.store_persist(word, next).map_err(|e| nv_err(fs, e))?;
         self.release_inode(ino);
         Ok(())
@@ -539,7 +611,6 @@ impl Minv {
                 ino,
                 NvInode {
                     at,
-                    next: 0,
                     record: Extent { off: 0, bytes: 0 },
                     version: 0,
                     blocks: BTreeMap::new(),
@@ -581,12 +652,9 @@ impl Minv {
         self.set_slots(fs, ino, &diff.set)?;
         let ext = self.write_extent(bytes)?;
         if new {
-            let b = bucket_of(ino) as usize;
-            let next = self.chains[b]
-                .first()
-                .map_or(0, |head| self.inodes[head].at);
+            let b = bucket_of(ino);
+            let next = self.chain(b)?.first().map_or(0, |&(_, at)| at);
             let n = self.inodes.get_mut(&ino).expect("listed");
-            n.next = next;
             n.record = ext;
             n.version = rec.version;
             let mut inode = [0u8; INODE_BYTES as usize];
@@ -600,9 +668,9 @@ impl Minv {
                 .write(at, &inode)
                 .and_then(|_| self.nv.persist(at, INODE_BYTES))
                 .map_err(|e| nv_err(fs, e))?;
-            self.store_persist(self.regions.bucket_word(b as u64), at)
+            self.store_persist(self.regions.bucket_word(b), at)
                 .map_err(|e| nv_err(fs, e))?;
-            self.chains[b].insert(0, ino);
+            self.chain(b)?.insert(0, (ino, at));
         } else {
             // A rename over a name drops the object it replaces in the same transaction.
             let victims: Vec<Ino> = rec
@@ -624,7 +692,7 @@ impl Minv {
             }
             let mut entries = vec![(self.inodes[&ino].at + INODE_RECORD, ext.off)];
             for &v in &victims {
-                entries.push(self.unchain(v));
+                entries.push(self.unchain(v)?);
             }
             // On failure power is gone: RAM state no longer matters, only what the NVRAM
             // keeps.
@@ -775,6 +843,27 @@ impl<F: Flash> MetadataStore<F> for Minv {
         self.remove_dead(fs)
     }
 
+    fn load_object(&mut self, fs: &mut FileSystem<F>, ino: Ino) -> Result<()> {
+        let out = self.load_object_inner(fs, ino);
+        self.finish_if_done(fs);
+        self.settle_clock(fs);
+        out
+    }
+
+    fn expand_dir(&mut self, fs: &mut FileSystem<F>, dir: Ino) -> Result<()> {
+        let out = self.expand_dir_inner(fs, dir);
+        self.finish_if_done(fs);
+        self.settle_clock(fs);
+        out
+    }
+
+    fn load_all(&mut self, fs: &mut FileSystem<F>) -> Result<()> {
+        let out = self.load_all_inner(fs);
+        self.finish_if_done(fs);
+        self.settle_clock(fs);
+        out
+    }
+
     fn load_map(&mut self, fs: &mut FileSystem<F>, ino: Ino) -> Result<()> {
         let out = self.load_map_inner(fs, ino);
         self.settle_clock(fs);
@@ -802,6 +891,7 @@ impl<F: Flash> MetadataStore<F> for Minv {
         Some(NvramReport {
             stats: self.nv.stats(),
             bytes_in_use: self.bytes_in_use(),
+            saved_state_bytes: self.lazy.as_ref().map_or(0, |l| l.region_bytes()),
             size_bytes: self.nv.size_bytes(),
             power_lost: self.nv.power_lost(),
         })
@@ -820,6 +910,9 @@ impl<F: Flash> MetadataStore<F> for Minv {
 #[derive(Clone, Copy, Debug, serde::Serialize)]
 pub struct NvramReport {
     pub stats: NvramStats,
+    /// Of `bytes_in_use`: a clean unmount's saved state that objects are still read from
+    /// (freed once every object is in RAM).
+    pub saved_state_bytes: u64,
     pub bytes_in_use: u64,
     pub size_bytes: u64,
     pub power_lost: bool,

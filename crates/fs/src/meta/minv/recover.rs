@@ -109,7 +109,7 @@ fn superblock<F: Flash>(r: &mut Reader, dev: &F) -> Result<(Superblock, FsConfig
 /// What the walk of the inode table found.
 pub(super) struct Found2 {
     pub inodes: HashMap<Ino, (NvInode, Record)>,
-    pub chains: Vec<Vec<Ino>>,
+    pub chains: Vec<Vec<(Ino, u64)>>,
     pub extents: Vec<(u64, u64)>,
 }
 
@@ -165,15 +165,86 @@ pub(super) fn read_chain(
     Ok(())
 }
 
-/// Walks the inode table: every inode and its record, and (unless `lazy_files`, for
-/// regular files) its offset chain. A file whose chain is not read is left with
-/// `loaded: false` and its chain's head in `first`.
+/// Reads bucket `b`'s chain of inodes: (object, inode offset) each, in order.
+pub(super) fn read_bucket(r: &mut Reader, regions: &Regions, b: u64) -> Result<Vec<(Ino, u64)>> {
+    let mut at = get64(&r.read(regions.bucket_word(b), 8)?, 0);
+    let mut chain = Vec::new();
+    let most = (regions.heap_end - regions.heap_off) / INODE_BYTES;
+    while at != 0 {
+        if !heap_ok(regions, at, INODE_BYTES) || chain.len() as u64 > most {
+            return Err(corrupt(format!(
+                "inode chain {b} points at offset {at}, outside the heap, or loops"
+            )));
+        }
+        let i = r.read(at, 16)?;
+        let ino = inode_number(get64(&i, 0), b, at)?;
+        chain.push((ino, at));
+        at = get64(&i, 8);
+    }
+    Ok(chain)
+}
+
+/// The object number an inode at `at`, on chain `b`, holds, if it may.
+fn inode_number(raw: u64, b: u64, at: u64) -> Result<Ino> {
+    Ino::try_from(raw)
+        .ok()
+        .filter(|&x| x != 0 && bucket_of(x) == b)
+        .ok_or_else(|| corrupt(format!("inode at {at} has number {raw}, not of chain {b}")))
+}
+
+/// An inode and its record, read and checked: (object number, next inode, record extent,
+/// offset chain head, record).
+pub(super) fn read_inode(
+    r: &mut Reader,
+    regions: &Regions,
+    chunk_bytes: u32,
+    at: u64,
+    b: Option<u64>,
+) -> Result<(Ino, u64, Extent, u64, Record)> {
+    let i = r.read(at, INODE_BYTES)?;
+    let raw = get64(&i, 0);
+    let ino = match b {
+        Some(b) => inode_number(raw, b, at)?,
+        None => Ino::try_from(raw)
+            .ok()
+            .filter(|&x| x != 0)
+            .ok_or_else(|| corrupt(format!("inode at {at} has number {raw}")))?,
+    };
+    let (next, rec_off, first) = (get64(&i, 8), get64(&i, 16), get64(&i, 24));
+    if !heap_ok(regions, rec_off, UNIT) {
+        return Err(corrupt(format!(
+            "object {ino}: record pointer {rec_off} is bad"
+        )));
+    }
+    let head = r.read(rec_off, 8)?;
+    let len = u64::from(u16::from_le_bytes([head[0], head[1]]));
+    if len < 8
+        || len > u64::from(chunk_bytes)
+        || !heap_ok(regions, rec_off, record_bytes(len as usize))
+    {
+        return Err(corrupt(format!("object {ino}: record length {len} is bad")));
+    }
+    let bytes = r.read(rec_off, len)?;
+    let rec = Record::decode(&bytes)
+        .ok_or_else(|| corrupt(format!("object {ino}: record fails its checksum")))?;
+    if first != 0 && !heap_ok(regions, first, OFFSETS_BYTES) {
+        return Err(corrupt(format!(
+            "object {ino}: offset chain points at {first}, outside the heap"
+        )));
+    }
+    let record = Extent {
+        off: rec_off,
+        bytes: record_bytes(len as usize),
+    };
+    Ok((ino, next, record, first, rec))
+}
+
+/// Walks the inode table: every inode, its record and its offset chain.
 pub(super) fn walk(
     r: &mut Reader,
     regions: &Regions,
     chunk_bytes: u32,
     pages: u64,
-    lazy_files: bool,
 ) -> Result<Found2> {
     let heads = r.read(regions.buckets_off, 8 * BUCKETS)?;
     let mut seen_at: HashSet<u64> = HashSet::new();
@@ -190,43 +261,14 @@ pub(super) fn walk(
                     "inode chain {b} points at offset {at}, outside the heap or seen twice"
                 )));
             }
-            let i = r.read(at, INODE_BYTES)?;
-            let ino = get64(&i, 0);
-            let ino = Ino::try_from(ino)
-                .ok()
-                .filter(|&x| x != 0 && bucket_of(x) == b)
-                .ok_or_else(|| {
-                    corrupt(format!("inode at {at} has number {ino}, not of chain {b}"))
-                })?;
+            let (ino, next, record, first, rec) = read_inode(r, regions, chunk_bytes, at, Some(b))?;
             if out.inodes.contains_key(&ino) {
                 return Err(corrupt(format!("object {ino} has two inodes")));
             }
-            let (next, rec_off, first) = (get64(&i, 8), get64(&i, 16), get64(&i, 24));
-            if !heap_ok(regions, rec_off, UNIT) {
-                return Err(corrupt(format!(
-                    "object {ino}: record pointer {rec_off} is bad"
-                )));
-            }
-            let head = r.read(rec_off, 8)?;
-            let len = u64::from(u16::from_le_bytes([head[0], head[1]]));
-            if len < 8
-                || len > u64::from(chunk_bytes)
-                || !heap_ok(regions, rec_off, record_bytes(len as usize))
-            {
-                return Err(corrupt(format!("object {ino}: record length {len} is bad")));
-            }
-            let bytes = r.read(rec_off, len)?;
-            let rec = Record::decode(&bytes)
-                .ok_or_else(|| corrupt(format!("object {ino}: record fails its checksum")))?;
-            let record = Extent {
-                off: rec_off,
-                bytes: record_bytes(len as usize),
-            };
             out.extents.push((at, INODE_BYTES));
             out.extents.push((record.off, record.bytes));
             let mut n = NvInode {
                 at,
-                next,
                 record,
                 version: rec.version,
                 blocks: BTreeMap::new(),
@@ -234,18 +276,11 @@ pub(super) fn walk(
                 first,
                 loaded: false,
             };
-            if first != 0 && !heap_ok(regions, first, OFFSETS_BYTES) {
-                return Err(corrupt(format!(
-                    "object {ino}: offset chain points at {first}, outside the heap"
-                )));
-            }
-            if !(lazy_files && rec.kind == crate::types::Kind::File && first != 0) {
-                read_chain(r, regions, ino, first, pages, &mut seen_at, &mut n)?;
-                out.extents
-                    .extend(n.blocks.values().map(|&o| (o, OFFSETS_BYTES)));
-            }
+            read_chain(r, regions, ino, first, pages, &mut seen_at, &mut n)?;
+            out.extents
+                .extend(n.blocks.values().map(|&o| (o, OFFSETS_BYTES)));
             at = next;
-            out.chains[b as usize].push(ino);
+            out.chains[b as usize].push((ino, n.at));
             out.inodes.insert(ino, (n, rec));
         }
     }
@@ -262,10 +297,16 @@ pub(super) fn walk(
 }
 
 /// Mounts the file system whose metadata is in `nv` over `dev`.
-pub(crate) fn mount<F: Flash>(
+pub(crate) fn mount<F: Flash>(nv: Nvram, dev: F, options: &MountOptions) -> Result<FileSystem<F>> {
+    mount_inner(nv, dev, options, false)
+}
+
+/// `mount`; `ignore_saved` walks even after a clean unmount (its state was damaged).
+fn mount_inner<F: Flash>(
     mut nv: Nvram,
     dev: F,
     options: &MountOptions,
+    ignore_saved: bool,
 ) -> Result<FileSystem<F>> {
     let mut r = Reader {
         nv: &mut nv,
@@ -299,32 +340,6 @@ pub(crate) fn mount<F: Flash>(
         }
     }
     let pages = u64::from(fs.layout.blocks) * u64::from(ppb);
-    // After a clean unmount (no transaction left in the log), what it saved spares the
-    // walk of every file's offsets: those are read when the file is first used.
-    let saved = match &log {
-        None => super::save::read(&mut r, &regions, pages)?,
-        Some(_) => None,
-    };
-    let mut found = walk(
-        &mut r,
-        &regions,
-        fs.layout.chunk_bytes,
-        pages,
-        saved.is_some(),
-    )?;
-    let saved = saved.and_then(|s| {
-        let heap = Heap::from_free(regions.heap_off, regions.heap_end, &s.free)?;
-        let agrees = super::save::outside_free(&s.free, &found.extents)
-            && s.valid_pages().all(|p| {
-                u64::from(p) < pages
-                    && fs.blocks.get(fs.layout.block_of(p)).state == BlockState::Full
-            });
-        agrees.then_some((s, heap))
-    });
-    if saved.is_none() && found.inodes.values().any(|(n, _)| !n.loaded) {
-        // The saved state does not agree with the NVRAM: walk everything after all.
-        found = walk(&mut r, &regions, fs.layout.chunk_bytes, pages, false)?;
-    }
     let high_water = get64(&r.read(HIGH_WATER_OFF, 8)?, 0);
     let numbers_end = u64::from(fs.layout.tags.max_obj()) + HIGH_WATER_STEP + 1;
     if high_water > numbers_end {
@@ -333,39 +348,53 @@ pub(crate) fn mount<F: Flash>(
             fs.layout.tags.max_obj()
         )));
     }
-    drop(r);
-
-    let (heap, saved_at) = match saved {
-        Some((s, mut heap)) => {
-            for p in s.valid_pages() {
-                fs.blocks.set_valid(p);
-            }
-            // The state's own room is free from now on (the word pointing at it is
-            // cleared below, before anything changes).
-            heap.release(s.off, s.bytes);
-            (heap, true)
-        }
-        None => (
-            Heap::rebuild(regions.heap_off, regions.heap_end, &found.extents),
-            false,
-        ),
+    // After a clean unmount (no transaction in the log), what it saved spares the walk:
+    // objects are read when a call first reaches them (see `lazy`).
+    let saved = match &log {
+        None if !ignore_saved => super::save::read(&mut r, &regions, pages)?,
+        _ => None,
     };
+    let saved = saved.and_then(|s| {
+        let heap = Heap::from_free(regions.heap_off, regions.heap_end, &s.free)?;
+        let agrees = s.next_serial > 0
+            && s.valid_pages().all(|p| {
+                u64::from(p) < pages
+                    && fs.blocks.get(fs.layout.block_of(p)).state == BlockState::Full
+            });
+        agrees.then_some((s, heap))
+    });
+    drop(r);
+    if let Some((s, heap)) = saved {
+        return match mount_lazy(&mut fs, nv, regions, s, heap, high_water, options) {
+            Ok(()) => Ok(fs),
+            // The index is damaged where the mount reads it: the walk needs none of it.
+            Err(FsError::CorruptNvram(_)) => {
+                let (dev, nv) = fs.into_parts();
+                mount_inner(nv.expect("the NVRAM"), dev, options, true)
+            }
+            Err(e) => Err(e),
+        };
+    }
+
+    let mut r = Reader {
+        nv: &mut nv,
+        patch: log.iter().flatten().copied().collect(),
+    };
+    let found = walk(&mut r, &regions, fs.layout.chunk_bytes, pages)?;
+    drop(r);
+    let heap = Heap::rebuild(regions.heap_off, regions.heap_end, &found.extents);
     let mut store = Minv {
         heap,
         nv,
         regions,
         inodes: HashMap::new(),
-        chains: found.chains,
+        chains: found.chains.into_iter().map(Some).collect(),
+        lazy: None,
         by_page: HashMap::new(),
         dead: Vec::new(),
         high_water,
         pages,
     };
-    if saved_at && !options.read_only {
-        store
-            .store_persist(super::save::CLEAN_OFF, 0)
-            .map_err(FsError::Nvram)?;
-    }
     if let Some(entries) = log {
         if !options.read_only {
             store
@@ -406,13 +435,68 @@ pub(crate) fn mount<F: Flash>(
     let ns = store.nv.take_elapsed_ns();
     fs.dev.get_mut().advance_clock_ns(ns);
     fs.metadata = Some(Box::new(store));
-    // A file with a reservation counts its holes at mount: its map is needed now.
-    let reserved: Vec<Ino> = fs.reserves.inos().collect();
-    for ino in reserved {
+    fs.recount_reserves();
+    Ok(fs)
+}
+
+/// The mount after a clean unmount: the block table and the saved state are all it reads.
+/// The root is put in RAM, and the files with fallocated chunks (their reservations count
+/// against free space at once); every other object waits for the first call that reaches
+/// it.
+fn mount_lazy<F: Flash>(
+    fs: &mut FileSystem<F>,
+    nv: Nvram,
+    regions: Regions,
+    s: super::save::Saved,
+    heap: Heap,
+    high_water: u64,
+    options: &MountOptions,
+) -> Result<()> {
+    for p in s.valid_pages() {
+        fs.blocks.set_valid(p);
+    }
+    let pages = u64::from(fs.layout.blocks) * u64::from(fs.layout.pages_per_block);
+    let mut store = Minv {
+        heap,
+        nv,
+        regions,
+        inodes: HashMap::new(),
+        chains: vec![None; BUCKETS as usize],
+        lazy: Some(super::lazy::Lazy::new(&s)),
+        by_page: HashMap::new(),
+        dead: Vec::new(),
+        high_water,
+        pages,
+    };
+    if !options.read_only {
+        // From the first change on, the state no longer describes the NVRAM: a crash must
+        // walk. The state's room stays taken while objects are still read from it.
+        store
+            .store_persist(super::save::CLEAN_OFF, 0)
+            .map_err(FsError::Nvram)?;
+    }
+    fs.next_serial = s.next_serial;
+    fs.next_ino = (crate::types::ROOT_INO + 1).max(u32::try_from(high_water).unwrap_or(u32::MAX));
+    fs.lazy_pending = true;
+    fs.lazy_uncounted = s.visible;
+    fs.mount_method = MountMethod::Nvram;
+    let ns = store.nv.take_elapsed_ns();
+    fs.dev.get_mut().advance_clock_ns(ns);
+    fs.metadata = Some(Box::new(store));
+    fs.present(crate::types::ROOT_INO)?;
+    if fs
+        .objects
+        .get(&crate::types::ROOT_INO)
+        .is_none_or(|o| o.kind != crate::types::Kind::Dir)
+    {
+        return Err(corrupt("the saved index has no root directory"));
+    }
+    for ino in s.reserved {
+        fs.present(ino)?;
         fs.map(ino)?;
     }
     fs.recount_reserves();
-    Ok(fs)
+    Ok(())
 }
 
 /// Chunk maps from the published pages: a page counts if it lies within its file's size

@@ -1,19 +1,28 @@
-//! What a clean unmount leaves for the next mount, so that mount need not walk every
-//! file-offset structure: which flash pages hold published data, and the NVRAM manager's
-//! free extents. (The paper's structures are used in place and never rebuilt; ours are
-//! mirrored in RAM, so the mirror of each file's offsets is built the first time the file
-//! is used instead, see `Minv::load_map`.)
+//! What a clean unmount leaves for the next mount, so that mount walks nothing: which
+//! flash pages hold published data, the NVRAM manager's free extents, and an index of the
+//! namespace (`index`). (The paper's structures are used in place and never rebuilt; ours
+//! are mirrored in RAM, so the mirror of an object is built the first time a call reaches
+//! it, see `lazy`, and of a file's offsets the first time the file is used, see
+//! `Minv::load_map`.)
 //!
 //! ```text
 //! CLEAN_OFF   offset of the saved state in the heap (0: none; the mount walks everything)
 //! saved state:
-//!   0   magic "NKMVSAVE"
+//!   0   magic "NKMVSAV2"
 //!   8   the heap room it was given (its length rounded up, and one extent's worth more)
-//!   16  CRC-32C of the whole state with this word zero
+//!   16  CRC-32C of the head, map, extents and reserved list, with this word zero
 //!   24  pages the map covers (every page of the device)
 //!   32  free extents listed
-//!   40  valid-page map: one bit a flash page, 64 to a word
+//!   40  objects in the index
+//!   48  entries of the child array
+//!   56  objects a listing shows (not hard links or attribute sets), root included
+//!   64  the next header version to give
+//!   72  files with fallocated chunks
+//!   80  valid-page map: one bit a flash page, 64 to a word
 //!   ..  free extents: (offset u64, bytes u64) each
+//!   ..  the files with fallocated chunks: object number u64 each (their reservations
+//!       count against free space from the mount on)
+//!   ..  the namespace index (`index`): read entry by entry, never whole
 //! ```
 //!
 //! The word is stored (and persisted) last at unmount, after the state itself; a writable
@@ -22,15 +31,28 @@
 //! word 0 and the next mount walks everything, as after any crash. A state that fails its
 //! checks is ignored the same way: the walk is the authority, this only saves its work.
 
+use super::index::{Entry, ENTRY};
 use super::layout::{get64, UNIT};
 use super::recover::Reader;
 use super::Regions;
 use crate::error::Result;
+use crate::types::Ino;
 
 /// The word after the redo log's entries (always 0 in images made before it existed).
 pub(crate) const CLEAN_OFF: u64 = super::layout::LOG_OFF + 496;
-const MAGIC: [u8; 8] = *b"NKMVSAVE";
-const HEAD: u64 = 40;
+/// (States saved before the namespace index, "NKMVSAVE", are ignored: that mount walks.)
+const MAGIC: [u8; 8] = *b"NKMVSAV2";
+const HEAD: u64 = 80;
+
+/// The namespace part of a state, as the unmount gives it.
+#[derive(Default)]
+pub(crate) struct Namespace {
+    pub entries: Vec<Entry>,
+    pub children: Vec<u32>,
+    pub visible: u64,
+    pub next_serial: u64,
+    pub reserved: Vec<Ino>,
+}
 
 /// A saved state, checked.
 pub(crate) struct Saved {
@@ -40,6 +62,14 @@ pub(crate) struct Saved {
     /// Valid-page map, one bit a page.
     pub valid: Vec<u64>,
     pub free: Vec<(u64, u64)>,
+    pub objects: u64,
+    pub children: u64,
+    pub visible: u64,
+    pub next_serial: u64,
+    pub reserved: Vec<Ino>,
+    /// NVRAM offsets of the object table and the child array.
+    pub table_off: u64,
+    pub children_off: u64,
 }
 
 impl Saved {
@@ -53,21 +83,43 @@ impl Saved {
     }
 }
 
-/// Bytes of a saved state for `pages` pages and `free` extents.
-pub(crate) fn state_bytes(pages: u64, free: usize) -> u64 {
-    HEAD + 8 * pages.div_ceil(64) + 16 * free as u64
+/// Bytes of the checked part of a state: head, map, `free` extents, `reserved` files.
+fn checked_bytes(pages: u64, free: usize, reserved: usize) -> u64 {
+    HEAD + 8 * pages.div_ceil(64) + 16 * free as u64 + 8 * reserved as u64
+}
+
+/// Bytes of a saved state for `pages` pages, `free` extents and namespace `ns`.
+pub(crate) fn state_bytes(pages: u64, free: usize, ns: &Namespace) -> u64 {
+    checked_bytes(pages, free, ns.reserved.len())
+        + ENTRY * ns.entries.len() as u64
+        + 4 * ns.children.len() as u64
 }
 
 /// Encodes a saved state written into `room` bytes of heap.
-pub(crate) fn encode(valid: &[u64], pages: u64, free: &[(u64, u64)], room: u64) -> Vec<u8> {
-    let len = state_bytes(pages, free.len());
+pub(crate) fn encode(
+    valid: &[u64],
+    pages: u64,
+    free: &[(u64, u64)],
+    ns: &Namespace,
+    room: u64,
+) -> Vec<u8> {
+    let len = state_bytes(pages, free.len(), ns);
     debug_assert!(len <= room);
     let mut b = Vec::with_capacity(len as usize);
     b.extend_from_slice(&MAGIC);
-    b.extend_from_slice(&room.to_le_bytes());
-    b.extend_from_slice(&0u64.to_le_bytes());
-    b.extend_from_slice(&pages.to_le_bytes());
-    b.extend_from_slice(&(free.len() as u64).to_le_bytes());
+    for w in [
+        room,
+        0,
+        pages,
+        free.len() as u64,
+        ns.entries.len() as u64,
+        ns.children.len() as u64,
+        ns.visible,
+        ns.next_serial,
+        ns.reserved.len() as u64,
+    ] {
+        b.extend_from_slice(&w.to_le_bytes());
+    }
     for w in valid {
         b.extend_from_slice(&w.to_le_bytes());
     }
@@ -75,8 +127,12 @@ pub(crate) fn encode(valid: &[u64], pages: u64, free: &[(u64, u64)], room: u64) 
         b.extend_from_slice(&o.to_le_bytes());
         b.extend_from_slice(&n.to_le_bytes());
     }
+    for &r in &ns.reserved {
+        b.extend_from_slice(&u64::from(r).to_le_bytes());
+    }
     let crc = u64::from(crc32c::crc32c(&b));
     b[16..24].copy_from_slice(&crc.to_le_bytes());
+    b.extend_from_slice(&super::index::encode(&ns.entries, &ns.children));
     b
 }
 
@@ -93,16 +149,22 @@ pub(crate) fn read(r: &mut Reader, regions: &Regions, pages: u64) -> Result<Opti
     let head = r.read(off, HEAD)?;
     let room = get64(&head, 8);
     let n_free = get64(&head, 32);
+    let (objects, children) = (get64(&head, 40), get64(&head, 48));
+    let n_reserved = get64(&head, 72);
+    let most = regions.heap_end / UNIT;
     if head[0..8] != MAGIC
         || get64(&head, 24) != pages
-        || n_free > regions.heap_end / UNIT
+        || n_free > most
+        || objects > most
+        || children > most
+        || n_reserved > most
         || !room.is_multiple_of(UNIT)
         || !in_heap(off, room)
     {
         return Ok(None);
     }
-    let len = state_bytes(pages, n_free as usize);
-    if len > room {
+    let len = checked_bytes(pages, n_free as usize, n_reserved as usize);
+    if len + ENTRY * objects + 4 * children > room {
         return Ok(None);
     }
     let mut b = r.read(off, len)?;
@@ -118,42 +180,28 @@ pub(crate) fn read(r: &mut Reader, regions: &Regions, pages: u64) -> Result<Opti
     let free = (0..n_free as usize)
         .map(|i| (get64(&b, at + 16 * i), get64(&b, at + 16 * i + 8)))
         .collect();
+    let at = at + 16 * n_free as usize;
+    let reserved = (0..n_reserved as usize)
+        .map(|i| Ino::try_from(get64(&b, at + 8 * i)).unwrap_or(0))
+        .collect();
     Ok(Some(Saved {
         off,
         bytes: room,
         valid,
         free,
+        objects,
+        children,
+        visible: get64(&head, 56),
+        next_serial: get64(&head, 64),
+        reserved,
+        table_off: off + len,
+        children_off: off + len + ENTRY * objects,
     }))
-}
-
-/// Whether `used` extents (offset, bytes; any order) all lie outside the `free` ones
-/// (sorted, disjoint).
-pub(crate) fn outside_free(free: &[(u64, u64)], used: &[(u64, u64)]) -> bool {
-    used.iter().all(|&(off, bytes)| {
-        // The last free extent starting at or before `off + bytes - 1` is the only one
-        // that can overlap.
-        let end = off + bytes;
-        let i = free.partition_point(|&(f, _)| f < end);
-        i == 0 || {
-            let (f, n) = free[i - 1];
-            f + n <= off
-        }
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn used_extents_must_miss_the_free_ones() {
-        let free = [(100, 50), (300, 100)];
-        assert!(outside_free(&free, &[(0, 100), (150, 150), (400, 8)]));
-        assert!(!outside_free(&free, &[(140, 20)]));
-        assert!(!outside_free(&free, &[(90, 20)]));
-        assert!(!outside_free(&free, &[(350, 8)]));
-        assert!(outside_free(&[], &[(0, 8)]));
-    }
 
     #[test]
     fn valid_pages_lists_the_set_bits_in_order() {
@@ -162,6 +210,13 @@ mod tests {
             bytes: 0,
             valid: vec![0b101, 0, 1 << 63],
             free: Vec::new(),
+            objects: 0,
+            children: 0,
+            visible: 0,
+            next_serial: 0,
+            reserved: Vec::new(),
+            table_off: 0,
+            children_off: 0,
         };
         assert_eq!(s.valid_pages().collect::<Vec<_>>(), vec![0, 2, 191]);
     }
