@@ -13,6 +13,7 @@ mod model_cmd;
 mod mount;
 mod nvram_args;
 mod presets_cmd;
+mod reproduce;
 
 use std::process::ExitCode;
 
@@ -101,6 +102,21 @@ enum Command {
         --p 0.73 --read-us 200 --write-us 1030 --erase-us 1740\n  \
         nandkit model lfs-write-cost --u 0.8 --json")]
     Model(model_cmd::ModelArgs),
+    /// Reproduce the papers' headline results: run their experiments, judge every claim
+    /// against the paper's number, redraw the figures, write a report.
+    #[command(
+        after_help = "Writes DIR/index.html (self-contained), DIR/claims.json (a \
+        row per claim: paper, claim, paper_value, ours, holds), the figures as SVG, \
+        DIR/meta.json and each experiment's JSON in DIR/data. Finished experiments are \
+        kept, so an interrupted run resumes; --shard I/N runs one slice (e.g. a Slurm \
+        array task) and `reproduce merge` joins the slices.\n\n\
+        Examples:\n  \
+        nandkit reproduce --quick\n  \
+        nandkit reproduce minv --out minv-report\n  \
+        nandkit reproduce all --shard 2/4 --out part2\n  \
+        nandkit reproduce merge part1 part2 part3 part4 --out report"
+    )]
+    Reproduce(reproduce::ReproduceArgs),
 }
 
 fn main() -> ExitCode {
@@ -125,6 +141,7 @@ fn main() -> ExitCode {
         Command::Info(args) => cmd_info::run(args),
         Command::Dump(args) => cmd_dump::run(args),
         Command::Model(args) => model_cmd::run(args),
+        Command::Reproduce(args) => reproduce::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -53,7 +53,8 @@ enum ModelCommand {
             its Table 2.",
         after_help = "Examples (the paper's Table 2):\n  \
             nandkit model nvram-space --flash 32MiB --files 16 --file-size 2MiB --paper-constants\n  \
-            nandkit model nvram-space --flash 32MiB --files 65536 --file-size 512 --paper-constants --json"
+            nandkit model nvram-space --flash 32MiB --files 65536 --file-size 512 --paper-constants --json\n  \
+            nandkit model nvram-space --flash 32MiB --grid --paper-constants"
     )]
     NvramSpace(NvramSpaceArgs),
 }
@@ -64,11 +65,16 @@ struct NvramSpaceArgs {
     #[arg(long, value_name = "SIZE", value_parser = crate::device_args::parse_bytes)]
     flash: u64,
     /// Number of files (n).
-    #[arg(long, value_name = "N")]
-    files: u64,
+    #[arg(long, value_name = "N", required_unless_present = "grid")]
+    files: Option<u64>,
     /// Size of each file (S_k), e.g. 2MiB or 512.
-    #[arg(long, value_name = "SIZE", value_parser = crate::device_args::parse_bytes)]
-    file_size: u64,
+    #[arg(long, value_name = "SIZE", value_parser = crate::device_args::parse_bytes, required_unless_present = "grid")]
+    file_size: Option<u64>,
+    /// Every cell of the paper's Table 2 layout instead of one: file sizes 512 B to 32 MiB
+    /// (x4 each step) by file counts 1 to 65,536 (x4), on --flash; a cell whose files do
+    /// not fit is blank (null).
+    #[arg(long, conflicts_with_all = ["files", "file_size"])]
+    grid: bool,
     /// Use the structure sizes of the paper's implementation (else nandkit's minv profile's).
     #[arg(long)]
     paper_constants: bool,
@@ -226,6 +232,54 @@ fn run_lfs_write_cost(args: LfsWriteCostArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+#[derive(Serialize)]
+struct GridCell {
+    file_size_bytes: u64,
+    files: u64,
+    /// None: the files do not fit on the flash (a blank cell).
+    kib: Option<u64>,
+    bytes: Option<u64>,
+}
+
+/// The Table 2 layout: R in KiB for each (file size, file count) on `flash`.
+fn print_grid(sizes: &NvramConstants, flash: u64, which: &str, json: bool) -> anyhow::Result<()> {
+    let file_sizes: Vec<u64> = (0..9).map(|k| 512u64 << (2 * k)).collect();
+    let counts: Vec<u64> = (0..9).map(|k| 1u64 << (2 * k)).collect();
+    let mut cells = Vec::new();
+    for &s in &file_sizes {
+        for &n in &counts {
+            let r = nvram_space_uniform(sizes, flash, n, s).ok();
+            cells.push(GridCell {
+                file_size_bytes: s,
+                files: n,
+                kib: r.as_ref().map(|r| r.kib),
+                bytes: r.as_ref().map(|r| r.bytes),
+            });
+        }
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&cells)?);
+        return Ok(());
+    }
+    println!("NVRAM needed (KiB) on {flash} bytes of flash, {which} structure sizes");
+    print!("{:>10}", "size\\files");
+    for n in &counts {
+        print!(" {n:>7}");
+    }
+    println!();
+    for (row, &s) in cells.chunks(counts.len()).zip(&file_sizes) {
+        print!("{s:>10}");
+        for c in row {
+            match c.kib {
+                Some(k) => print!(" {k:>7}"),
+                None => print!(" {:>7}", ""),
+            }
+        }
+        println!();
+    }
+    Ok(())
+}
+
 fn run_nvram_space(args: NvramSpaceArgs) -> anyhow::Result<()> {
     let sizes = if args.paper_constants {
         NvramConstants::PAPER
@@ -238,12 +292,16 @@ fn run_nvram_space(args: NvramSpaceArgs) -> anyhow::Result<()> {
     } else {
         "nandkit-minv"
     };
-    let space = nvram_space_uniform(&sizes, args.flash, args.files, args.file_size)?;
+    if args.grid {
+        return print_grid(&sizes, args.flash, which, args.json);
+    }
+    let (files, file_size) = (args.files.unwrap_or(0), args.file_size.unwrap_or(0));
+    let space = nvram_space_uniform(&sizes, args.flash, files, file_size)?;
     if args.json {
         let report = NvramSpaceReport {
             flash_bytes: args.flash,
-            files: args.files,
-            file_size_bytes: args.file_size,
+            files,
+            file_size_bytes: file_size,
             constants: which,
             sizes,
             space,
@@ -257,10 +315,7 @@ fn run_nvram_space(args: NvramSpaceArgs) -> anyhow::Result<()> {
         args.flash / sizes.block_size,
         sizes.block_size
     );
-    println!(
-        "files             {} of {} bytes",
-        args.files, args.file_size
-    );
+    println!("files             {files} of {file_size} bytes");
     println!(
         "structure sizes   {}",
         if args.paper_constants {

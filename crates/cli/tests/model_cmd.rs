@@ -179,3 +179,43 @@ fn nvram_space_json_contract() {
     assert_eq!(v["constants"], "nandkit-minv");
     assert_eq!(v["sizes"]["offsets_per_struct"], 60);
 }
+
+/// `--grid`: Table 2's whole layout, 9 file sizes by 9 counts, blanks as null, the same
+/// numbers as the one-cell form.
+#[test]
+fn nvram_space_grid_is_table_2() {
+    let v = json_of(&[
+        "model",
+        "nvram-space",
+        "--flash",
+        "32MiB",
+        "--grid",
+        "--paper-constants",
+        "--json",
+    ]);
+    let cells = v.as_array().expect("an array of cells");
+    assert_eq!(cells.len(), 81);
+    let cell = |size: u64, files: u64| {
+        cells
+            .iter()
+            .find(|c| c["file_size_bytes"] == size && c["files"] == files)
+            .unwrap_or_else(|| panic!("{files} x {size}"))["kib"]
+            .clone()
+    };
+    assert_eq!(cell(512, 65536), 17955);
+    assert_eq!(cell(2 << 20, 16), 317);
+    assert_eq!(cell(32 << 20, 1), 315);
+    assert!(cell(32 << 20, 4).is_null(), "4 files of 32 MiB do not fit");
+    assert_eq!(cells.iter().filter(|c| c["kib"].is_null()).count(), 36);
+    // And --grid takes no single cell's flags.
+    let out = nandkit(&[
+        "model",
+        "nvram-space",
+        "--flash",
+        "32MiB",
+        "--grid",
+        "--files",
+        "4",
+    ]);
+    assert!(!out.status.success());
+}

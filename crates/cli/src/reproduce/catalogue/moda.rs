@@ -1,0 +1,363 @@
+//! MODA (moda-uniformity-allocation.txt): the cleaning cost model (equation 2) and
+//! Table 1 (seven workloads, YAFFS's sequential allocation against MODA), Figure 7
+//! (cleaning time by initial utilization), Figure 9 (DAC beside them).
+
+use super::{f, is, rows, words, Claim, Data, Experiment, Paper};
+use crate::reproduce::plot::{Figure, Series};
+use crate::reproduce::Scale;
+
+pub const MODEL: Experiment = Experiment {
+    id: "moda-model-fax",
+    paper: Paper::Moda,
+    what: "Equation 2: the cleaning cost model on Table 1's Fax/YAFFS state",
+    args: |_, _| {
+        words(
+            "model cleaning-cost --blocks 3706 --pages-per-block 32 --u 0.86 --i 0.0087 \
+             --p 0.73 --read-us 200 --write-us 1030 --erase-us 1740 --json",
+        )
+    },
+    expected: [0.1, 0.1, 0.1],
+};
+
+pub const TABLE: Experiment = Experiment {
+    id: "moda-table",
+    paper: Paper::Moda,
+    what: "Table 1 and Figure 9: seven workloads under sequential (YAFFS), MODA, DAC and \
+           page-level hot/cold allocation; u, i, p, estimated and measured cleaning",
+    args: |s, _| {
+        let base = "bench moda-table --policies sequential,moda,dac,page-hotcold";
+        words(&match s {
+            Scale::Smoke => format!("{base} --workloads fax,camera,andrew,postmark,phone --json"),
+            Scale::Quick | Scale::Full => format!("{base} --json"),
+        })
+    },
+    expected: [0.7, 1.7, 1.7],
+};
+
+pub const UTILIZATION: Experiment = Experiment {
+    id: "moda-utilization",
+    paper: Paper::Moda,
+    what: "Figure 7: cleaning time by initial utilization, sequential and MODA",
+    args: |s, _| {
+        words(match s {
+            Scale::Smoke => "bench moda-utilization --utilizations 0,0.5 --json",
+            Scale::Quick => "bench moda-utilization --utilizations 0,0.3,0.6,0.8 --json",
+            Scale::Full => "bench moda-utilization --json",
+        })
+    },
+    expected: [0.3, 0.6, 1.4],
+};
+
+pub const REPEAT: Experiment = Experiment {
+    id: "moda-repeat",
+    paper: Paper::Moda,
+    what: "Figure 8: PostMark run again and again, no cleaning, cleaning between runs, or \
+           in idle time; sequential and MODA",
+    args: |s, _| {
+        words(match s {
+            Scale::Smoke => "bench moda-repeat --max-runs 4 --json",
+            Scale::Quick | Scale::Full => "bench moda-repeat --json",
+        })
+    },
+    expected: [0.5, 2.7, 2.7],
+};
+
+/// Table 1's measured cleaning time, YAFFS then MODA (s), for the workloads issue 10
+/// named.
+const TABLE_1: [(&str, f64, f64); 4] = [
+    ("fax", 60.99, 23.19),
+    ("andrew", 16.32, 3.64),
+    ("postmark", 16.18, 11.39),
+    ("camera", 9.60, 7.56),
+];
+
+fn cell(d: &Data, workload: &str, policy: &str, k: &str) -> Option<f64> {
+    rows(d.get("moda-table"))
+        .into_iter()
+        .find(|r| is(r, "workload", workload) && is(r, "policy", policy))
+        .and_then(|r| f(r, k))
+}
+
+pub fn claims(d: &Data) -> Vec<Claim> {
+    let mut out = Vec::new();
+    let m = rows(d.get("moda-model-fax"))
+        .first()
+        .and_then(|r| f(r, "seconds"));
+    out.push(Claim::judge(
+        Paper::Moda,
+        "Equation 2: cleaning time estimated for Table 1's Fax under YAFFS",
+        40.74,
+        m,
+        "s",
+        "within 0.5% of the paper's estimate",
+        |x| (x / 40.74 - 1.0).abs() <= 0.005,
+        "the paper rounds its inputs (u, i, p) to two or three digits",
+    ));
+    for (w, yaffs, moda) in TABLE_1 {
+        let r = match (
+            cell(d, w, "sequential", "clean_s"),
+            cell(d, w, "moda", "clean_s"),
+        ) {
+            (Some(s), Some(m)) if m > 0.0 => Some(s / m),
+            (Some(_), Some(_)) => Some(f64::INFINITY),
+            _ => None,
+        };
+        out.push(Claim::judge(
+            Paper::Moda,
+            &format!("Table 1: MODA cuts {w}'s cleaning time (YAFFS / MODA)"),
+            yaffs / moda,
+            r.map(|x| x.min(1e6)),
+            "x",
+            "MODA cleans less (> 1x)",
+            |x| x > 1.0,
+            "our workloads are regenerated from the paper's descriptions, so the absolute \
+             times differ; the direction is the claim",
+        ));
+    }
+    // Uniformity: MODA's p at least sequential's on every workload.
+    let workloads: Vec<String> = rows(d.get("moda-table"))
+        .into_iter()
+        .filter(|r| is(r, "policy", "moda"))
+        .filter_map(|r| r.get("workload")?.as_str().map(String::from))
+        .collect();
+    let worst = (!workloads.is_empty()).then(|| {
+        workloads
+            .iter()
+            .filter_map(|w| Some(cell(d, w, "moda", "p")? - cell(d, w, "sequential", "p")?))
+            .fold(f64::INFINITY, f64::min)
+    });
+    out.push(Claim::judge(
+        Paper::Moda,
+        "Table 1: MODA keeps uniformity p at least YAFFS's (least margin over workloads)",
+        0.01,
+        worst.filter(|x| x.is_finite()),
+        "p",
+        "MODA's p >= sequential's on every workload (margin >= 0)",
+        |x| x >= 0.0,
+        "the paper: p rises on every workload (0.01 on camera to 0.24 on fax)",
+    ));
+    // Figure 9: DAC between YAFFS and MODA.
+    let between = (!workloads.is_empty()).then(|| {
+        let ok = workloads.iter().filter(|w| {
+            match (
+                cell(d, w, "moda", "clean_s"),
+                cell(d, w, "dac", "clean_s"),
+                cell(d, w, "sequential", "clean_s"),
+            ) {
+                (Some(m), Some(x), Some(s)) => m <= x && x <= s,
+                _ => false,
+            }
+        });
+        ok.count() as f64
+    });
+    let n = workloads.len().max(1) as f64;
+    out.push(Claim::judge(
+        Paper::Moda,
+        "Figure 9: DAC's cleaning time lies between MODA's and YAFFS's (workloads where so)",
+        n,
+        between,
+        "workloads",
+        "on every workload",
+        move |x| x >= n,
+        "ours: on fax, postmark and recorder DAC cleans as much as YAFFS or more: new data \
+         shares DAC's coldest region with data that cooled, which MODA's per-file classes \
+         keep apart",
+    ));
+    // Table 1: run time unchanged by classification.
+    let worst = (!workloads.is_empty()).then(|| {
+        workloads
+            .iter()
+            .filter_map(|w| {
+                Some(
+                    (cell(d, w, "moda", "run_s")? / cell(d, w, "sequential", "run_s")? - 1.0).abs()
+                        * 100.0,
+                )
+            })
+            .fold(0.0, f64::max)
+    });
+    out.push(Claim::judge(
+        Paper::Moda,
+        "Table 1: MODA's classification costs no running time (worst workload)",
+        3.0,
+        worst,
+        "% apart",
+        "within 5% of sequential's running time on every workload",
+        |x| x <= 5.0,
+        "the paper: 38/37, 481/481, 90/90 s and so on",
+    ));
+    // Beyond the paper (its future work): page-level classes for Phone and Recorder.
+    let page =
+        |w: &str| Some(cell(d, w, "page-hotcold", "clean_s")? / cell(d, w, "moda", "clean_s")?);
+    out.push(
+        Claim::judge(
+            Paper::Moda,
+            "Future work, built: page-level hot/cold cleans less than MODA on phone \
+         (page-hotcold / MODA)",
+            1.0,
+            page("phone"),
+            "x",
+            "less (< 1)",
+            |x| x < 1.0,
+            "the paper suggests page-level classes for workloads that rewrite parts of files",
+        )
+        .threshold_only(),
+    );
+    // Figure 8: repeated PostMark.
+    let rep = rows(d.get("moda-repeat"));
+    let max_run = |p: &str, mode: &str| {
+        rep.iter()
+            .filter(|r| is(r, "policy", p) && is(r, "mode", mode))
+            .filter_map(|r| f(r, "run_s"))
+            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
+    };
+    out.push(
+        Claim::judge(
+            Paper::Moda,
+            "Figure 8: without cleaning, MODA's slowest run is faster than YAFFS's \
+         (MODA / YAFFS)",
+            1.0,
+            match (max_run("moda", "none"), max_run("sequential", "none")) {
+                (Some(m), Some(s)) => Some(m / s),
+                _ => None,
+            },
+            "x",
+            "faster (< 1)",
+            |x| x < 1.0,
+            "the paper: YAFFS's run time jumps past u = 0.87 while MODA's rises only slightly; \
+         ours both rise from u = 0.58 on (PostMark leaves invalid pages every run), MODA \
+         less",
+        )
+        .threshold_only(),
+    );
+    let gap = |p: &str| {
+        let v: Vec<f64> = rep
+            .iter()
+            .filter(|r| is(r, "policy", p) && is(r, "mode", "between") && is(r, "outcome", "ok"))
+            .filter_map(|r| f(r, "gap_clean_s"))
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>())
+    };
+    out.push(
+        Claim::judge(
+            Paper::Moda,
+            "Figure 8: cleaning between runs costs MODA less than YAFFS (MODA / YAFFS)",
+            1.0,
+            match (gap("moda"), gap("sequential")) {
+                (Some(m), Some(s)) if s > 0.0 => Some(m / s),
+                _ => None,
+            },
+            "x",
+            "less (< 1)",
+            |x| x < 1.0,
+            "periodic cleaning keeps every run fast under both; MODA has fewer mixed blocks to \
+         clean",
+        )
+        .threshold_only(),
+    );
+    // Figure 7: the gap grows with initial utilization.
+    let u = rows(d.get("moda-utilization"));
+    let gap = |u0: f64| -> Option<f64> {
+        let c = |p: &str| {
+            u.iter()
+                .find(|r| is(r, "policy", p) && f(r, "u0") == Some(u0))
+                .and_then(|r| f(r, "clean_s"))
+        };
+        Some(c("sequential")? - c("moda")?)
+    };
+    // Runs that ended early (the device full, at u0 = 0.9) are not comparable.
+    let finished = |u0: f64| {
+        u.iter()
+            .filter(|r| f(r, "u0") == Some(u0))
+            .all(|r| is(r, "outcome", "ok"))
+    };
+    let u0s: Vec<f64> = u
+        .iter()
+        .filter(|r| is(r, "policy", "moda"))
+        .filter_map(|r| f(r, "u0"))
+        .filter(|&u0| finished(u0))
+        .collect();
+    let growth = match (u0s.first(), u0s.last()) {
+        (Some(&a), Some(&b)) if a < b => match (gap(a), gap(b)) {
+            (Some(ga), Some(gb)) => Some(gb - ga),
+            _ => None,
+        },
+        _ => None,
+    };
+    out.push(
+        Claim::judge(
+            Paper::Moda,
+            "Figure 7: YAFFS's extra cleaning over MODA grows with initial utilization",
+            0.0,
+            growth,
+            "s more",
+            "the gap at the highest u0 whose runs finished exceeds the gap at the lowest (> 0 s)",
+            |x| x > 0.0,
+            "ours grows in one step then stays flat: the extra utilization is whole valid \
+         blocks, which neither policy copies",
+        )
+        .threshold_only(),
+    );
+    out
+}
+
+pub fn figures(d: &Data) -> Vec<Figure> {
+    let mut out = Vec::new();
+    let u = rows(d.get("moda-utilization"));
+    if !u.is_empty() {
+        let series = |p: &str, name: &str| Series {
+            name: name.into(),
+            points: u
+                .iter()
+                .filter(|r| is(r, "policy", p))
+                .filter_map(|r| Some((f(r, "u0")? * 100.0, f(r, "clean_s")?)))
+                .collect(),
+        };
+        out.push(Figure {
+            categories: Vec::new(),
+            id: "moda-fig7-utilization".into(),
+            paper: "moda".into(),
+            title: "MODA Figure 7: cleaning time by initial utilization".into(),
+            x_label: "Initial utilization (%)".into(),
+            y_label: "Cleaning time (s)".into(),
+            log_x: false,
+            log_y: false,
+            series: vec![
+                series("sequential", "YAFFS (sequential)"),
+                series("moda", "MODA"),
+            ],
+        });
+    }
+    let t = rows(d.get("moda-table"));
+    if !t.is_empty() {
+        let workloads: Vec<String> = t
+            .iter()
+            .filter(|r| is(r, "policy", "moda"))
+            .filter_map(|r| r.get("workload")?.as_str().map(String::from))
+            .collect();
+        let series = |p: &str, name: &str| Series {
+            name: name.into(),
+            points: workloads
+                .iter()
+                .enumerate()
+                .filter_map(|(i, w)| Some((i as f64, cell(d, w, p, "clean_s")?)))
+                .collect(),
+        };
+        out.push(Figure {
+            categories: workloads.clone(),
+            id: "moda-fig9-cleaning".into(),
+            paper: "moda".into(),
+            title: "MODA Table 1 / Figure 9: measured cleaning time".into(),
+            x_label: "Workload".into(),
+            y_label: "Cleaning time (s)".into(),
+            log_x: false,
+            log_y: false,
+            series: vec![
+                series("sequential", "YAFFS (sequential)"),
+                series("moda", "MODA"),
+                series("dac", "DAC"),
+                series("page-hotcold", "page hot/cold"),
+            ],
+        });
+    }
+    out
+}
