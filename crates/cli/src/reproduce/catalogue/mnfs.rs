@@ -207,6 +207,71 @@ pub fn figures(d: &Data) -> Vec<Figure> {
             ],
         });
     }
+    // Figure 4 and Table 2: by profile.
+    let profiles = ["yaffs", "mnfs", "hybrid"];
+    let cats: Vec<String> = profiles.iter().map(|p| p.to_string()).collect();
+    let by_profile =
+        |id: &str, filter: &dyn Fn(&serde_json::Value) -> bool, k: &str, scale: f64| {
+            rows(d.get(id))
+                .into_iter()
+                .filter(|r| filter(r))
+                .filter_map(|r| {
+                    let p = r.get("profile")?.as_str()?;
+                    let i = profiles.iter().position(|x| *x == p)?;
+                    Some((i as f64, f(r, k)? * scale))
+                })
+                .collect::<Vec<_>>()
+        };
+    if d.contains_key("mnfs-fill") {
+        out.push(Figure {
+            categories: cats.clone(),
+            id: "mnfs-fig4-fill".into(),
+            paper: "mnfs".into(),
+            title: "MNFS Figure 4: filling a clean device".into(),
+            x_label: "Profile".into(),
+            y_label: "Throughput (KiB/s)".into(),
+            log_x: false,
+            log_y: false,
+            series: vec![Series {
+                name: "write throughput".into(),
+                points: by_profile("mnfs-fill", &|_| true, "kib_per_s", 1.0),
+            }],
+        });
+    }
+    if d.contains_key("mnfs-mount") {
+        let scan = |r: &serde_json::Value| is(r, "method", "scan");
+        for (k, id, title, unit, scale) in [
+            (
+                "mount_sim_ms",
+                "mnfs-table2-mount",
+                "MNFS Table 2: mount time of a full device (scan)",
+                "Mount time (ms)",
+                1.0,
+            ),
+            (
+                "heap_bytes",
+                "mnfs-table2-ram",
+                "MNFS Table 2: RAM after mount (scan)",
+                "Heap (KiB)",
+                1.0 / 1024.0,
+            ),
+        ] {
+            out.push(Figure {
+                categories: cats.clone(),
+                id: id.into(),
+                paper: "mnfs".into(),
+                title: title.into(),
+                x_label: "Profile".into(),
+                y_label: unit.into(),
+                log_x: false,
+                log_y: false,
+                series: vec![Series {
+                    name: "ours".into(),
+                    points: by_profile("mnfs-mount", &scan, k, scale),
+                }],
+            });
+        }
+    }
     let del = rows(d.get("mnfs-delete"));
     if !del.is_empty() {
         let series = |p: &str| Series {

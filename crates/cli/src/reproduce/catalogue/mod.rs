@@ -85,6 +85,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
     ma::IOZONE_MLC,
     ma::IOZONE_SLC,
     ma::IOZONE_RANDOM,
+    ma::IOZONE_REWRITE,
     ma::MOUNT_P1,
     ma::MOUNT_P4,
     ma::TRACE_MOVIE,

@@ -327,6 +327,35 @@ pub fn figures(d: &Data) -> Vec<Figure> {
             ],
         });
     }
+    // Figure 8 (a-d): each run's time against the utilization before it.
+    let rep = rows(d.get("moda-repeat"));
+    for (p, label) in [("sequential", "YAFFS"), ("moda", "MODA")] {
+        let series = |mode: &str, name: &str| Series {
+            name: name.into(),
+            points: rep
+                .iter()
+                .filter(|r| is(r, "policy", p) && is(r, "mode", mode) && is(r, "outcome", "ok"))
+                .filter_map(|r| Some((f(r, "u_before")? * 100.0, f(r, "run_s")?)))
+                .collect(),
+        };
+        if !rep.is_empty() {
+            out.push(Figure {
+                categories: Vec::new(),
+                id: format!("moda-fig8-repeat-{p}"),
+                paper: "moda".into(),
+                title: format!("MODA Figure 8: PostMark again and again, {label}"),
+                x_label: "Utilization before the run (%)".into(),
+                y_label: "Execution time (s)".into(),
+                log_x: false,
+                log_y: false,
+                series: vec![
+                    series("none", "no cleaning"),
+                    series("between", "cleaning between runs"),
+                    series("idle", "cleaning in idle time"),
+                ],
+            });
+        }
+    }
     let t = rows(d.get("moda-table"));
     if !t.is_empty() {
         let workloads: Vec<String> = t
