@@ -62,14 +62,19 @@ enum ModelCommand {
 #[derive(Args)]
 struct NvramSpaceArgs {
     /// Flash capacity (S_NAND), e.g. 32MiB.
-    #[arg(long, value_name = "SIZE", value_parser = crate::device_args::parse_bytes)]
-    flash: u64,
+    #[arg(long, value_name = "SIZE", value_parser = crate::device_args::parse_bytes, required_unless_present = "capacity_sweep")]
+    flash: Option<u64>,
     /// Number of files (n).
-    #[arg(long, value_name = "N", required_unless_present = "grid")]
+    #[arg(long, value_name = "N", required_unless_present_any = ["grid", "capacity_sweep"])]
     files: Option<u64>,
     /// Size of each file (S_k), e.g. 2MiB or 512.
-    #[arg(long, value_name = "SIZE", value_parser = crate::device_args::parse_bytes, required_unless_present = "grid")]
+    #[arg(long, value_name = "SIZE", value_parser = crate::device_args::parse_bytes, required_unless_present_any = ["grid", "capacity_sweep"])]
     file_size: Option<u64>,
+    /// MiNV Figure 4 instead of one cell: for flash of 4 MiB to 8 GiB (x2 each step), the
+    /// worst case (every file 512 B), the best (one file filling the flash), MP3 (4 MiB
+    /// files) and photo (330 KiB files) cases; --flash is not needed.
+    #[arg(long, conflicts_with_all = ["files", "file_size", "grid"])]
+    capacity_sweep: bool,
     /// Every cell of the paper's Table 2 layout instead of one: file sizes 512 B to 32 MiB
     /// (x4 each step) by file counts 1 to 65,536 (x4), on --flash; a cell whose files do
     /// not fit is blank (null).
@@ -139,6 +144,11 @@ struct CleaningCostArgs {
     /// Time to erase one block, in microseconds.
     #[arg(long, value_name = "US", allow_negative_numbers = true)]
     erase_us: f64,
+    /// Vary one parameter (u, i or p), or two (u,p), from 0 to 1 in steps of 0.05, the
+    /// others as given: a JSON array of rows (MODA Figures 3 and 4). States with
+    /// u + i > 1 are left out.
+    #[arg(long, value_delimiter = ',', value_name = "PARAMS", value_parser = ["u", "i", "p"])]
+    sweep: Vec<String>,
     /// Print one JSON object (the inputs, then the estimate) instead of a table.
     #[arg(long)]
     json: bool,
@@ -178,6 +188,9 @@ pub fn run(args: ModelArgs) -> anyhow::Result<()> {
 }
 
 fn run_cleaning_cost(args: CleaningCostArgs) -> anyhow::Result<()> {
+    if !args.sweep.is_empty() {
+        return print_cleaning_sweep(&args);
+    }
     let inputs = CleaningCostInput {
         blocks: args.blocks,
         pages_per_block: args.pages_per_block,
@@ -215,6 +228,65 @@ fn run_cleaning_cost(args: CleaningCostArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Equation 2 over a grid of states: the swept parameters take 0, 0.05, .., 1.
+fn print_cleaning_sweep(args: &CleaningCostArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        args.sweep.len() <= 2 && args.sweep.first() != args.sweep.get(1),
+        "--sweep: one parameter, or two different ones"
+    );
+    let steps: Vec<f64> = (0..=20).map(|k| f64::from(k) * 0.05).collect();
+    let base = [args.u, args.i, args.p];
+    let index = |name: &str| match name {
+        "u" => 0,
+        "i" => 1,
+        _ => 2,
+    };
+    let axes: Vec<usize> = args.sweep.iter().map(|n| index(n)).collect();
+    let mut states = vec![base];
+    for &a in &axes {
+        states = states
+            .into_iter()
+            .flat_map(|st| {
+                steps.iter().map(move |&v| {
+                    let mut st = st;
+                    st[a] = v;
+                    st
+                })
+            })
+            .collect();
+    }
+    let mut rows = Vec::new();
+    for [u, i, p] in states {
+        if u + i > 1.0 + 1e-9 {
+            continue;
+        }
+        let inputs = CleaningCostInput {
+            blocks: args.blocks,
+            pages_per_block: args.pages_per_block,
+            u,
+            i,
+            p,
+            read_us: args.read_us,
+            write_us: args.write_us,
+            erase_us: args.erase_us,
+        };
+        let cost = cleaning_cost(&inputs)?;
+        rows.push(CleaningCostReport { inputs, cost });
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    println!("{:>6} {:>6} {:>6} {:>12}", "u", "i", "p", "seconds");
+    for r in &rows {
+        println!(
+            "{:>6.2} {:>6.2} {:>6.2} {:>12.3}",
+            r.inputs.u, r.inputs.i, r.inputs.p, r.cost.seconds
+        );
+    }
+    Ok(())
+}
+
 fn run_lfs_write_cost(args: LfsWriteCostArgs) -> anyhow::Result<()> {
     let write_cost = lfs_write_cost(args.u)?;
     if args.json {
@@ -239,6 +311,59 @@ struct GridCell {
     /// None: the files do not fit on the flash (a blank cell).
     kib: Option<u64>,
     bytes: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct CapacityRow {
+    flash_bytes: u64,
+    case: &'static str,
+    files: u64,
+    file_size_bytes: u64,
+    kib: u64,
+}
+
+/// Figure 4: R in KiB against flash capacity, four cases; a case whose files do not fit
+/// (a 4 MiB file on 4 MiB of flash is the best case, not MP3) is left out.
+fn print_capacities(sizes: &NvramConstants, json: bool) -> anyhow::Result<()> {
+    let mut rows = Vec::new();
+    for k in 0..12 {
+        let flash = (4u64 << 20) << k;
+        for (case, size) in [
+            ("worst", 512u64),
+            ("best", flash),
+            ("mp3", 4 << 20),
+            ("photo", 330 * 1024),
+        ] {
+            let files = flash / size;
+            if files == 0 {
+                continue;
+            }
+            if let Ok(r) = nvram_space_uniform(sizes, flash, files, size) {
+                rows.push(CapacityRow {
+                    flash_bytes: flash,
+                    case,
+                    files,
+                    file_size_bytes: size,
+                    kib: r.kib,
+                });
+            }
+        }
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    println!(
+        "{:>12} {:>6} {:>9} {:>10} {:>10}",
+        "flash", "case", "files", "file size", "KiB"
+    );
+    for r in &rows {
+        println!(
+            "{:>12} {:>6} {:>9} {:>10} {:>10}",
+            r.flash_bytes, r.case, r.files, r.file_size_bytes, r.kib
+        );
+    }
+    Ok(())
 }
 
 /// The Table 2 layout: R in KiB for each (file size, file count) on `flash`.
@@ -292,14 +417,18 @@ fn run_nvram_space(args: NvramSpaceArgs) -> anyhow::Result<()> {
     } else {
         "nandkit-minv"
     };
+    if args.capacity_sweep {
+        return print_capacities(&sizes, args.json);
+    }
+    let flash = args.flash.unwrap_or(0);
     if args.grid {
-        return print_grid(&sizes, args.flash, which, args.json);
+        return print_grid(&sizes, flash, which, args.json);
     }
     let (files, file_size) = (args.files.unwrap_or(0), args.file_size.unwrap_or(0));
-    let space = nvram_space_uniform(&sizes, args.flash, files, file_size)?;
+    let space = nvram_space_uniform(&sizes, flash, files, file_size)?;
     if args.json {
         let report = NvramSpaceReport {
-            flash_bytes: args.flash,
+            flash_bytes: flash,
             files,
             file_size_bytes: file_size,
             constants: which,
@@ -311,8 +440,8 @@ fn run_nvram_space(args: NvramSpaceArgs) -> anyhow::Result<()> {
     }
     println!(
         "flash             {} bytes ({} blocks of {})",
-        args.flash,
-        args.flash / sizes.block_size,
+        flash,
+        flash / sizes.block_size,
         sizes.block_size
     );
     println!("files             {files} of {file_size} bytes");

@@ -219,3 +219,80 @@ fn nvram_space_grid_is_table_2() {
     ]);
     assert!(!out.status.success());
 }
+
+/// MiNV Figure 4 from the command line: its table's 1 GB cells, and NVRAM growing with
+/// capacity in every case.
+#[test]
+fn nvram_space_capacity_sweep_is_figure_4() {
+    let v = json_of(&[
+        "model",
+        "nvram-space",
+        "--capacity-sweep",
+        "--paper-constants",
+        "--json",
+    ]);
+    let rows = v.as_array().expect("rows");
+    let kib = |case: &str, flash: u64| {
+        rows.iter()
+            .find(|r| r["case"] == case && r["flash_bytes"] == flash)
+            .unwrap_or_else(|| panic!("{case} {flash}"))["kib"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(kib("best", 1 << 30), 9987);
+    assert_eq!(kib("mp3", 1 << 30), 10022);
+    assert_eq!(kib("best", 8 << 30), 79875);
+    for case in ["worst", "best", "mp3", "photo"] {
+        let v: Vec<u64> = rows
+            .iter()
+            .filter(|r| r["case"] == case)
+            .map(|r| r["kib"].as_u64().unwrap())
+            .collect();
+        assert!(v.windows(2).all(|w| w[0] < w[1]), "{case}: {v:?}");
+    }
+}
+
+/// MODA equation 2 swept: 21 values of one parameter, a grid of two, u + i never past 1.
+#[test]
+fn cleaning_cost_sweeps() {
+    let base = [
+        "model",
+        "cleaning-cost",
+        "--blocks",
+        "4096",
+        "--pages-per-block",
+        "32",
+        "--u",
+        "0.5",
+        "--i",
+        "0.1",
+        "--p",
+        "0.5",
+        "--read-us",
+        "15",
+        "--write-us",
+        "200",
+        "--erase-us",
+        "2000",
+        "--json",
+        "--sweep",
+    ];
+    let one = json_of(&[&base[..], &["p"]].concat());
+    let rows = one.as_array().unwrap();
+    assert_eq!(rows.len(), 21);
+    let secs: Vec<f64> = rows
+        .iter()
+        .map(|r| r["seconds"].as_f64().unwrap())
+        .collect();
+    assert!(
+        secs.windows(2).all(|w| w[1] < w[0]),
+        "uniformity lowers the cost"
+    );
+    let grid = json_of(&[&base[..], &["u,p"]].concat());
+    let rows = grid.as_array().unwrap();
+    // u runs to 0.9 with i = 0.1: 19 values of u by 21 of p.
+    assert_eq!(rows.len(), 19 * 21);
+    assert!(rows.iter().all(|r| r["inputs"]["u"].as_f64().unwrap()
+        + r["inputs"]["i"].as_f64().unwrap()
+        <= 1.0 + 1e-9));
+}

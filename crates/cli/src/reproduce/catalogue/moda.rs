@@ -19,6 +19,61 @@ pub const MODEL: Experiment = Experiment {
     expected: [0.1, 0.1, 0.1],
 };
 
+/// Equation 2 on the paper's small-block 64 MB chip (4,096 blocks of 32 pages; read,
+/// write and erase 15, 200 and 2,000 us), sweeping `sweep` from `u i p`.
+fn surface(sweep: &str, u: f64, i: f64, p: f64) -> Vec<String> {
+    words(&format!(
+        "model cleaning-cost --blocks 4096 --pages-per-block 32 --u {u} --i {i} --p {p} \
+         --read-us 15 --write-us 200 --erase-us 2000 --sweep {sweep} --json"
+    ))
+}
+
+pub const SURFACE: Experiment = Experiment {
+    id: "moda-model-surface",
+    paper: Paper::Moda,
+    what: "Figure 3: equation 2 over utilization and uniformity, invalidity 0.1",
+    args: |_, _| surface("u,p", 0.5, 0.1, 0.5),
+    expected: [0.1, 0.1, 0.1],
+};
+
+pub const BY_U: Experiment = Experiment {
+    id: "moda-model-by-u",
+    paper: Paper::Moda,
+    what: "Figure 4(a): equation 2 against utilization, i = p = 0.5",
+    args: |_, _| surface("u", 0.5, 0.5, 0.5),
+    expected: [0.1, 0.1, 0.1],
+};
+
+pub const BY_I: Experiment = Experiment {
+    id: "moda-model-by-i",
+    paper: Paper::Moda,
+    what: "Figure 4(b): equation 2 against invalidity, u = p = 0.5",
+    args: |_, _| surface("i", 0.5, 0.5, 0.5),
+    expected: [0.1, 0.1, 0.1],
+};
+
+pub const BY_P: Experiment = Experiment {
+    id: "moda-model-by-p",
+    paper: Paper::Moda,
+    what: "Figure 4(c): equation 2 against uniformity, u = i = 0.5",
+    args: |_, _| surface("p", 0.5, 0.5, 0.5),
+    expected: [0.1, 0.1, 0.1],
+};
+
+/// (parameter value, seconds) of a one-parameter sweep.
+fn sweep(d: &Data, id: &str, param: &str) -> Vec<(f64, f64)> {
+    rows(d.get(id))
+        .into_iter()
+        .filter_map(|r| Some((f(r.get("inputs")?, param)?, f(r, "seconds")?)))
+        .collect()
+}
+
+fn range(v: &[(f64, f64)]) -> Option<f64> {
+    let lo = v.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+    let hi = v.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
+    (!v.is_empty()).then_some(hi - lo)
+}
+
 pub const TABLE: Experiment = Experiment {
     id: "moda-table",
     paper: Paper::Moda,
@@ -93,6 +148,58 @@ pub fn claims(d: &Data) -> Vec<Claim> {
         |x| (x / 40.74 - 1.0).abs() <= 0.005,
         "the paper rounds its inputs (u, i, p) to two or three digits",
     ));
+    // Figures 3 and 4: the model's shape.
+    let s = rows(d.get("moda-model-surface"));
+    let at = |u: f64, p: f64| {
+        s.iter()
+            .find(|r| {
+                let i = r.get("inputs");
+                i.and_then(|i| f(i, "u"))
+                    .is_some_and(|x| (x - u).abs() < 1e-9)
+                    && i.and_then(|i| f(i, "p"))
+                        .is_some_and(|x| (x - p).abs() < 1e-9)
+            })
+            .and_then(|r| f(r, "seconds"))
+    };
+    out.push(
+        Claim::judge(
+            Paper::Moda,
+            "Figure 3: cleaning cost is highest at high utilization and low uniformity \
+             (u 0.9, p 0 over u 0.9, p 1)",
+            1.0,
+            match (at(0.9, 0.0), at(0.9, 1.0)) {
+                (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+                _ => None,
+            },
+            "x",
+            "higher (> 1)",
+            |x| x > 1.0,
+            "equation 2: copies grow with (1 - p) u / (u + i), erases with (1 - p)",
+        )
+        .threshold_only(),
+    );
+    let (ru, ri, rp) = (
+        range(&sweep(d, "moda-model-by-u", "u")),
+        range(&sweep(d, "moda-model-by-i", "i")),
+        range(&sweep(d, "moda-model-by-p", "p")),
+    );
+    out.push(
+        Claim::judge(
+            Paper::Moda,
+            "Figure 4: utilization and uniformity move the cost more than invalidity (the \
+             smaller of their ranges over invalidity's)",
+            1.0,
+            match (ru, ri, rp) {
+                (Some(u), Some(i), Some(p)) if i > 0.0 => Some(u.min(p) / i),
+                _ => None,
+            },
+            "x",
+            "more (> 1)",
+            |x| x > 1.0,
+            "each swept from the point u = i = p = 0.5 (u + i at most 1)",
+        )
+        .threshold_only(),
+    );
     for (w, yaffs, moda) in TABLE_1 {
         let r = match (
             cell(d, w, "sequential", "clean_s"),
@@ -324,6 +431,62 @@ pub fn figures(d: &Data) -> Vec<Figure> {
             series: vec![
                 series("sequential", "YAFFS (sequential)"),
                 series("moda", "MODA"),
+            ],
+        });
+    }
+    // Figure 3 as lines of constant uniformity, and Figure 4.
+    let s = rows(d.get("moda-model-surface"));
+    if !s.is_empty() {
+        let line = |p: f64| Series {
+            name: format!("p = {p}"),
+            points: s
+                .iter()
+                .filter(|r| {
+                    r.get("inputs")
+                        .and_then(|i| f(i, "p"))
+                        .is_some_and(|x| (x - p).abs() < 1e-9)
+                })
+                .filter_map(|r| Some((f(r.get("inputs")?, "u")?, f(r, "seconds")?)))
+                .collect(),
+        };
+        out.push(Figure {
+            categories: Vec::new(),
+            id: "moda-fig3-model".into(),
+            paper: "moda".into(),
+            title: "MODA Figure 3: cleaning cost (equation 2), i = 0.1".into(),
+            x_label: "Utilization u".into(),
+            y_label: "Cleaning cost (s)".into(),
+            log_x: false,
+            log_y: false,
+            series: [0.0, 0.25, 0.5, 0.75, 1.0].into_iter().map(line).collect(),
+        });
+    }
+    if ["moda-model-by-u", "moda-model-by-i", "moda-model-by-p"]
+        .iter()
+        .any(|k| d.contains_key(k))
+    {
+        out.push(Figure {
+            categories: Vec::new(),
+            id: "moda-fig4-model".into(),
+            paper: "moda".into(),
+            title: "MODA Figure 4: cost as one parameter moves from 0.5".into(),
+            x_label: "Parameter value".into(),
+            y_label: "Cleaning cost (s)".into(),
+            log_x: false,
+            log_y: false,
+            series: vec![
+                Series {
+                    name: "(a) utilization".into(),
+                    points: sweep(d, "moda-model-by-u", "u"),
+                },
+                Series {
+                    name: "(b) invalidity".into(),
+                    points: sweep(d, "moda-model-by-i", "i"),
+                },
+                Series {
+                    name: "(c) uniformity".into(),
+                    points: sweep(d, "moda-model-by-p", "p"),
+                },
             ],
         });
     }
