@@ -60,7 +60,8 @@ struct RunArgs {
     /// Where the report goes (made if missing; finished experiments there are kept).
     #[arg(long, default_value = "reproduce-out", value_name = "DIR")]
     out: PathBuf,
-    /// Seed of every workload: the same seed gives byte-identical JSON.
+    /// Seed of every workload (the benches' workload seed; MiNV's benches call it --seed):
+    /// the same seed gives byte-identical JSON.
     #[arg(long, default_value_t = 1, value_name = "N")]
     seed: u64,
     /// Run only the I-th of N slices of the experiments (1-based), e.g. a job array's

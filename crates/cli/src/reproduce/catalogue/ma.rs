@@ -13,7 +13,7 @@ fn iozone(s: Scale, seed: u64, geometry: &str, mode: &str) -> Vec<String> {
         Scale::Full => "",
     };
     words(&format!(
-        "bench iozone -g {geometry}{size} --mode {mode} --sweep --seed {seed} --json"
+        "bench iozone -g {geometry}{size} --mode {mode} --sweep --workload-seed {seed} --json"
     ))
 }
 
@@ -90,7 +90,7 @@ fn trace_args(s: Scale, seed: u64, trace: &str) -> Vec<String> {
         Scale::Quick | Scale::Full => "",
     };
     words(&format!(
-        "bench trace --trace {trace} --sweep{scale} --seed {seed} --json"
+        "bench trace --trace {trace} --sweep{scale} --workload-seed {seed} --json"
     ))
 }
 

@@ -5,14 +5,14 @@ use super::{f, is, rows, words, Claim, Data, Experiment, Paper};
 use crate::reproduce::plot::{Figure, Series};
 use crate::reproduce::Scale;
 
-fn uniform(s: Scale, profile: &str) -> Vec<String> {
+fn uniform(s: Scale, seed: u64, profile: &str) -> Vec<String> {
     let size = match s {
         Scale::Smoke => " --device-size 16MiB --file-size 2MiB",
         Scale::Quick => " --device-size 32MiB --file-size 16MiB",
         Scale::Full => "",
     };
     words(&format!(
-        "bench mnfs-uniform --profile {profile}{size} --json"
+        "bench mnfs-uniform --profile {profile}{size} --workload-seed {seed} --json"
     ))
 }
 
@@ -20,7 +20,7 @@ pub const UNIFORM_MNFS: Experiment = Experiment {
     id: "mnfs-uniform-mnfs",
     paper: Paper::Mnfs,
     what: "Figure 6: latency of each 32 KiB write of a large file, mnfs",
-    args: |s, _| uniform(s, "mnfs"),
+    args: |s, seed| uniform(s, seed, "mnfs"),
     expected: [0.1, 0.1, 0.4],
 };
 
@@ -28,7 +28,7 @@ pub const UNIFORM_YAFFS: Experiment = Experiment {
     id: "mnfs-uniform-yaffs",
     paper: Paper::Mnfs,
     what: "Figure 6: latency of each 32 KiB write of a large file, yaffs",
-    args: |s, _| uniform(s, "yaffs"),
+    args: |s, seed| uniform(s, seed, "yaffs"),
     expected: [0.1, 0.1, 0.4],
 };
 
@@ -44,7 +44,12 @@ pub const FILL: Experiment = Experiment {
     id: "mnfs-fill",
     paper: Paper::Mnfs,
     what: "Figure 4: filling a clean device with media files, throughput by profile",
-    args: |s, _| words(&format!("bench mnfs-fill{} --json", small(s))),
+    args: |s, seed| {
+        words(&format!(
+            "bench mnfs-fill{} --workload-seed {seed} --json",
+            small(s)
+        ))
+    },
     expected: [0.1, 0.2, 0.6],
 };
 
@@ -52,7 +57,12 @@ pub const DELETE: Experiment = Experiment {
     id: "mnfs-delete",
     paper: Paper::Mnfs,
     what: "Figure 5: time to delete a file by its size (mnfs erases on delete)",
-    args: |s, _| words(&format!("bench mnfs-delete{} --json", small(s))),
+    args: |s, seed| {
+        words(&format!(
+            "bench mnfs-delete{} --workload-seed {seed} --json",
+            small(s)
+        ))
+    },
     expected: [0.6, 0.8, 2.2],
 };
 
@@ -60,7 +70,12 @@ pub const MOUNT: Experiment = Experiment {
     id: "mnfs-mount",
     paper: Paper::Mnfs,
     what: "Table 2: mount time and RAM of a full device, by profile",
-    args: |s, _| words(&format!("bench mnfs-mount{} --json", small(s))),
+    args: |s, seed| {
+        words(&format!(
+            "bench mnfs-mount{} --workload-seed {seed} --json",
+            small(s)
+        ))
+    },
     expected: [0.2, 0.3, 0.9],
 };
 

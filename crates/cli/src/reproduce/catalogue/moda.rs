@@ -79,12 +79,13 @@ pub const TABLE: Experiment = Experiment {
     paper: Paper::Moda,
     what: "Table 1 and Figure 9: seven workloads under sequential (YAFFS), MODA, DAC and \
            page-level hot/cold allocation; u, i, p, estimated and measured cleaning",
-    args: |s, _| {
+    args: |s, seed| {
         let base = "bench moda-table --policies sequential,moda,dac,page-hotcold";
-        words(&match s {
-            Scale::Smoke => format!("{base} --workloads fax,camera,andrew,postmark,phone --json"),
-            Scale::Quick | Scale::Full => format!("{base} --json"),
-        })
+        let w = match s {
+            Scale::Smoke => " --workloads fax,camera,andrew,postmark,phone",
+            Scale::Quick | Scale::Full => "",
+        };
+        words(&format!("{base}{w} --workload-seed {seed} --json"))
     },
     expected: [0.7, 1.7, 1.7],
 };
@@ -93,12 +94,13 @@ pub const UTILIZATION: Experiment = Experiment {
     id: "moda-utilization",
     paper: Paper::Moda,
     what: "Figure 7: cleaning time by initial utilization, sequential and MODA",
-    args: |s, _| {
-        words(match s {
-            Scale::Smoke => "bench moda-utilization --utilizations 0,0.5 --json",
-            Scale::Quick => "bench moda-utilization --utilizations 0,0.3,0.6,0.8 --json",
-            Scale::Full => "bench moda-utilization --json",
-        })
+    args: |s, seed| {
+        let base = match s {
+            Scale::Smoke => "bench moda-utilization --utilizations 0,0.5",
+            Scale::Quick => "bench moda-utilization --utilizations 0,0.3,0.6,0.8",
+            Scale::Full => "bench moda-utilization",
+        };
+        words(&format!("{base} --workload-seed {seed} --json"))
     },
     expected: [0.3, 0.6, 1.4],
 };
@@ -108,11 +110,12 @@ pub const REPEAT: Experiment = Experiment {
     paper: Paper::Moda,
     what: "Figure 8: PostMark run again and again, no cleaning, cleaning between runs, or \
            in idle time; sequential and MODA",
-    args: |s, _| {
-        words(match s {
-            Scale::Smoke => "bench moda-repeat --max-runs 4 --json",
-            Scale::Quick | Scale::Full => "bench moda-repeat --json",
-        })
+    args: |s, seed| {
+        let base = match s {
+            Scale::Smoke => "bench moda-repeat --max-runs 4",
+            Scale::Quick | Scale::Full => "bench moda-repeat",
+        };
+        words(&format!("{base} --workload-seed {seed} --json"))
     },
     expected: [0.5, 2.7, 2.7],
 };

@@ -25,7 +25,7 @@ pub const PEERS: Experiment = Experiment {
             Scale::Full => "bench peers --fs littlefs,yaffs",
         };
         words(&format!(
-            "{base} --budget-host-s 1000000 --seed {seed} --json"
+            "{base} --budget-host-s 1000000 --workload-seed {seed} --json"
         ))
     },
     expected: [3.0, 12.0, 19.0],
