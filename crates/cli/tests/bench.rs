@@ -968,3 +968,22 @@ fn mnfs_small_files_and_hybrid() {
     ]);
     assert!(f(&uniform, "max_over_min") <= 1.1, "{uniform}");
 }
+
+/// MiNV's Figure 7 bench: on real minv images the NVRAM in use is what the space model
+/// says, to the byte, at every file size (a file the full device cut short is not kept).
+#[test]
+fn minv_space_measured_equals_the_model() {
+    let v = bench_json(&[
+        "minv-space",
+        "--sizes",
+        "1KiB,64KiB,1MiB",
+        "--device-size",
+        "4MiB",
+    ]);
+    let rows = v.as_array().expect("rows");
+    assert_eq!(rows.len(), 3);
+    for r in rows {
+        assert!(u(r, "files") > 0, "{r}");
+        assert_eq!(u(r, "measured_bytes"), u(r, "model_bytes"), "{r}");
+    }
+}

@@ -14,6 +14,7 @@ mod iozone;
 mod ma_mount;
 mod ma_realtime;
 mod minv;
+mod minv_space;
 mod minv_synthetic;
 mod mnfs;
 mod mnfs_uniform;
@@ -175,6 +176,11 @@ enum BenchCommand {
             nandkit bench minv-synthetic\n  \
             nandkit bench minv-synthetic --sizes 2KiB,2MiB --rounds 1 --json")]
     MinvSynthetic(minv_synthetic::SyntheticArgs),
+    /// MiNV's Figure 7: NVRAM the space model predicts against a real image's, by file size.
+    #[command(long_about = minv_space::LONG_ABOUT, after_help = "Examples:\n  \
+        nandkit bench minv-space\n  \
+        nandkit bench minv-space --sizes 4KiB,1MiB --json")]
+    MinvSpace(minv_space::SpaceArgs),
     /// littlefs (the C library) beside every nandkit profile on the same simulated flash:
     /// the same workloads, the same counters, and a power-cut comparison.
     #[command(long_about = peers::LONG_ABOUT, after_help = "Examples:\n  \
@@ -230,6 +236,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::MinvMount(a) => minv::run_mount(a),
         BenchCommand::Ttfs(a) => minv::run_ttfs(a),
         BenchCommand::MinvSynthetic(a) => minv_synthetic::run(a),
+        BenchCommand::MinvSpace(a) => minv_space::run(a),
         BenchCommand::Peers(a) => peers::run(a),
         BenchCommand::MnfsUniform(a) => mnfs_uniform::run(a),
         BenchCommand::MnfsFill(a) => mnfs::run_fill(a),

@@ -104,6 +104,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
     minv::SYNTHETIC,
     minv::SPACE,
     minv::CAPACITY,
+    minv::MEASURED,
     mnfs::UNIFORM_MNFS,
     mnfs::UNIFORM_YAFFS,
     mnfs::FILL,

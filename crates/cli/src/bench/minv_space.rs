@@ -1,0 +1,148 @@
+//! MiNV's Figure 7: the NVRAM the space model predicts against what a real minv image
+//! uses. For each file size, a fresh minv file system on the paper's chip (32 MB of it)
+//! takes as many files of that size as fit (the last one that does not is removed), and
+//! the NVRAM bytes in use are compared with equations 1-4 evaluated with our structure
+//! sizes (`nandkit model nvram-space`, without --paper-constants) for the same files.
+
+use anyhow::Context;
+use clap::Args;
+use nandkit_fs::{FsError, NewObject, ROOT_INO};
+use serde::Serialize;
+
+use super::{print_json, Fs};
+
+pub const LONG_ABOUT: &str = "MiNV's Figure 7: for each file size (1 KiB to 32 MiB by \
+    default, as in the paper), fill a fresh minv file system with as many files of that \
+    size as fit, then compare the NVRAM bytes in use with the space model (equations 1-4 \
+    with our structure sizes) for those files. File names are 8 bytes, as the model \
+    assumes.";
+
+/// Bytes of each file's name (the model's inode size includes the name).
+const NAME_BYTES: usize = 8;
+
+#[derive(Args)]
+pub struct SpaceArgs {
+    /// Device preset (the paper's 64 MB small-page chip).
+    #[arg(
+        long,
+        short = 'g',
+        default_value = "smallblock-64m-mtd",
+        value_name = "NAME"
+    )]
+    geometry: String,
+    /// Device capacity (the paper used 32 MB of its chip).
+    #[arg(long, default_value = "32MiB", value_name = "SIZE", value_parser = crate::device_args::parse_bytes)]
+    device_size: u64,
+    /// File sizes, comma-separated [default: 1 KiB to 32 MiB, x4 each step].
+    #[arg(long, value_delimiter = ',', value_name = "SIZES", value_parser = crate::device_args::parse_bytes)]
+    sizes: Vec<u64>,
+    /// NVRAM capacity (32 MB of 1 KiB files need about 7 MiB of our structures).
+    #[arg(long, default_value = "16MiB", value_name = "SIZE", value_parser = crate::device_args::parse_bytes)]
+    nvram_size: u64,
+    /// Print a JSON array of rows instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Row {
+    file_size: u64,
+    files: u64,
+    measured_bytes: u64,
+    model_bytes: u64,
+    /// measured / model.
+    ratio: f64,
+}
+
+pub fn run(args: SpaceArgs) -> anyhow::Result<()> {
+    let config = crate::device_args::DeviceArgs {
+        geometry: args.geometry.clone(),
+        chips: 1,
+        device_size: Some(args.device_size),
+        seed: None,
+    }
+    .config()?;
+    let sizes: Vec<u64> = if args.sizes.is_empty() {
+        (0..9)
+            .map(|k| 1024u64 << (2 * k))
+            .take_while(|&s| s <= 32 << 20)
+            .collect()
+    } else {
+        args.sizes.clone()
+    };
+    anyhow::ensure!(
+        sizes.iter().all(|&s| s > 0),
+        "file sizes must be at least 1 byte"
+    );
+    let g = config.geometry.striped();
+    let constants = nandkit_fs::meta::minv::model_constants(g, NAME_BYTES)?;
+    let flash = u64::from(config.geometry.blocks_per_chip) * constants.block_size;
+    let mut rows = Vec::new();
+    for size in sizes {
+        let mut fs = super::format(
+            config.clone(),
+            &super::FsArgs {
+                profile: "minv".into(),
+                nvram_size: Some(args.nvram_size),
+                ..super::FsArgs::default()
+            },
+        )?;
+        let files = fill(&mut fs, size).with_context(|| format!("files of {size} bytes"))?;
+        let measured = fs.nvram().context("the NVRAM")?.bytes_in_use;
+        let model = nandkit_models::nvram_space_uniform(&constants, flash, files, size)?;
+        rows.push(Row {
+            file_size: size,
+            files,
+            measured_bytes: measured,
+            model_bytes: model.bytes,
+            ratio: measured as f64 / model.bytes as f64,
+        });
+    }
+    if args.json {
+        return print_json(&rows);
+    }
+    println!(
+        "{:>10} {:>7} {:>14} {:>14} {:>8}",
+        "file_size", "files", "measured_B", "model_B", "ratio"
+    );
+    for r in &rows {
+        println!(
+            "{:>10} {:>7} {:>14} {:>14} {:>8.4}",
+            r.file_size, r.files, r.measured_bytes, r.model_bytes, r.ratio
+        );
+    }
+    Ok(())
+}
+
+/// Files of `size` bytes until one does not fit (it is removed); returns how many stay.
+fn fill(fs: &mut Fs, size: u64) -> anyhow::Result<u64> {
+    let data = super::noise(size as usize, 3);
+    let mut n = 0u64;
+    loop {
+        let name = format!("f{n:07}");
+        debug_assert_eq!(name.len(), NAME_BYTES);
+        let ino = match fs.create(ROOT_INO, name.as_bytes(), NewObject::regular_file()) {
+            Ok(a) => a.ino,
+            Err(FsError::NoSpace) => return Ok(n),
+            Err(e) => return Err(e).context("creating a file"),
+        };
+        // A write that meets a full device writes what fits (a short count) or nothing.
+        let r = fs.write(ino, 0, &data).and_then(|w| {
+            fs.fsync(ino)?;
+            Ok(w)
+        });
+        match r {
+            Ok(w) if w == data.len() => n += 1,
+            Ok(_) | Err(FsError::NoSpace) => {
+                fs.unlink(ROOT_INO, name.as_bytes())
+                    .context("removing the file that did not fit")?;
+                fs.sync().context("sync")?;
+                return Ok(n);
+            }
+            Err(e) => return Err(e).context("writing a file"),
+        }
+        if n >= 10_000_000 {
+            anyhow::bail!("no end to the device");
+        }
+    }
+}
