@@ -215,7 +215,10 @@ fn run_one(
                 .create(ROOT_INO, name.as_bytes(), NewObject::regular_file())
                 .and_then(|a| {
                     made += 1;
-                    fs.write(a.ino, 0, &data)?;
+                    // A write the full device cuts short is the device full, too.
+                    if fs.write(a.ino, 0, &data)? < data.len() {
+                        return Err(FsError::NoSpace);
+                    }
                     fs.fsync(a.ino)
                 });
             match step {
