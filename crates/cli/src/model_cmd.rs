@@ -65,16 +65,20 @@ struct NvramSpaceArgs {
     #[arg(long, value_name = "SIZE", value_parser = crate::device_args::parse_bytes, required_unless_present = "capacity_sweep")]
     flash: Option<u64>,
     /// Number of files (n).
-    #[arg(long, value_name = "N", required_unless_present_any = ["grid", "capacity_sweep"])]
+    #[arg(long, value_name = "N", required_unless_present_any = ["grid", "capacity_sweep", "mix_sweep"])]
     files: Option<u64>,
     /// Size of each file (S_k), e.g. 2MiB or 512.
-    #[arg(long, value_name = "SIZE", value_parser = crate::device_args::parse_bytes, required_unless_present_any = ["grid", "capacity_sweep"])]
+    #[arg(long, value_name = "SIZE", value_parser = crate::device_args::parse_bytes, required_unless_present_any = ["grid", "capacity_sweep", "mix_sweep"])]
     file_size: Option<u64>,
     /// MiNV Figure 4 instead of one cell: for flash of 4 MiB to 8 GiB (x2 each step), the
     /// worst case (every file 512 B), the best (one file filling the flash), MP3 (4 MiB
     /// files) and photo (330 KiB files) cases; --flash is not needed.
     #[arg(long, conflicts_with_all = ["files", "file_size", "grid"])]
     capacity_sweep: bool,
+    /// MiNV Figure 5 instead of one cell: on --flash, 512-byte metadata files taking 0 to
+    /// 20% of it and the rest MP3 (4 MiB) or photo (330 KiB) files.
+    #[arg(long, conflicts_with_all = ["files", "file_size", "grid", "capacity_sweep"])]
+    mix_sweep: bool,
     /// Every cell of the paper's Table 2 layout instead of one: file sizes 512 B to 32 MiB
     /// (x4 each step) by file counts 1 to 65,536 (x4), on --flash; a cell whose files do
     /// not fit is blank (null).
@@ -366,6 +370,53 @@ fn print_capacities(sizes: &NvramConstants, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
+#[derive(Serialize)]
+struct MixRow {
+    /// Share of the flash the metadata files take, in percent.
+    metadata_percent: f64,
+    content: &'static str,
+    metadata_files: u64,
+    content_files: u64,
+    kib: u64,
+}
+
+/// Figure 5: R in KiB on `flash` as 512-byte metadata files take a growing share of it and
+/// content files of one kind fill the rest.
+fn print_mix(sizes: &NvramConstants, flash: u64, json: bool) -> anyhow::Result<()> {
+    let mut rows = Vec::new();
+    for percent in [0.0, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0] {
+        let meta = (flash as f64 * percent / 100.0) as u64 / 512;
+        for (content, size) in [("mp3", 4u64 << 20), ("photo", 330 * 1024)] {
+            let n = (flash - meta * 512) / size;
+            let mut files = vec![512u64; meta as usize];
+            files.extend(std::iter::repeat_n(size, n as usize));
+            let r = nandkit_models::nvram_space(sizes, flash, &files)?;
+            rows.push(MixRow {
+                metadata_percent: percent,
+                content,
+                metadata_files: meta,
+                content_files: n,
+                kib: r.kib,
+            });
+        }
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    println!(
+        "{:>6} {:>7} {:>9} {:>8} {:>10}",
+        "meta%", "content", "metadata", "content", "KiB"
+    );
+    for r in &rows {
+        println!(
+            "{:>6} {:>7} {:>9} {:>8} {:>10}",
+            r.metadata_percent, r.content, r.metadata_files, r.content_files, r.kib
+        );
+    }
+    Ok(())
+}
+
 /// The Table 2 layout: R in KiB for each (file size, file count) on `flash`.
 fn print_grid(sizes: &NvramConstants, flash: u64, which: &str, json: bool) -> anyhow::Result<()> {
     let file_sizes: Vec<u64> = (0..9).map(|k| 512u64 << (2 * k)).collect();
@@ -421,6 +472,9 @@ fn run_nvram_space(args: NvramSpaceArgs) -> anyhow::Result<()> {
         return print_capacities(&sizes, args.json);
     }
     let flash = args.flash.unwrap_or(0);
+    if args.mix_sweep {
+        return print_mix(&sizes, flash, args.json);
+    }
     if args.grid {
         return print_grid(&sizes, flash, which, args.json);
     }

@@ -296,3 +296,34 @@ fn cleaning_cost_sweeps() {
         + r["inputs"]["i"].as_f64().unwrap()
         <= 1.0 + 1e-9));
 }
+
+/// MiNV Figure 5 from the command line: the NVRAM grows as metadata files take more of
+/// the flash, and 1% of 1 GB comes within 1% of the paper's figures.
+#[test]
+fn nvram_space_mix_sweep_is_figure_5() {
+    let v = json_of(&[
+        "model",
+        "nvram-space",
+        "--flash",
+        "1GiB",
+        "--mix-sweep",
+        "--paper-constants",
+        "--json",
+    ]);
+    let rows = v.as_array().expect("rows");
+    for (content, paper) in [("mp3", 15667.0), ("photo", 16223.0)] {
+        let kib: Vec<f64> = rows
+            .iter()
+            .filter(|r| r["content"] == content)
+            .map(|r| r["kib"].as_f64().unwrap())
+            .collect();
+        assert!(kib.windows(2).all(|w| w[0] < w[1]), "{content}: {kib:?}");
+        let at1 = rows
+            .iter()
+            .find(|r| r["content"] == content && r["metadata_percent"] == 1.0)
+            .unwrap()["kib"]
+            .as_f64()
+            .unwrap();
+        assert!((at1 / paper - 1.0).abs() < 0.01, "{content}: {at1}");
+    }
+}

@@ -110,6 +110,22 @@ pub const TRACE_CAMERA: Experiment = Experiment {
     expected: [0.1, 1.0, 1.0],
 };
 
+pub const TRACE_ANGRYBIRD: Experiment = Experiment {
+    id: "ma-trace-angrybird",
+    paper: Paper::Ma,
+    what: "Figure 10: AngryBird trace, mean response time by P",
+    args: |s, seed| trace_args(s, seed, "AngryBird"),
+    expected: [0.1, 1.0, 1.0],
+};
+
+pub const TRACE_GOOGLEMAP: Experiment = Experiment {
+    id: "ma-trace-googlemap",
+    paper: Paper::Ma,
+    what: "Figure 10: GoogleMap trace, mean response time by P",
+    args: |s, seed| trace_args(s, seed, "GoogleMap"),
+    expected: [0.1, 1.0, 1.0],
+};
+
 pub const TRACE_WEB: Experiment = Experiment {
     id: "ma-trace-web",
     paper: Paper::Ma,
@@ -269,6 +285,8 @@ pub fn claims(d: &Data) -> Vec<Claim> {
     for (id, name, paper) in [
         ("ma-trace-movie", "Movie", 0.284),
         ("ma-trace-camera", "CameraVideo", 0.371),
+        ("ma-trace-angrybird", "AngryBird", 0.554),
+        ("ma-trace-googlemap", "GoogleMap", 0.818),
     ] {
         out.push(Claim::judge(
             Paper::Ma,
@@ -421,6 +439,8 @@ pub fn figures(d: &Data) -> Vec<Figure> {
         });
     }
     let traces = [
+        ("ma-trace-angrybird", "AngryBird"),
+        ("ma-trace-googlemap", "GoogleMap"),
         ("ma-trace-movie", "Movie"),
         ("ma-trace-camera", "CameraVideo"),
         ("ma-trace-web", "WebBrowsing"),
