@@ -22,23 +22,11 @@ const NAME_BYTES: usize = 8;
 
 #[derive(Args)]
 pub struct SpaceArgs {
-    /// Device preset (the paper's 64 MB small-page chip).
-    #[arg(
-        long,
-        short = 'g',
-        default_value = "smallblock-64m-mtd",
-        value_name = "NAME"
-    )]
-    geometry: String,
-    /// Device capacity (the paper used 32 MB of its chip).
-    #[arg(long, default_value = "32MiB", value_name = "SIZE", value_parser = crate::device_args::parse_bytes)]
-    device_size: u64,
+    #[command(flatten)]
+    board: super::minv_synthetic::BoardArgs,
     /// File sizes, comma-separated [default: 1 KiB to 32 MiB, x4 each step].
     #[arg(long, value_delimiter = ',', value_name = "SIZES", value_parser = crate::device_args::parse_bytes)]
     sizes: Vec<u64>,
-    /// NVRAM capacity (32 MB of 1 KiB files need about 7 MiB of our structures).
-    #[arg(long, default_value = "16MiB", value_name = "SIZE", value_parser = crate::device_args::parse_bytes)]
-    nvram_size: u64,
     /// Print a JSON array of rows instead of a table.
     #[arg(long)]
     json: bool,
@@ -55,13 +43,7 @@ struct Row {
 }
 
 pub fn run(args: SpaceArgs) -> anyhow::Result<()> {
-    let config = crate::device_args::DeviceArgs {
-        geometry: args.geometry.clone(),
-        chips: 1,
-        device_size: Some(args.device_size),
-        seed: None,
-    }
-    .config()?;
+    let config = args.board.config()?;
     let sizes: Vec<u64> = if args.sizes.is_empty() {
         (0..9)
             .map(|k| 1024u64 << (2 * k))
@@ -79,14 +61,7 @@ pub fn run(args: SpaceArgs) -> anyhow::Result<()> {
     let flash = u64::from(config.geometry.blocks_per_chip) * constants.block_size;
     let mut rows = Vec::new();
     for size in sizes {
-        let mut fs = super::format(
-            config.clone(),
-            &super::FsArgs {
-                profile: "minv".into(),
-                nvram_size: Some(args.nvram_size),
-                ..super::FsArgs::default()
-            },
-        )?;
+        let mut fs = args.board.format(&config, "minv")?;
         let files = fill(&mut fs, size).with_context(|| format!("files of {size} bytes"))?;
         let measured = fs.nvram().context("the NVRAM")?.bytes_in_use;
         let model = nandkit_models::nvram_space_uniform(&constants, flash, files, size)?;

@@ -41,8 +41,10 @@ const TABLE3: [(u64, u64); 9] = [
     (32 << 20, 1),
 ];
 
+/// The paper's board: its 64 MB small-page chip, 32 MB of it used, and an NVRAM for minv
+/// (the MiNV benches that fill 32 MB of flash share these flags).
 #[derive(Args)]
-pub struct SyntheticArgs {
+pub struct BoardArgs {
     /// Device preset (the paper's board: a 64 MB small-page chip, 32 MB of it used).
     #[arg(
         long,
@@ -54,6 +56,45 @@ pub struct SyntheticArgs {
     /// Device capacity.
     #[arg(long, default_value = "32MiB", value_name = "SIZE", value_parser = crate::device_args::parse_bytes)]
     device_size: u64,
+    /// NVRAM capacity of minv. 32 MB of 0.5 KB files need 13.3 MiB of our structures
+    /// (`nandkit model nvram-space --flash 32MiB --files 32673 --file-size 512`); the
+    /// paper's board had 12 MB.
+    #[arg(long, default_value = "16MiB", value_name = "SIZE", value_parser = crate::device_args::parse_bytes)]
+    nvram_size: u64,
+}
+
+impl BoardArgs {
+    pub fn config(&self) -> anyhow::Result<nandkit_flash::DeviceConfig> {
+        crate::device_args::DeviceArgs {
+            geometry: self.geometry.clone(),
+            chips: 1,
+            device_size: Some(self.device_size),
+            seed: None,
+        }
+        .config()
+    }
+
+    /// A fresh file system of `profile` on a device of `config` (minv with our NVRAM).
+    pub fn format(
+        &self,
+        config: &nandkit_flash::DeviceConfig,
+        profile: &str,
+    ) -> anyhow::Result<Fs> {
+        super::format(
+            config.clone(),
+            &super::FsArgs {
+                profile: profile.into(),
+                nvram_size: Some(self.nvram_size),
+                ..super::FsArgs::default()
+            },
+        )
+    }
+}
+
+#[derive(Args)]
+pub struct SyntheticArgs {
+    #[command(flatten)]
+    board: BoardArgs,
     /// File sizes, comma-separated [default: the paper's, 512 B .. 32 MiB].
     #[arg(long, value_delimiter = ',', value_name = "SIZES", value_parser = crate::device_args::parse_bytes)]
     sizes: Vec<u64>,
@@ -68,11 +109,6 @@ pub struct SyntheticArgs {
         value_name = "NAMES"
     )]
     profiles: Vec<String>,
-    /// NVRAM capacity of minv. 32 MB of 0.5 KB files need 13.3 MiB of our structures
-    /// (`nandkit model nvram-space --flash 32MiB --files 32673 --file-size 512`); the
-    /// paper's board had 12 MB.
-    #[arg(long, default_value = "16MiB", value_name = "SIZE", value_parser = crate::device_args::parse_bytes)]
-    nvram_size: u64,
     /// Print a JSON array of rows instead of a table.
     #[arg(long)]
     json: bool,
@@ -101,13 +137,7 @@ struct Row {
 
 pub fn run(args: SyntheticArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.rounds > 0, "--rounds must be at least 1");
-    let config = crate::device_args::DeviceArgs {
-        geometry: args.geometry.clone(),
-        chips: 1,
-        device_size: Some(args.device_size),
-        seed: None,
-    }
-    .config()?;
+    let config = args.board.config()?;
     let sizes: Vec<u64> = if args.sizes.is_empty() {
         TABLE3.iter().map(|&(s, _)| s).collect()
     } else {
@@ -117,16 +147,7 @@ pub fn run(args: SyntheticArgs) -> anyhow::Result<()> {
         sizes.iter().all(|&s| s > 0),
         "file sizes must be at least 1 byte"
     );
-    let format = |profile: &str| {
-        super::format(
-            config.clone(),
-            &super::FsArgs {
-                profile: profile.into(),
-                nvram_size: Some(args.nvram_size),
-                ..super::FsArgs::default()
-            },
-        )
-    };
+    let format = |profile: &str| args.board.format(&config, profile);
     let mut rows = Vec::new();
     for &size in &sizes {
         let paper_files = TABLE3.iter().find(|&&(s, _)| s == size).map(|&(_, n)| n);

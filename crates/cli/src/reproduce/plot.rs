@@ -130,14 +130,7 @@ pub fn svg(f: &Figure) -> anyhow::Result<String> {
                         .draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))
                         .map_err(draw_err)?;
                 }
-                chart
-                    .configure_series_labels()
-                    .position(SeriesLabelPosition::UpperLeft)
-                    .background_style(WHITE.mix(0.85))
-                    .border_style(BLACK)
-                    .label_font(("sans-serif", 13))
-                    .draw()
-                    .map_err(draw_err)?;
+                legend(&mut chart)?;
             }};
         }
         match (f.log_x, f.log_y) {
@@ -205,14 +198,7 @@ fn bars(f: &Figure) -> anyhow::Result<String> {
                             Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled())
                         });
                 }
-                chart
-                    .configure_series_labels()
-                    .position(SeriesLabelPosition::UpperLeft)
-                    .background_style(WHITE.mix(0.85))
-                    .border_style(BLACK)
-                    .label_font(("sans-serif", 13))
-                    .draw()
-                    .map_err(draw_err)?;
+                legend(&mut chart)?;
             }};
         }
         let xs = -0.5..(n as f64 - 0.5);
@@ -227,6 +213,20 @@ fn bars(f: &Figure) -> anyhow::Result<String> {
         root.present().map_err(draw_err)?;
     }
     Ok(out)
+}
+
+/// The legend every figure has: upper left, in the room `y_span` leaves above the data.
+fn legend<'a, 'b: 'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, SVGBackend<'b>, CT>,
+) -> anyhow::Result<()> {
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 13))
+        .draw()
+        .map_err(draw_err)
 }
 
 fn draw_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
