@@ -195,6 +195,18 @@ impl Minv {
         let e = self
             .find(dir)?
             .ok_or_else(|| corrupt(format!("directory {dir} is missing from the saved index")))?;
+        self.expand_entry(fs, e, None)
+    }
+
+    /// Expands the directory of entry `e`. `read` holds every entry of the table when
+    /// the caller has already read them all (`load_all`), so none is read twice.
+    fn expand_entry<F: Flash>(
+        &mut self,
+        fs: &mut FileSystem<F>,
+        e: Entry,
+        read: Option<&[Entry]>,
+    ) -> Result<()> {
+        let dir = e.ino;
         let l = self.lazy.as_ref().expect("lazy");
         let off = l.children_off + 4 * u64::from(e.first_child);
         let b = self.reader().read(off, 4 * u64::from(e.children))?;
@@ -206,7 +218,12 @@ impl Minv {
         }
         let mut kids = Vec::with_capacity(idx.len());
         for i in idx {
-            let c = self.entry(u64::from(i))?;
+            let c = match read {
+                Some(all) => *all.get(i as usize).ok_or_else(|| {
+                    corrupt(format!("directory {dir}: child {i} is past the index"))
+                })?,
+                None => self.entry(u64::from(i))?,
+            };
             self.instantiate(fs, c)?;
             kids.push(c.ino);
         }
@@ -217,21 +234,26 @@ impl Minv {
         Ok(())
     }
 
-    /// `FileSystem::load_all`: every object, then every directory's children.
+    /// `FileSystem::load_all`: every object, then every directory's children, each entry
+    /// read once.
     pub(super) fn load_all_inner<F: Flash>(&mut self, fs: &mut FileSystem<F>) -> Result<()> {
         let Some(l) = self.lazy.as_ref() else {
             fs.lazy_pending = false;
             return Ok(());
         };
+        let mut all = Vec::with_capacity(l.objects as usize);
         for i in 0..l.objects {
             let e = self.entry(i)?;
             self.instantiate(fs, e)?;
+            all.push(e);
         }
-        let mut dirs: Vec<Ino> = fs.unexpanded.iter().copied().collect();
-        dirs.sort_unstable();
-        for d in dirs {
-            self.expand_dir_inner(fs, d)?;
+        for &e in &all {
+            if fs.unexpanded.contains(&e.ino) {
+                self.expand_entry(fs, e, Some(&all))?;
+            }
         }
+        // Every directory in RAM came from an entry of the table.
+        debug_assert!(fs.unexpanded.is_empty(), "{:?}", fs.unexpanded);
         Ok(())
     }
 
