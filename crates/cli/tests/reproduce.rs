@@ -53,7 +53,16 @@ fn a_smoke_run_writes_a_whole_report_the_same_each_time() {
         }
         assert!(r["paper_value"].is_number(), "{r}");
         assert!(r["ours"].is_number(), "no value: {r}");
-        assert!(r["holds"].is_boolean(), "{r}");
+        let verdict = r["verdict"].as_str().unwrap_or_default();
+        assert!(
+            ["matches", "same direction", "differs"].contains(&verdict),
+            "{r}"
+        );
+        assert!(
+            !r["tolerance"].as_str().unwrap_or_default().is_empty(),
+            "{r}"
+        );
+        assert!(!r["note"].as_str().unwrap_or_default().is_empty(), "{r}");
     }
     // The page shows every claim and every figure it points at exists.
     let html = String::from_utf8(read(&a.join("index.html"))).unwrap();
@@ -70,6 +79,13 @@ fn a_smoke_run_writes_a_whole_report_the_same_each_time() {
     assert!(
         !html.contains("http://") && !html.contains("https://"),
         "fetches nothing"
+    );
+    for v in ["matches", "same direction", "differs"] {
+        assert!(html.contains(&format!("<td>{v}</td>")), "legend lacks {v}");
+    }
+    assert!(
+        html.contains("this scale changes"),
+        "smoke names what it changes"
     );
     for r in rows {
         let claim = r["claim"]

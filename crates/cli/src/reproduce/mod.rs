@@ -8,6 +8,7 @@ mod catalogue;
 mod plot;
 mod report;
 mod runner;
+mod verdict;
 
 use std::path::PathBuf;
 

@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::catalogue::{self, Claim, Data, Paper};
+use super::verdict::Verdict;
 use super::{plot, runner, Scale};
 
 #[derive(Serialize)]
@@ -27,6 +28,8 @@ struct ExperimentMeta {
     paper: &'static str,
     what: &'static str,
     command: String,
+    /// What this scale changes from the full one (its flags that differ).
+    changes: String,
     data: Option<String>,
 }
 
@@ -65,9 +68,10 @@ pub fn write(
         claims.extend(catalogue::claims(p, &data));
         figures.extend(catalogue::figures(p, &data));
     }
+    let rows: Vec<catalogue::Row> = claims.iter().map(Claim::row).collect();
     std::fs::write(
         out.join("claims.json"),
-        serde_json::to_string_pretty(&claims)? + "\n",
+        serde_json::to_string_pretty(&rows)? + "\n",
     )
     .context("writing claims.json")?;
     for f in &figures {
@@ -88,6 +92,7 @@ pub fn write(
                 paper: e.paper.name(),
                 what: e.what,
                 command: format!("nandkit {}", e.args(scale, seed).join(" ")),
+                changes: scale_changes(&e.args(scale, seed), &e.args(Scale::Full, seed)),
                 data: data
                     .contains_key(e.id)
                     .then(|| format!("data/{}.{}.json", e.id, scale.name())),
@@ -107,31 +112,105 @@ pub fn write(
     Ok(summary(&claims, out))
 }
 
-/// The claims as a terminal table (the claim last, whole).
+/// The flags of `args` (a flag, then its value unless the next word is a flag).
+fn flags(args: &[String]) -> Vec<(&str, &str)> {
+    let mut v = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        if a.starts_with("--") || (a.starts_with('-') && a.len() == 2) {
+            let value = args
+                .get(i + 1)
+                .filter(|n| !n.starts_with('-'))
+                .map_or("", String::as_str);
+            v.push((a.as_str(), value));
+        }
+    }
+    v
+}
+
+/// What a reduced scale's command changes from the full scale's, flag by flag.
+fn scale_changes(args: &[String], full: &[String]) -> String {
+    let (a, f) = (flags(args), flags(full));
+    let flag = |k: &str, v: &str| {
+        if v.is_empty() {
+            k.to_string()
+        } else {
+            format!("{k} {v}")
+        }
+    };
+    let mut out = Vec::new();
+    for (k, v) in &a {
+        match f.iter().find(|(fk, _)| fk == k) {
+            Some((_, fv)) if fv == v => {}
+            Some((_, fv)) => out.push(format!("{} (full: {fv})", flag(k, v))),
+            None => out.push(format!("{} (full: the bench's default)", flag(k, v))),
+        }
+    }
+    for (k, v) in &f {
+        if !a.iter().any(|(ak, _)| ak == k) {
+            out.push(format!("no {k} (full: {})", flag(k, v)));
+        }
+    }
+    if out.is_empty() {
+        "nothing: the full run".to_string()
+    } else {
+        out.join("; ")
+    }
+}
+
+/// How many claims got each verdict, in `Verdict::ALL`'s order.
+fn counts<'a>(claims: impl IntoIterator<Item = &'a Claim>) -> [usize; 3] {
+    let mut n = [0; 3];
+    for c in claims {
+        n[Verdict::ALL
+            .iter()
+            .position(|&v| v == c.verdict())
+            .expect("a verdict")] += 1;
+    }
+    n
+}
+
+/// "12 match, 30 same direction, 11 differ".
+fn counted(n: [usize; 3]) -> String {
+    format!("{} match, {} same direction, {} differ", n[0], n[1], n[2])
+}
+
+/// The papers of `claims`, in their order.
+fn papers_of(claims: &[Claim]) -> Vec<&'static str> {
+    let mut papers: Vec<&str> = claims.iter().map(|c| c.paper).collect();
+    papers.dedup();
+    papers
+}
+
+/// The claims as a terminal table (the claim last, whole), then the counts per paper.
 fn summary(claims: &[Claim], out: &Path) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<6} {:<5} {:>16} {:>16}  claim",
-        "paper", "holds", "paper", "ours"
+        "{:<6} {:<14} {:>16} {:>16}  claim",
+        "paper", "verdict", "paper", "ours"
     );
     for c in claims {
         let _ = writeln!(
             s,
-            "{:<6} {:<5} {:>16} {:>16}  {}",
+            "{:<6} {:<14} {:>16} {:>16}  {}",
             c.paper,
-            if c.holds { "yes" } else { "NO" },
+            c.verdict().name(),
             format!("{} {}", num(c.paper_value), c.unit),
             c.ours
                 .map_or("-".to_string(), |o| format!("{} {}", num(o), c.unit)),
             c.claim
         );
     }
-    let held = claims.iter().filter(|c| c.holds).count();
+    for p in papers_of(claims) {
+        let of = claims.iter().filter(|c| c.paper == p);
+        let n = of.clone().count();
+        let _ = writeln!(s, "{p:<6} {n:>2} claims: {}", counted(counts(of)));
+    }
     let _ = write!(
         s,
-        "{held} of {} claims hold; report: {}",
+        "{} claims: {}; the rules and every difference's reason: {}",
         claims.len(),
+        counted(counts(claims)),
         out.join("index.html").display()
     );
     s
@@ -161,6 +240,15 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// The CSS class of a verdict's row.
+fn class(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Matches => "match",
+        Verdict::SameDirection => "dir",
+        Verdict::Differs => "differs",
+    }
+}
+
 fn html(
     claims: &[Claim],
     figures: &[plot::Figure],
@@ -168,7 +256,6 @@ fn html(
     failed: &[(&'static str, String)],
 ) -> String {
     let mut h = String::new();
-    let held = claims.iter().filter(|c| c.holds).count();
     let _ = write!(
         h,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
@@ -177,19 +264,27 @@ fn html(
          table{{border-collapse:collapse;margin:1em 0}}\
          td,th{{border:1px solid #bbb;padding:.3em .6em;text-align:left;vertical-align:top}}\
          th{{background:#eee}} td.n{{text-align:right;white-space:nowrap}}\
-         .yes{{background:#e3f4e3}} .no{{background:#fbe3e3}}\
+         .match{{background:#e3f4e3}} .dir{{background:#fdf3d8}} .differs{{background:#fbe3e3}}\
          figure{{display:inline-block;margin:1em 1em 1em 0}} img{{border:1px solid #ccc}}\
          code{{background:#f4f4f4;padding:0 .2em}}</style></head><body>\n\
          <h1>nandkit reproduce</h1>\n<p>nandkit {} &middot; scale <b>{}</b> &middot; \
-         seed {}{} &middot; {held} of {} claims hold.</p>\n",
+         seed {}{} &middot; {} claims: {}.</p>\n",
         esc(meta.nandkit_version),
         meta.scale,
         meta.seed,
         meta.shard
             .as_ref()
             .map_or(String::new(), |s| format!(" &middot; shard {s}")),
-        claims.len()
+        claims.len(),
+        counted(counts(claims))
     );
+    if meta.scale != Scale::Full.name() {
+        h.push_str(
+            "<p>Reduced scale: the Experiments table below shows, for each experiment, \
+             what this scale changes from the full one. Every random write sees at least 8 \
+             records per file and every trace is replayed whole.</p>\n",
+        );
+    }
     if !failed.is_empty() {
         h.push_str("<h2>Experiments that failed</h2><ul>");
         for (id, why) in failed {
@@ -197,38 +292,58 @@ fn html(
         }
         h.push_str("</ul>\n");
     }
-    h.push_str("<h2>Summary</h2>\n<table><tr><th>paper</th><th>claims</th><th>hold</th><th>do not hold</th></tr>\n");
-    let mut papers: Vec<&str> = claims.iter().map(|c| c.paper).collect();
-    papers.dedup();
-    for p in papers {
+    h.push_str(
+        "<h2>Summary</h2>\n<table><tr><th>paper</th><th>claims</th><th>matches</th>\
+         <th>same direction</th><th>differs</th></tr>\n",
+    );
+    for p in papers_of(claims) {
         let of: Vec<&Claim> = claims.iter().filter(|c| c.paper == p).collect();
-        let held = of.iter().filter(|c| c.holds).count();
-        let not: Vec<String> = of
-            .iter()
-            .filter(|c| !c.holds)
-            .map(|c| esc(&c.claim))
-            .collect();
+        let n = counts(of.iter().copied());
+        let names = |v: Verdict| {
+            of.iter()
+                .filter(|c| c.verdict() == v)
+                .map(|c| esc(&c.claim))
+                .collect::<Vec<_>>()
+                .join("<br>")
+        };
         let _ = writeln!(
             h,
-            "<tr><td>{p}</td><td class=\"n\">{}</td><td class=\"n\">{held}</td><td>{}</td></tr>",
+            "<tr><td>{p}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+             <td class=\"dir\"><b>{}</b><br>{}</td><td class=\"differs\"><b>{}</b><br>{}</td></tr>",
             of.len(),
-            not.join("<br>")
+            n[0],
+            n[1],
+            names(Verdict::SameDirection),
+            n[2],
+            names(Verdict::Differs)
         );
     }
-    h.push_str("</table>\n");
     h.push_str(
-        "<h2>Claims</h2>\n<p>Each row: the paper's number, ours, whether the claim's \
-         direction or ratio holds under the stated criterion, and why when it does not. A \
-         claim that does not hold is shown as not holding.</p>\n<table><tr><th>paper</th>\
-         <th>claim</th><th>paper</th><th>ours</th><th>criterion</th><th>holds</th>\
-         <th>note</th></tr>\n",
+        "</table>\n<h2>Claims</h2>\n<p>Each row: the paper's number (as the paper \
+         prints it, or a ratio of two numbers it prints), ours, the verdict and the rules \
+         that decide it, and a note naming the mechanism behind any difference.</p>\n\
+         <table class=\"legend\"><tr><th>verdict</th><th>means</th></tr>\n",
+    );
+    for v in Verdict::ALL {
+        let _ = writeln!(
+            h,
+            "<tr class=\"{}\"><td>{}</td><td>{}</td></tr>",
+            class(v),
+            v.name(),
+            esc(v.meaning())
+        );
+    }
+    h.push_str(
+        "</table>\n<table><tr><th>paper</th><th>claim</th><th>paper</th><th>ours</th>\
+         <th>verdict</th><th>matches if</th><th>same direction if</th><th>note</th></tr>\n",
     );
     for c in claims {
+        let r = c.row();
         let _ = writeln!(
             h,
             "<tr class=\"{}\"><td>{}</td><td>{}</td><td class=\"n\">{} {}</td>\
-             <td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            if c.holds { "yes" } else { "no" },
+             <td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            class(r.verdict),
             c.paper,
             esc(&c.claim),
             num(c.paper_value),
@@ -238,8 +353,11 @@ fn html(
                 num(o),
                 esc(c.unit)
             )),
-            esc(&c.criterion),
-            if c.holds { "yes" } else { "no" },
+            r.verdict.name(),
+            esc(&r.tolerance),
+            r.direction
+                .as_deref()
+                .map_or("(no direction: a figure)".to_string(), esc),
             esc(&c.note)
         );
     }
@@ -254,17 +372,29 @@ fn html(
             p = f.paper
         );
     }
-    h.push_str(
+    let reduced = meta.scale != Scale::Full.name();
+    let _ = writeln!(
+        h,
         "<h2>Experiments</h2>\n<table><tr><th>paper</th><th>experiment</th>\
-         <th>command</th><th>data</th></tr>\n",
+         <th>command</th>{}<th>data</th></tr>",
+        if reduced {
+            "<th>this scale changes</th>"
+        } else {
+            ""
+        }
     );
     for e in &meta.experiments {
         let _ = writeln!(
             h,
-            "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td><code>{}</code></td>{}<td>{}</td></tr>",
             e.paper,
             esc(e.what),
             esc(&e.command),
+            if reduced {
+                format!("<td>{}</td>", esc(&e.changes))
+            } else {
+                String::new()
+            },
             e.data.as_ref().map_or("not run".to_string(), |d| format!(
                 "<a href=\"{d}\">{d}</a>"
             ))
@@ -276,4 +406,31 @@ fn html(
          <a href=\"claims.json\">claims.json</a>.</p>\n</body></html>\n",
     );
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn scale_changes_name_every_flag_that_differs() {
+        let full = w("bench iozone -g tlc-1g --mode rand-write --sweep --json");
+        let quick =
+            w("bench iozone -g tlc-1g --device-size 256MiB --mode rand-write --sweep --json");
+        assert_eq!(
+            scale_changes(&quick, &full),
+            "--device-size 256MiB (full: the bench's default)"
+        );
+        assert_eq!(scale_changes(&full, &full), "nothing: the full run");
+        let q = w("bench x --sizes 1,2 --quick --json");
+        let f = w("bench x --sizes 1,2,3 --json");
+        assert_eq!(
+            scale_changes(&q, &f),
+            "--sizes 1,2 (full: 1,2,3); --quick (full: the bench's default)"
+        );
+    }
 }

@@ -2,8 +2,9 @@
 //! P chips. Figure 8 (O_SYNC sequential writes by record size and P, TLC), Figure 6
 //! (mount time by P), Figure 10 (mobile traces' mean response time by P).
 
-use super::{f, is, rows, words, Claim, Data, Experiment, Paper};
+use super::{f, is, over, rows, words, Claim, Data, Experiment, Paper};
 use crate::reproduce::plot::{Figure, Series};
+use crate::reproduce::verdict::Effect;
 use crate::reproduce::Scale;
 
 fn iozone(s: Scale, seed: u64, geometry: &str, mode: &str) -> Vec<String> {
@@ -157,79 +158,70 @@ fn trace_ratio(d: &Data, id: &str, chips: f64) -> Option<f64> {
 
 pub fn claims(d: &Data) -> Vec<Claim> {
     let mut out = Vec::new();
+    // Section 4.3 prints the gains as improvements: 78.7% and 188.7% at 16 MB.
     for (chips, paper) in [(4.0, 2.887), (2.0, 1.787)] {
-        out.push(Claim::judge(
-            Paper::Ma,
-            &format!("Figure 8: {chips} TLC chips speed up 16 MB O_SYNC sequential writes"),
-            paper,
-            speedup(d, chips, MIB16),
-            "x",
-            "at least the paper's speedup",
-            move |x| x >= paper,
-            "simulated time: no per-request software cost, so striping reaches nearly P x \
-             (the paper's UBIFS paid its MTD and thread overheads)",
-        ));
+        out.push(
+            Claim::ratio(
+                Paper::Ma,
+                &format!("Figure 8: {chips} TLC chips speed up 16 MB O_SYNC sequential writes"),
+                paper,
+                speedup(d, chips, MIB16),
+                "x",
+            )
+            .note(NO_SOFTWARE_COST),
+        );
     }
-    let small = speedup(d, 4.0, 4096.0);
-    let big = speedup(d, 4.0, MIB16);
-    let grows = match (small, big) {
-        (Some(s), Some(b)) => Some(b / s),
-        _ => None,
-    };
-    out.push(Claim::judge(
-        Paper::Ma,
-        "Figure 8: the gain grows with record size (4 chips, 16 MB over 4 KB records)",
-        2.887 / 1.06,
-        grows,
-        "x",
-        "grows (> 1)",
-        |x| x > 1.0,
-        "a 4 KiB O_SYNC write is one data page and a header page: nothing to stripe",
-    ));
-    out.push(Claim::judge(
-        Paper::Ma,
-        "Figure 8: 4 TLC chips speed up 16 MB O_SYNC random writes",
-        2.30,
-        speedup_in(d, "ma-iozone-tlc-random", 4.0, MIB16),
-        "x",
-        "faster (> 1x)",
-        |x| x > 1.0,
-        "the paper: up to +130% on random writes",
-    ));
-    out.push(Claim::judge(
-        Paper::Ma,
-        "Figure 7: 4 TLC chips speed up 16 MB O_SYNC re-writes",
-        2.47,
-        speedup_in(d, "ma-iozone-tlc-rewrite", 4.0, MIB16),
-        "x",
-        "faster (> 1x)",
-        |x| x > 1.0,
-        "the paper: up to +147% on re-writes",
-    ));
+    out.push(
+        Claim::ratio(
+            Paper::Ma,
+            "Figure 8: the gain grows with record size (4 chips, 16 MB over 4 KB records)",
+            2.887 / 1.06,
+            over(speedup(d, 4.0, MIB16), speedup(d, 4.0, 4096.0)),
+            "x",
+        )
+        .note(
+            "the paper: +6% at 4 KB, +188.7% at 16 MB. A 4 KiB O_SYNC write is one data page \
+             and a header page on one chip: nothing to stripe, in ours as in the paper's; at \
+             16 MB ours reaches P x (see the 16 MB rows)",
+        ),
+    );
+    out.push(
+        Claim::ratio(
+            Paper::Ma,
+            "Figure 8: 4 TLC chips speed up 16 MB O_SYNC random writes",
+            2.30,
+            speedup_in(d, "ma-iozone-tlc-random", 4.0, MIB16),
+            "x",
+        )
+        .note(NO_SOFTWARE_COST),
+    );
+    out.push(
+        Claim::ratio(
+            Paper::Ma,
+            "Figure 7: 4 TLC chips speed up 16 MB O_SYNC re-writes",
+            2.47,
+            speedup_in(d, "ma-iozone-tlc-rewrite", 4.0, MIB16),
+            "x",
+        )
+        .note(NO_SOFTWARE_COST),
+    );
     // Slower cells, larger gain: 64 KiB records, 4 chips.
-    let by_cell: Vec<Option<f64>> = ["ma-iozone-slc", "ma-iozone-mlc", "ma-iozone-tlc"]
-        .iter()
-        .map(|id| speedup_in(d, id, 4.0, 65536.0))
-        .collect();
-    let mut c = Claim::judge(
-        Paper::Ma,
-        "Section 4.3: the slower the cells, the larger the gain (TLC over SLC, 4 chips, \
-         64 KiB records)",
-        1.0,
-        match (by_cell[0], by_cell[2]) {
-            (Some(slc), Some(tlc)) => Some(tlc / slc),
-            _ => None,
-        },
-        "x",
-        "SLC < MLC < TLC speedups",
-        |_| true,
-        "does not hold: simulated time has no per-request software cost, so every cell type \
-         reaches nearly P x; TLC's 4 KiB pages make a record half as many pages while the \
-         fsync's header still costs one program, so TLC gains slightly less",
-    )
-    .threshold_only();
-    c.holds = matches!(by_cell[..], [Some(a), Some(b), Some(t)] if a < b && b < t);
-    out.push(c);
+    let cell = |id| speedup_in(d, id, 4.0, 65536.0);
+    out.push(
+        Claim::direction(
+            Paper::Ma,
+            "Section 4.3: the slower the cells, the larger the gain (TLC over SLC speedup, \
+             4 chips, 64 KiB records)",
+            Effect::above(1.0, 0.02),
+            over(cell("ma-iozone-tlc"), cell("ma-iozone-slc")),
+            "x",
+        )
+        .note(
+            "simulated time has no per-request software cost, so every cell type reaches \
+             nearly P x; TLC's 4 KiB pages make a record half as many pages while the \
+             fsync's header still costs one program, so TLC gains slightly less",
+        ),
+    );
     // Figure 6.
     let mount = |id: &str, k: &str| -> Option<f64> {
         rows(d.get(id))
@@ -242,22 +234,21 @@ pub fn claims(d: &Data) -> Vec<Claim> {
         ("mount_sim_ms", "checkpoint"),
         ("scan_mount_sim_ms", "scan"),
     ] {
-        let r = match (mount("ma-mount-p1", k), mount("ma-mount-p4", k)) {
-            (Some(a), Some(b)) => Some(b / a),
-            _ => None,
-        };
-        out.push(Claim::judge(
-            Paper::Ma,
-            &format!("Figure 6: {what} mount time with 4 chips, relative to 1"),
-            1.17,
-            r,
-            "x of P=1",
-            "the paper's direction (slower with P) is not sought: ours reads P chips at \
-             once; holds if not slower (<= 1)",
-            |x| x <= 1.0,
-            "the paper's MA mounted up to 17% slower with 4 devices (one UBI attach per \
-             device); ours is one file system over P chips read in parallel",
-        ));
+        out.push(
+            Claim::ratio(
+                Paper::Ma,
+                &format!("Figure 6: {what} mount time with 4 chips, relative to 1"),
+                1.17,
+                over(mount("ma-mount-p4", k), mount("ma-mount-p1", k)),
+                "x of P=1",
+            )
+            .note(
+                "a design difference, not a pass: the paper's MA attached one UBI per device, \
+                 each in its own thread, and mounted up to 17% slower with 4; ours is one file \
+                 system over P chips whose mount reads are batched across the chips, so it \
+                 mounts faster with more chips",
+            ),
+        );
     }
     // Figure 9: RAM by P.
     let ram = |id: &str| {
@@ -266,54 +257,58 @@ pub fn claims(d: &Data) -> Vec<Claim> {
             .find(|r| is(r, "scenario", "new"))
             .and_then(|r| f(r, "mount_heap_bytes"))
     };
-    out.push(Claim::judge(
-        Paper::Ma,
-        "Figure 9: RAM after mount with 4 chips, relative to 1 (new file system)",
-        2090.0 / 500.0,
-        match (ram("ma-mount-p1"), ram("ma-mount-p4")) {
-            (Some(a), Some(b)) => Some(b / a),
-            _ => None,
-        },
-        "x of P=1",
-        "grows with chips (> 1), as the paper's did",
-        |x| x > 1.0,
-        "does not hold, and is not sought: the paper's MA ran a kernel thread and UBI \
-         instance per device; ours is one file system whose per-block tables shrink as P \
-         grows (fewer, larger blocks); the threaded executor's stacks are not heap",
-    ));
-    // Figure 10.
+    out.push(
+        Claim::ratio(
+            Paper::Ma,
+            "Figure 9: RAM after mount with 4 chips, relative to 1 (new file system)",
+            2090.0 / 500.0,
+            over(ram("ma-mount-p4"), ram("ma-mount-p1")),
+            "x of P=1",
+        )
+        .note(
+            "a design difference: the paper's MA ran a kernel thread and UBI instance per \
+             device; ours is one file system whose per-block tables shrink as P grows (fewer, \
+             larger virtual blocks); the threaded executor's stacks are not heap",
+        ),
+    );
+    // Figure 10: the paper prints the MRT reductions (71.6%, 62.9%, 44.6%, 18.2%).
     for (id, name, paper) in [
         ("ma-trace-movie", "Movie", 0.284),
         ("ma-trace-camera", "CameraVideo", 0.371),
         ("ma-trace-angrybird", "AngryBird", 0.554),
         ("ma-trace-googlemap", "GoogleMap", 0.818),
     ] {
-        out.push(Claim::judge(
-            Paper::Ma,
-            &format!("Figure 10: {name} mean response time with 4 chips (1 chip = 1)"),
-            paper,
-            trace_ratio(d, id, 4.0),
-            "x of P=1",
-            "drops with chips (< 1)",
-            |x| x < 1.0,
-            "ours drops more: no page cache or thread costs in simulated time",
-        ));
+        out.push(
+            Claim::ratio(
+                Paper::Ma,
+                &format!("Figure 10: {name} mean response time with 4 chips (1 chip = 1)"),
+                paper,
+                trace_ratio(d, id, 4.0),
+                "x of P=1",
+            )
+            .note("ours drops more: no page cache or thread costs in simulated time"),
+        );
     }
     out.push(
-        Claim::judge(
+        Claim::direction(
             Paper::Ma,
             "Figure 10: WebBrowsing gains little from 4 chips (small, sparse requests)",
-            1.0,
+            Effect::none(1.0, 0.05),
             trace_ratio(d, "ma-trace-web", 4.0),
             "x of P=1",
-            "at least 0.95 of one chip's time",
-            |x| x >= 0.95,
-            "the paper's MRT even rose at 2MA (thread overhead, which simulated time lacks)",
         )
-        .threshold_only(),
+        .note(
+            "the paper prints no 4-chip number: a small fluctuation, the MRT even rose at \
+             2MA (thread overhead, which simulated time lacks)",
+        ),
     );
     out
 }
+
+/// Why ours reaches nearly P x where the paper's did not.
+const NO_SOFTWARE_COST: &str = "simulated time: no per-request software cost, so striping \
+     reaches nearly P x (the paper's UBIFS paid its MTD and thread overheads and a shared \
+     TNC tree, section 4.3)";
 
 /// Throughput by record size, a series per P, from an iozone sweep.
 fn by_record(d: &Data, id: &str, fig: &str, title: &str) -> Option<Figure> {

@@ -15,6 +15,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::plot::Figure;
+use super::verdict::{self, Effect, Tolerance, Verdict};
 use super::Scale;
 
 /// The papers (and the peer comparison) reproduced.
@@ -119,8 +120,8 @@ pub static EXPERIMENTS: &[Experiment] = &[
 /// The kept output of each experiment that ran, by id.
 pub type Data = BTreeMap<&'static str, Value>;
 
-/// One claim of a paper, judged.
-#[derive(Clone, Debug, Serialize)]
+/// One claim of a paper: the paper's number, ours, and what decides the verdict.
+#[derive(Clone, Debug)]
 pub struct Claim {
     pub paper: &'static str,
     pub claim: String,
@@ -128,26 +129,39 @@ pub struct Claim {
     /// None when its experiment has not run (or failed).
     pub ours: Option<f64>,
     pub unit: &'static str,
-    pub holds: bool,
-    /// What decides `holds` (direction, ratio, tolerance).
-    pub criterion: String,
-    /// Where ours comes from, and our explanation when the claim does not hold.
+    /// How close ours must be to match.
+    pub tolerance: Tolerance,
+    /// Why the claim sets its own tolerance (empty: the default for its kind).
+    pub tolerance_why: String,
+    /// The effect the paper reports (None: a figure with no "no effect" value).
+    pub effect: Option<Effect>,
+    /// Where ours comes from, and the mechanism behind any difference.
     pub note: String,
 }
 
+/// A claim as `claims.json` has it.
+#[derive(Serialize)]
+pub struct Row<'a> {
+    pub paper: &'a str,
+    pub claim: &'a str,
+    pub paper_value: f64,
+    pub ours: Option<f64>,
+    pub unit: &'a str,
+    pub verdict: Verdict,
+    /// The rule for `matches`.
+    pub tolerance: String,
+    /// The rule for `same direction` (None: a figure with no direction).
+    pub direction: Option<String>,
+    pub note: &'a str,
+}
+
 impl Claim {
-    /// A claim judged by `holds(ours)`; not holding without data. (Each argument is a
-    /// column of the row, in the order the report shows them.)
-    #[allow(clippy::too_many_arguments)]
-    pub fn judge(
+    fn new(
         paper: Paper,
         claim: &str,
         paper_value: f64,
         ours: Option<f64>,
         unit: &'static str,
-        criterion: &str,
-        holds: impl Fn(f64) -> bool,
-        note: &str,
     ) -> Claim {
         Claim {
             paper: paper.name(),
@@ -155,20 +169,99 @@ impl Claim {
             paper_value,
             ours,
             unit,
-            holds: ours.is_some_and(holds),
-            criterion: criterion.into(),
-            note: note.into(),
+            tolerance: Tolerance::FIGURE,
+            tolerance_why: String::new(),
+            effect: None,
+            note: String::new(),
         }
     }
-}
 
-impl Claim {
-    /// For a claim the paper states without a number (a direction, a trend):
-    /// `paper_value` is the criterion's threshold, and the note says so.
-    pub fn threshold_only(mut self) -> Claim {
-        self.note
-            .push_str(" (The paper gives no number here: its value is the criterion's threshold.)");
+    /// A ratio of two measurements: no effect is 1 (0.98-1.02 a tie), and ours matches
+    /// within 0.8x-1.25x of the paper's ratio.
+    pub fn ratio(
+        paper: Paper,
+        claim: &str,
+        paper_value: f64,
+        ours: Option<f64>,
+        unit: &'static str,
+    ) -> Claim {
+        Claim {
+            tolerance: Tolerance::RATIO,
+            effect: Some(Effect::RATIO),
+            ..Claim::new(paper, claim, paper_value, ours, unit)
+        }
+    }
+
+    /// An absolute figure (a size, a time): matches within 10% of the paper's, else
+    /// differs; `effect` gives it a direction.
+    pub fn figure(
+        paper: Paper,
+        claim: &str,
+        paper_value: f64,
+        ours: Option<f64>,
+        unit: &'static str,
+    ) -> Claim {
+        Claim::new(paper, claim, paper_value, ours, unit)
+    }
+
+    /// A claim the paper states only as a direction (no number): `paper_value` is the
+    /// effect's threshold, and ours matches when it lies on the stated side beyond noise.
+    pub fn direction(
+        paper: Paper,
+        claim: &str,
+        effect: Effect,
+        ours: Option<f64>,
+        unit: &'static str,
+    ) -> Claim {
+        debug_assert!(
+            effect.paper_side.is_some(),
+            "{claim}: a direction needs its side"
+        );
+        Claim {
+            tolerance: Tolerance::DirectionOnly,
+            effect: Some(effect),
+            ..Claim::new(paper, claim, effect.null, ours, unit)
+        }
+    }
+
+    /// Sets the claim's own tolerance, with the reason.
+    pub fn tolerance(mut self, t: Tolerance, why: &str) -> Claim {
+        self.tolerance = t;
+        self.tolerance_why = why.into();
         self
+    }
+
+    /// Gives the claim the effect the paper reports (the paper's side from its value).
+    pub fn effect(mut self, e: Effect) -> Claim {
+        self.effect = Some(e);
+        self
+    }
+
+    pub fn note(mut self, note: &str) -> Claim {
+        self.note = note.into();
+        self
+    }
+
+    pub fn verdict(&self) -> Verdict {
+        verdict::judge(self.paper_value, self.ours, self.tolerance, self.effect)
+    }
+
+    pub fn row(&self) -> Row<'_> {
+        let mut tolerance = self.tolerance.rule(self.unit);
+        if !self.tolerance_why.is_empty() {
+            tolerance = format!("{tolerance} ({})", self.tolerance_why);
+        }
+        Row {
+            paper: self.paper,
+            claim: &self.claim,
+            paper_value: self.paper_value,
+            ours: self.ours,
+            unit: self.unit,
+            verdict: self.verdict(),
+            tolerance,
+            direction: self.effect.map(|e| e.rule(self.paper_value, self.unit)),
+            note: &self.note,
+        }
     }
 }
 
@@ -203,6 +296,11 @@ pub fn rows(v: Option<&Value>) -> Vec<&Value> {
     }
 }
 
+/// The ratio of two measurements, when both are there.
+pub fn over(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    Some(a? / b?)
+}
+
 /// A number field of a row.
 pub fn f(r: &Value, k: &str) -> Option<f64> {
     r.get(k).and_then(Value::as_f64)
@@ -232,11 +330,36 @@ mod tests {
     }
 
     #[test]
-    fn without_data_every_claim_is_listed_and_none_holds() {
+    fn a_planted_ratio_claim_gets_the_verdict_its_distance_says() {
+        let planted = |ours| Claim::ratio(Paper::Ma, "planted", 2.0, Some(ours), "x").verdict();
+        assert_eq!(planted(0.5), Verdict::Differs);
+        assert_eq!(planted(1.9), Verdict::Matches);
+        assert_eq!(planted(5.0), Verdict::SameDirection);
+        let c = Claim::ratio(Paper::Ma, "planted", 2.0, Some(5.0), "x");
+        assert_eq!(
+            serde_json::to_value(c.row()).unwrap()["verdict"],
+            "same direction"
+        );
+    }
+
+    #[test]
+    fn every_claim_has_a_note_and_a_paper_value() {
         let d = Data::new();
         for p in Paper::each() {
             for c in claims(p, &d) {
-                assert!(c.ours.is_none() && !c.holds, "{c:?}");
+                assert!(!c.note.is_empty(), "{c:?}");
+                assert!(c.paper_value.is_finite(), "{c:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn without_data_every_claim_is_listed_and_differs() {
+        let d = Data::new();
+        for p in Paper::each() {
+            for c in claims(p, &d) {
+                assert!(c.ours.is_none(), "{c:?}");
+                assert_eq!(c.verdict(), Verdict::Differs, "{c:?}");
             }
         }
     }

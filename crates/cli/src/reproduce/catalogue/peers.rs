@@ -4,6 +4,7 @@
 
 use super::{f, is, rows, words, Claim, Data, Experiment, Paper};
 use crate::reproduce::plot::{Figure, Series};
+use crate::reproduce::verdict::{Effect, Tolerance};
 use crate::reproduce::Scale;
 
 pub const PEERS: Experiment = Experiment {
@@ -60,17 +61,20 @@ pub fn claims(d: &Data) -> Vec<Claim> {
             .find(|x| is(x, "fs", fs) && is(x, "workload", "power-cut"))
             .and_then(|x| cuts(x.get("outcome")?.as_str()?))
             .map(|(m, n)| m / n * 100.0);
-        out.push(Claim::judge(
-            Paper::Peers,
-            &format!("{label} keeps all fsync'd data at every power cut tried"),
-            100.0,
-            whole,
-            "% of cuts",
-            "every cut point (100%)",
-            |x| x >= 100.0,
-            "power cut at evenly spread flash operations of a write workload; the next \
-             mount must succeed and every fsync'd byte read back",
-        ));
+        out.push(
+            Claim::figure(
+                Paper::Peers,
+                &format!("{label} keeps all fsync'd data at every power cut tried"),
+                100.0,
+                whole,
+                "% of cuts",
+            )
+            .tolerance(Tolerance::Absolute(0.0), "every cut point")
+            .note(
+                "power cut at evenly spread flash operations of a write workload; the next \
+                 mount must succeed and every fsync'd byte read back",
+            ),
+        );
     }
     // RAM: littlefs against yaffs on the workloads both finished.
     let heap = |fs: &str, w: &str| {
@@ -92,18 +96,17 @@ pub fn claims(d: &Data) -> Vec<Claim> {
         v[v.len() / 2]
     });
     out.push(
-        Claim::judge(
+        Claim::direction(
             Paper::Peers,
             "littlefs needs less RAM than yaffs (median heap ratio over workloads)",
-            1.0,
+            Effect::below(1.0, 0.02),
             median,
             "x of yaffs",
-            "below yaffs (< 1)",
-            |x| x < 1.0,
-            "littlefs's RAM is bounded by its caches; yaffs keeps an object per file and a \
-         table per block",
         )
-        .threshold_only(),
+        .note(
+            "littlefs's RAM is bounded by its caches; yaffs keeps an object per file and a \
+             table per block",
+        ),
     );
     out
 }
