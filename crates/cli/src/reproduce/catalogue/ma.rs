@@ -8,10 +8,12 @@ use crate::reproduce::verdict::Effect;
 use crate::reproduce::Scale;
 
 fn iozone(s: Scale, seed: u64, geometry: &str, mode: &str) -> Vec<String> {
+    // A 128 MiB file is 8 records of the largest size (16 MiB), so random writes stay
+    // random at every record size; 512 MiB keeps small random records from cleaning.
     let size = match s {
         Scale::Smoke => " --device-size 64MiB --file-size 16MiB",
-        Scale::Quick => " --device-size 256MiB --file-size 32MiB",
-        Scale::Full => "",
+        Scale::Quick => " --device-size 512MiB --file-size 128MiB",
+        Scale::Full => " --file-size 128MiB",
     };
     words(&format!(
         "bench iozone -g {geometry}{size} --mode {mode} --sweep --workload-seed {seed} --json"
@@ -24,7 +26,7 @@ pub const IOZONE: Experiment = Experiment {
     what: "Figure 8: O_SYNC sequential writes on TLC, record sizes 4 KiB..16 MiB, P = 1, \
            2, 4, 8 chips",
     args: |s, seed| iozone(s, seed, "tlc-1g", "seq-write"),
-    expected: [0.5, 1.0, 2.0],
+    expected: [0.5, 2.5, 2.5],
 };
 
 pub const IOZONE_MLC: Experiment = Experiment {
@@ -32,7 +34,7 @@ pub const IOZONE_MLC: Experiment = Experiment {
     paper: Paper::Ma,
     what: "Figure 8: the same on MLC",
     args: |s, seed| iozone(s, seed, "mlc-1g", "seq-write"),
-    expected: [0.5, 1.0, 2.0],
+    expected: [0.5, 2.5, 2.5],
 };
 
 pub const IOZONE_SLC: Experiment = Experiment {
@@ -40,7 +42,7 @@ pub const IOZONE_SLC: Experiment = Experiment {
     paper: Paper::Ma,
     what: "Figure 8: the same on SLC",
     args: |s, seed| iozone(s, seed, "slc-1g", "seq-write"),
-    expected: [0.5, 1.0, 2.0],
+    expected: [0.5, 2.5, 2.5],
 };
 
 pub const IOZONE_REWRITE: Experiment = Experiment {
@@ -49,7 +51,7 @@ pub const IOZONE_REWRITE: Experiment = Experiment {
     what: "Figure 7: O_SYNC re-writes of an existing file on TLC, record sizes 4 KiB..16 MiB, \
            P = 1..8",
     args: |s, seed| iozone(s, seed, "tlc-1g", "rewrite"),
-    expected: [1.0, 1.2, 2.1],
+    expected: [1.0, 6.7, 6.7],
 };
 
 pub const IOZONE_RANDOM: Experiment = Experiment {
@@ -57,7 +59,7 @@ pub const IOZONE_RANDOM: Experiment = Experiment {
     paper: Paper::Ma,
     what: "Figure 8: O_SYNC random writes on TLC, record sizes 4 KiB..16 MiB, P = 1..8",
     args: |s, seed| iozone(s, seed, "tlc-1g", "rand-write"),
-    expected: [1.0, 1.2, 2.1],
+    expected: [1.0, 5.4, 5.4],
 };
 
 fn mount_args(s: Scale, chips: u32) -> Vec<String> {
@@ -86,9 +88,11 @@ pub const MOUNT_P4: Experiment = Experiment {
 };
 
 fn trace_args(s: Scale, seed: u64, trace: &str) -> Vec<String> {
+    // Quick and full replay the whole trace (the bench's automatic scale would cap it at
+    // 256 MiB of traffic: 9% of AngryBird).
     let scale = match s {
         Scale::Smoke => " --scale 0.02",
-        Scale::Quick | Scale::Full => "",
+        Scale::Quick | Scale::Full => " --scale 1",
     };
     words(&format!(
         "bench trace --trace {trace} --sweep{scale} --workload-seed {seed} --json"
@@ -108,7 +112,7 @@ pub const TRACE_CAMERA: Experiment = Experiment {
     paper: Paper::Ma,
     what: "Figure 10: CameraVideo trace, mean response time by P",
     args: |s, seed| trace_args(s, seed, "CameraVideo"),
-    expected: [0.1, 1.0, 1.0],
+    expected: [0.1, 1.5, 1.5],
 };
 
 pub const TRACE_ANGRYBIRD: Experiment = Experiment {
@@ -116,7 +120,7 @@ pub const TRACE_ANGRYBIRD: Experiment = Experiment {
     paper: Paper::Ma,
     what: "Figure 10: AngryBird trace, mean response time by P",
     args: |s, seed| trace_args(s, seed, "AngryBird"),
-    expected: [0.1, 1.0, 1.0],
+    expected: [0.1, 4.5, 4.5],
 };
 
 pub const TRACE_GOOGLEMAP: Experiment = Experiment {
@@ -124,7 +128,7 @@ pub const TRACE_GOOGLEMAP: Experiment = Experiment {
     paper: Paper::Ma,
     what: "Figure 10: GoogleMap trace, mean response time by P",
     args: |s, seed| trace_args(s, seed, "GoogleMap"),
-    expected: [0.1, 1.0, 1.0],
+    expected: [0.1, 2.6, 2.6],
 };
 
 pub const TRACE_WEB: Experiment = Experiment {
@@ -205,29 +209,32 @@ pub fn claims(d: &Data) -> Vec<Claim> {
         )
         .note(NO_SOFTWARE_COST),
     );
-    // Slower cells, larger gain: 64 KiB records, 4 chips.
-    let cell = |id| speedup_in(d, id, 4.0, 65536.0);
+    // Slower cells, larger gain: "the performance improvement of sequential write between
+    // SLC and TLC is 5.6X under 4MB record size" (TLC's improvement over SLC's; the paper
+    // does not say how many devices, we take 4).
+    let gain = |id| speedup_in(d, id, 4.0, 4.0 * 1024.0 * 1024.0).map(|x| x - 1.0);
     out.push(
-        Claim::direction(
+        Claim::ratio(
             Paper::Ma,
-            "Section 4.3: the slower the cells, the larger the gain (TLC over SLC speedup, \
-             4 chips, 64 KiB records)",
-            Effect::above(1.0, 0.02),
-            over(cell("ma-iozone-tlc"), cell("ma-iozone-slc")),
+            "Section 4.3: the slower the cells, the larger the gain (TLC's improvement over \
+             SLC's, 4 chips, 4 MB records)",
+            5.6,
+            over(gain("ma-iozone-tlc"), gain("ma-iozone-slc")),
             "x",
         )
         .note(
-            "simulated time has no per-request software cost, so every cell type reaches \
-             nearly P x; TLC's 4 KiB pages make a record half as many pages while the \
-             fsync's header still costs one program, so TLC gains slightly less",
+            "in simulated time program latency cancels out of the speedup (measured: MLC's \
+             speedup equals SLC's at every record size, 3.635 at 64 KiB, though MLC programs \
+             3x slower); only pages per record matter, and TLC's 4 KiB pages make a 64 KiB \
+             record 4 rounds plus a header page against SLC's 8 plus one, so TLC gains a \
+             little less. The paper credits its 5.6X to software latency, which ours lacks",
         ),
     );
-    // Figure 6.
+    // Figure 6: the paper's 17% is its new mount, so ours is the new file system's row.
     let mount = |id: &str, k: &str| -> Option<f64> {
         rows(d.get(id))
             .into_iter()
-            .find(|r| is(r, "scenario", "one 50 MB file"))
-            .or_else(|| rows(d.get(id)).into_iter().last())
+            .find(|r| is(r, "scenario", "new"))
             .and_then(|r| f(r, k))
     };
     for (k, what) in [
@@ -237,16 +244,19 @@ pub fn claims(d: &Data) -> Vec<Claim> {
         out.push(
             Claim::ratio(
                 Paper::Ma,
-                &format!("Figure 6: {what} mount time with 4 chips, relative to 1"),
+                &format!(
+                    "Figure 6: {what} mount time with 4 chips, relative to 1 (new file system)"
+                ),
                 1.17,
                 over(mount("ma-mount-p4", k), mount("ma-mount-p1", k)),
                 "x of P=1",
             )
             .note(
                 "a design difference, not a pass: the paper's MA attached one UBI per device, \
-                 each in its own thread, and mounted up to 17% slower with 4; ours is one file \
-                 system over P chips whose mount reads are batched across the chips, so it \
-                 mounts faster with more chips",
+                 each in its own thread, and mounted up to 17% slower with 4 (thread \
+                 management); ours is one file system over P chips striped into blocks P times \
+                 larger, so a scan makes about 8,192 / P reads (measured) and a checkpoint \
+                 mount reads a table P times smaller",
             ),
         );
     }
@@ -267,8 +277,9 @@ pub fn claims(d: &Data) -> Vec<Claim> {
         )
         .note(
             "a design difference: the paper's MA ran a kernel thread and UBI instance per \
-             device; ours is one file system whose per-block tables shrink as P grows (fewer, \
-             larger virtual blocks); the threaded executor's stacks are not heap",
+             device; ours is one file system whose heap is 66,711 B fixed plus 18.125 B per \
+             virtual block (measured at P = 1, 2, 4, 8), and striping makes P times fewer \
+             blocks; the threaded executor's stacks are not heap",
         ),
     );
     // Figure 10: the paper prints the MRT reductions (71.6%, 62.9%, 44.6%, 18.2%).
@@ -286,7 +297,7 @@ pub fn claims(d: &Data) -> Vec<Claim> {
                 trace_ratio(d, id, 4.0),
                 "x of P=1",
             )
-            .note("ours drops more: no page cache or thread costs in simulated time"),
+            .note(TRACE_NOTE),
         );
     }
     out.push(
@@ -305,10 +316,20 @@ pub fn claims(d: &Data) -> Vec<Claim> {
     out
 }
 
+/// Why our traces gain more from chips than the paper's.
+const TRACE_NOTE: &str = "ours drops more: response time is flash time only (no thread or \
+     page-cache cost), requests span several pages, and the synthesized traces' arrival gaps \
+     and request sizes are our assumptions, which drive the gain (measured by replaying an \
+     edited trace with --trace-file: CameraVideo's gaps stretched 2-8x give 0.215-0.258; \
+     GoogleMap's requests cut 4-8x give 0.593-0.864)";
+
 /// Why ours reaches nearly P x where the paper's did not.
-const NO_SOFTWARE_COST: &str = "simulated time: no per-request software cost, so striping \
-     reaches nearly P x (the paper's UBIFS paid its MTD and thread overheads and a shared \
-     TNC tree, section 4.3)";
+const NO_SOFTWARE_COST: &str = "simulated time has no per-request software cost, so a 16 MiB \
+     record is page programs only (measured, TLC: P=1 4,097 programs x 1,405.6 us = 5,759 ms; \
+     P=4 1,024 rounds on four chips and one header page = 1,441 ms: 4.00x); random writes and \
+     re-writes lose a little to erases of freed blocks. The paper's UBIFS paid its MTD and \
+     thread overheads and a shared TNC tree (section 4.3); its 116.1 MB/s on 4 TLC chips is \
+     about 10x what program latency allows, so its time was not program-bound";
 
 /// Throughput by record size, a series per P, from an iozone sweep.
 fn by_record(d: &Data, id: &str, fig: &str, title: &str) -> Option<Figure> {

@@ -177,6 +177,26 @@ fn yaffs_over_moda(d: &Data, w: &str, k: &str) -> Option<f64> {
     })
 }
 
+/// Why our measured cleaning-time ratios differ from Table 1's.
+const MEASURED_NOTE: &str = "The paper's measured cleaning times include a cost the same for \
+     both policies, YAFFS reading flash to find victims (section 6.3.2): taking each row's copy \
+     and erase cost out of its time leaves about one read of every valid page. Ours is copies \
+     and erases only; adding that read to ours gives fax 2.21x (paper 2.63x), andrew 1.98x, \
+     postmark 1.30x, camera 1.09x (measured from the same runs).";
+
+const ANDREW_NOTE: &str = " Our Andrew has 70 files, fitted to the paper's printed i = 0.0008; \
+     its counts imply about 1,000: with 14 interleaved copies (980 files, --workloads \
+     andrew+andrew+...) ours is 11.7x and the counts land on the paper's (YAFFS 424 erases, \
+     12,023 copies against 345 and 10,060).";
+
+const MOVIE_NOTE: &str = " On movie our MODA cleans nothing (a 10^6 ratio stands for \
+     infinity) where sequential allocation copies a few pages: the paper's two 24.5 s are its \
+     shared search cost alone.";
+
+const CAMERA_NOTE: &str = " Our camera runs end with i = 0.04-0.15 (the paper's 0.002): \
+     blocks of invalid pages only, which both policies erase, so the ratio moves with the \
+     seed (2.41x at seed 1, 1.56x at seed 8).";
+
 pub fn claims(d: &Data) -> Vec<Claim> {
     let mut out = Vec::new();
     let m = rows(d.get("moda-model-fax"))
@@ -256,10 +276,15 @@ pub fn claims(d: &Data) -> Vec<Claim> {
                 "x",
             )
             .note(&format!(
-                "the paper's measured times include YAFFS's software cost of finding victims \
-                 by reading flash (section 6.3.2), the same for both policies; its model's \
-                 estimate, which has none, gives {:.2}x (next claim)",
-                est[0] / est[1]
+                "{MEASURED_NOTE} The paper's model estimate, which has no such cost, gives \
+                 {:.2}x (next claim).{}",
+                est[0] / est[1],
+                match w {
+                    "andrew" => ANDREW_NOTE,
+                    "camera" => CAMERA_NOTE,
+                    "movie" => MOVIE_NOTE,
+                    _ => "",
+                }
             )),
         );
         out.push(
@@ -295,7 +320,12 @@ pub fn claims(d: &Data) -> Vec<Claim> {
             "p",
         )
         .effect(Effect::around(0.0, 0.005))
-        .note("the paper: +0.24 on fax, +0.10 on phone, +0.00 on movie; p as printed (two digits)"),
+        .note(
+            "the paper: +0.24 on fax, +0.10 on phone, +0.00 on movie (p to two digits). Ours \
+             is smaller where our workloads have fewer, larger files (each file leaves one \
+             stale header among its data under sequential allocation): andrew +0.0147 with 70 \
+             files, +0.0873 with 980 (measured)",
+        ),
     );
     out.push(
         Claim::direction(
@@ -337,9 +367,11 @@ pub fn claims(d: &Data) -> Vec<Claim> {
             "the paper's claim is every workload",
         )
         .note(
-            "ours: on fax, postmark and recorder DAC cleans as much as YAFFS or more: new data \
-             shares DAC's coldest region with data that cooled, which MODA's per-file classes \
-             keep apart",
+            "ours: 4-5 of 7 over seeds 1-8; our DAC puts new pages where sequential allocation \
+             would, so on recorder, fax, postmark and andrew it ends within 5% of YAFFS, \
+             recorder and fax always a little above it (fax +4.4% copies at every seed and \
+             size), postmark and andrew either side with the seed. The paper prints no DAC \
+             numbers",
         ),
     );
     // Table 1: run time unchanged by classification. The paper's worst is Camera's 38 s
