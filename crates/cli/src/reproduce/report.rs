@@ -278,11 +278,16 @@ fn html(
         claims.len(),
         counted(counts(claims))
     );
-    if meta.scale != Scale::Full.name() {
+    if meta.scale == Scale::Quick.name() {
         h.push_str(
             "<p>Reduced scale: the Experiments table below shows, for each experiment, \
              what this scale changes from the full one. Every random write sees at least 8 \
              records per file and every trace is replayed whole.</p>\n",
+        );
+    } else if meta.scale == Scale::Smoke.name() {
+        h.push_str(
+            "<p>Smoke scale checks that the report is whole, not the claims: its devices \
+             and traces are too small for the verdicts to mean anything.</p>\n",
         );
     }
     if !failed.is_empty() {
