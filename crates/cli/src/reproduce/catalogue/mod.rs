@@ -158,7 +158,25 @@ pub struct Row<'a> {
 }
 
 impl Claim {
-    fn new(
+    /// A ratio of two measurements: no effect is 1 (0.98-1.02 a tie), and ours matches
+    /// within 0.8x-1.25x of the paper's ratio.
+    pub fn ratio(
+        paper: Paper,
+        claim: &str,
+        paper_value: f64,
+        ours: Option<f64>,
+        unit: &'static str,
+    ) -> Claim {
+        Claim {
+            tolerance: Tolerance::RATIO,
+            effect: Some(Effect::RATIO),
+            ..Claim::figure(paper, claim, paper_value, ours, unit)
+        }
+    }
+
+    /// An absolute figure (a size, a time): matches within 10% of the paper's, else
+    /// differs; `effect` gives it a direction.
+    pub fn figure(
         paper: Paper,
         claim: &str,
         paper_value: f64,
@@ -178,34 +196,6 @@ impl Claim {
         }
     }
 
-    /// A ratio of two measurements: no effect is 1 (0.98-1.02 a tie), and ours matches
-    /// within 0.8x-1.25x of the paper's ratio.
-    pub fn ratio(
-        paper: Paper,
-        claim: &str,
-        paper_value: f64,
-        ours: Option<f64>,
-        unit: &'static str,
-    ) -> Claim {
-        Claim {
-            tolerance: Tolerance::RATIO,
-            effect: Some(Effect::RATIO),
-            ..Claim::new(paper, claim, paper_value, ours, unit)
-        }
-    }
-
-    /// An absolute figure (a size, a time): matches within 10% of the paper's, else
-    /// differs; `effect` gives it a direction.
-    pub fn figure(
-        paper: Paper,
-        claim: &str,
-        paper_value: f64,
-        ours: Option<f64>,
-        unit: &'static str,
-    ) -> Claim {
-        Claim::new(paper, claim, paper_value, ours, unit)
-    }
-
     /// A claim the paper states only as a direction (no number): `paper_value` is the
     /// effect's threshold, and ours matches when it lies on the stated side beyond noise.
     pub fn direction(
@@ -222,7 +212,7 @@ impl Claim {
         Claim {
             tolerance: Tolerance::DirectionOnly,
             effect: Some(effect),
-            ..Claim::new(paper, claim, effect.null, ours, unit)
+            ..Claim::figure(paper, claim, effect.null, ours, unit)
         }
     }
 
