@@ -54,6 +54,10 @@ pub struct Chip {
     /// Pages whose stored ECC bytes a read found matching, not written since (see
     /// `verified`): their next read skips the check.
     verified: VerifiedPages,
+    /// Partial programs of each page's spare area since its block's erase (the page's own
+    /// program not counted). Kept in RAM: an image reopened forgets them, which can only
+    /// allow a marker the chip would have refused, never refuse a legal one.
+    spare_programs: HashMap<(u32, u32), u32>,
 }
 
 fn mix(seed: u64, a: u64, b: u64) -> u64 {
@@ -88,6 +92,7 @@ impl Chip {
                 config.geometry.blocks_per_chip,
                 config.geometry.pages_per_block,
             ),
+            spare_programs: HashMap::new(),
         };
         if fresh {
             chip.mark_factory_bad_blocks();
@@ -245,6 +250,10 @@ impl Chip {
             }
             Command::Program { addr, data, oob } => {
                 let t = self.program_page(addr, &data, &oob, issue_ns, verdict);
+                (t.result.map(|()| Reply::Done), t.start_ns, t.end_ns)
+            }
+            Command::ProgramSpare { addr, oob } => {
+                let t = self.program_spare(addr, &oob, issue_ns, verdict);
                 (t.result.map(|()| Reply::Done), t.start_ns, t.end_ns)
             }
             Command::Erase { addr } => {
@@ -532,6 +541,83 @@ impl Chip {
         }
     }
 
+    /// Programs more bits of a programmed page's spare area: each 0 bit of `oob` is
+    /// programmed, each 1 bit left as it is (a program only moves bits from 1 to 0), as a
+    /// partial page program does. The ECC engine is not involved (it covers the data
+    /// area), so the page's data and check bytes stay as they were. A chip allows
+    /// [`DeviceConfig::spare_programs`] programs of a spare area per erase.
+    pub fn program_spare(
+        &mut self,
+        addr: PageAddr,
+        oob: &[u8],
+        issue_ns: u64,
+        verdict: Verdict,
+    ) -> Timed<()> {
+        if verdict == Verdict::Refuse {
+            return self.refused(issue_ns, FlashError::PowerLost);
+        }
+        let g = *self.geometry();
+        if let Err(e) = self.check_buffers(0, oob.len(), false) {
+            return self.refused(issue_ns, e);
+        }
+        let meta = match g
+            .check_page(addr)
+            .and_then(|()| self.check_usable_block(addr.block_addr()))
+        {
+            Ok(m) => m,
+            Err(e) => return self.refused(issue_ns, e),
+        };
+        if meta.flags & FLAG_ERASE_TORN != 0 || addr.page >= meta.write_ptr {
+            return self.refused(issue_ns, FlashError::SpareOfErasedPage(addr));
+        }
+        let done = self
+            .spare_programs
+            .get(&(addr.block, addr.page))
+            .copied()
+            .unwrap_or(0);
+        let limit = self.config.spare_programs();
+        if 1 + done >= limit {
+            return self.refused(
+                issue_ns,
+                FlashError::PartialProgramLimit {
+                    addr,
+                    times: 1 + done,
+                },
+            );
+        }
+        let bytes = oob.len();
+        let (start_ns, end_ns) = self.occupy(
+            issue_ns,
+            self.config.timing.program_cost_ns(bytes),
+            self.config.energy.program_cost_pj(bytes),
+        );
+        self.stats.spare_programs += 1;
+        self.stats.bytes_written += bytes as u64;
+        self.spare_programs
+            .insert((addr.block, addr.page), done + 1);
+        let raw = self.storage.page_mut(addr.block, addr.page);
+        let spare = &mut raw[g.page_size_bytes as usize..];
+        let result = if let Verdict::Tear { seed } = verdict {
+            // Cut part way: some of the bits to program made it.
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+            for (stored, &want) in spare.iter_mut().zip(oob) {
+                let cleared = rng.gen::<u8>();
+                *stored &= want | cleared;
+            }
+            Err(FlashError::PowerLost)
+        } else {
+            for (stored, &want) in spare.iter_mut().zip(oob) {
+                *stored &= want;
+            }
+            Ok(())
+        };
+        Timed {
+            result,
+            start_ns,
+            end_ns,
+        }
+    }
+
     /// Erases a block: every page back to 0xFF, erase count up by one.
     pub fn erase_block(&mut self, addr: BlockAddr, issue_ns: u64, verdict: Verdict) -> Timed<()> {
         if verdict == Verdict::Refuse {
@@ -548,6 +634,7 @@ impl Chip {
         );
         self.stats.erases += 1;
         self.stuck_errors.retain(|&(b, _), _| b != addr.block);
+        self.spare_programs.retain(|&(b, _), _| b != addr.block);
         let worn_out = meta.erase_count >= self.block_limits[addr.block as usize];
         meta.erase_count = meta.erase_count.saturating_add(1);
         let torn_seed = match verdict {

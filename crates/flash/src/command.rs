@@ -17,6 +17,9 @@ pub enum Command {
         data: Vec<u8>,
         oob: Vec<u8>,
     },
+    /// Program more bits of a programmed page's spare area (`oob`: the OOB size; only its
+    /// 0 bits are programmed), within the chip's partial-program limit.
+    ProgramSpare { addr: PageAddr, oob: Vec<u8> },
     /// Erase a block.
     Erase { addr: BlockAddr },
 }
@@ -25,16 +28,20 @@ impl Command {
     /// The chip this operation runs on.
     pub fn chip(&self) -> u32 {
         match self {
-            Command::Read { addr } | Command::ReadOob { addr } | Command::Program { addr, .. } => {
-                addr.chip
-            }
+            Command::Read { addr }
+            | Command::ReadOob { addr }
+            | Command::Program { addr, .. }
+            | Command::ProgramSpare { addr, .. } => addr.chip,
             Command::Erase { addr } => addr.chip,
         }
     }
 
     /// Programs and erases change the medium (and so count toward a power cut).
     pub fn changes_state(&self) -> bool {
-        matches!(self, Command::Program { .. } | Command::Erase { .. })
+        matches!(
+            self,
+            Command::Program { .. } | Command::ProgramSpare { .. } | Command::Erase { .. }
+        )
     }
 }
 

@@ -60,6 +60,19 @@ impl From<StoredConfig> for DeviceConfig {
 }
 
 impl DeviceConfig {
+    /// How many times the spare area of a page may be programmed per erase, the page's own
+    /// program included (the datasheets' NOP). Small-page SLC parts allow 2 for the spare
+    /// (e.g. Samsung K9F1208: main array 1, spare array 2), which is what YAFFS1's deletion
+    /// marker relies on; large-page SLC parts allow 4 partial programs of a page; MLC and
+    /// TLC cells allow none.
+    pub fn spare_programs(&self) -> u32 {
+        match self.cell {
+            crate::wear::CellType::Slc if self.geometry.page_size_bytes <= 512 => 2,
+            crate::wear::CellType::Slc => 4,
+            _ => 1,
+        }
+    }
+
     /// Checks that the geometry is valid and agrees with the ECC: its `oob_ecc_bytes` is
     /// either 0 (no stored ECC, as in older images) or one set of the ECC's check bytes per
     /// whole data codeword of a page. The wear and bit-error parameters must be in their

@@ -33,6 +33,9 @@ pub trait Flash: Send {
     fn read_oob(&mut self, addr: PageAddr, oob: &mut [u8]) -> Result<EccReport, FlashError>;
     /// Programs an erased page; pages of a block must go in order.
     fn program_page(&mut self, addr: PageAddr, data: &[u8], oob: &[u8]) -> Result<(), FlashError>;
+    /// Programs the 0 bits of `oob` into a programmed page's spare area (a partial program,
+    /// within the chip's NOP: [`crate::DeviceConfig::spare_programs`]).
+    fn program_spare(&mut self, addr: PageAddr, oob: &[u8]) -> Result<(), FlashError>;
     fn erase_block(&mut self, addr: BlockAddr) -> Result<(), FlashError>;
     fn is_bad(&mut self, addr: BlockAddr) -> Result<bool, FlashError>;
     fn mark_bad(&mut self, addr: BlockAddr) -> Result<(), FlashError>;
@@ -312,6 +315,11 @@ impl Flash for FlashDevice {
         self.single(addr.chip, |c, now| {
             c.program_page(addr, data, oob, now, verdict)
         })
+    }
+
+    fn program_spare(&mut self, addr: PageAddr, oob: &[u8]) -> Result<(), FlashError> {
+        let verdict = self.power.next_op();
+        self.single(addr.chip, |c, now| c.program_spare(addr, oob, now, verdict))
     }
 
     fn erase_block(&mut self, addr: BlockAddr) -> Result<(), FlashError> {

@@ -18,6 +18,14 @@ pub enum FlashError {
     #[error("{addr} programmed out of order: the next programmable page of this block is {next}")]
     OutOfOrder { addr: PageAddr, next: u32 },
 
+    #[error(
+        "{addr}: its spare area was already programmed {times} time(s), the chip's limit (NOP)"
+    )]
+    PartialProgramLimit { addr: PageAddr, times: u32 },
+
+    #[error("{0}: a spare-area program needs a page programmed since the last erase")]
+    SpareOfErasedPage(PageAddr),
+
     #[error("buffer of {got} bytes where the page needs {want}")]
     BufferSize { got: usize, want: usize },
 

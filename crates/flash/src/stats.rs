@@ -13,6 +13,8 @@ pub struct ChipStats {
     pub programs: u64,
     /// Block erases, including failed and torn ones.
     pub erases: u64,
+    /// Partial programs of a programmed page's spare area (YAFFS1's deletion marker).
+    pub spare_programs: u64,
     /// Bytes moved from the chip to the caller.
     pub bytes_read: u64,
     /// Bytes moved from the caller to the chip.
@@ -37,6 +39,7 @@ impl ChipStats {
         self.oob_reads += o.oob_reads;
         self.programs += o.programs;
         self.erases += o.erases;
+        self.spare_programs += o.spare_programs;
         self.bytes_read += o.bytes_read;
         self.bytes_written += o.bytes_written;
         self.busy_ns += o.busy_ns;

@@ -105,6 +105,11 @@ impl<F: Flash> Flash for StripedFlash<F> {
         self.inner.program_page(p, data, oob)
     }
 
+    fn program_spare(&mut self, addr: PageAddr, oob: &[u8]) -> Result<(), FlashError> {
+        let p = self.physical(addr)?;
+        self.inner.program_spare(p, oob)
+    }
+
     fn erase_block(&mut self, addr: BlockAddr) -> Result<(), FlashError> {
         self.erase_all_chips(addr)
     }
@@ -155,6 +160,10 @@ impl<F: Flash> Flash for StripedFlash<F> {
                 }),
                 Command::Program { addr, data, oob } => self.physical(addr).map(|addr| {
                     physical.push(Command::Program { addr, data, oob });
+                    owner.push(slot);
+                }),
+                Command::ProgramSpare { addr, oob } => self.physical(addr).map(|addr| {
+                    physical.push(Command::ProgramSpare { addr, oob });
                     owner.push(slot);
                 }),
                 Command::Erase { addr } => self.physical_blocks(addr).map(|blocks| {

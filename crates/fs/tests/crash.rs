@@ -2263,6 +2263,9 @@ impl Flash for Shared {
     fn program_page(&mut self, a: PageAddr, data: &[u8], oob: &[u8]) -> FlashResult<()> {
         self.lock().program_page(a, data, oob)
     }
+    fn program_spare(&mut self, a: PageAddr, oob: &[u8]) -> FlashResult<()> {
+        self.lock().program_spare(a, oob)
+    }
     fn erase_block(&mut self, a: BlockAddr) -> FlashResult<()> {
         self.lock().erase_block(a)
     }
