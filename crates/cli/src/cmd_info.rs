@@ -182,6 +182,10 @@ fn print_text(x: &Info) {
         x.profile.cleaner,
         x.profile.reserve_blocks
     );
+    let summary = nandkit_fs::config::profile_summary(&x.profile.profile);
+    if !summary.is_empty() {
+        println!("             {summary}");
+    }
     println!(
         "             files up to {}; anchor blocks {} and {}",
         crate::presets_cmd::human_bytes(x.max_file_bytes),

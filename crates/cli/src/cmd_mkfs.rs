@@ -83,6 +83,16 @@ pub fn make(args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
             )
         },
     )?;
+    if args.fs.profile == "yaffs1" && wanted.spare_programs() < 2 {
+        bail!(
+            "the yaffs1 profile marks stale pages deleted with a second program of their spare \
+             area, which {} ({:?} cells, {} B pages) does not allow; use a small-page SLC \
+             preset (smallblock-64m, mnfs-128m) or the yaffs profile",
+            wanted.name,
+            wanted.cell,
+            wanted.geometry.page_size_bytes
+        );
+    }
     let minv = args.fs.profile == "minv";
     if minv != args.nvram.nvram.is_some() {
         bail!(if minv {

@@ -74,6 +74,15 @@ pub fn run(args: PresetsArgs) -> anyhow::Result<()> {
     }
     println!();
     print_energy(&all);
+    println!();
+    println!("Profiles (mkfs --profile NAME):");
+    for name in nandkit_fs::PROFILES {
+        println!(
+            "  {:<13} {}",
+            name,
+            nandkit_fs::config::profile_summary(name)
+        );
+    }
     Ok(())
 }
 

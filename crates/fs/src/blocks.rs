@@ -143,6 +143,9 @@ pub struct BlockTable {
     bad: u32,
     /// Blocks being cleaned, never candidates meanwhile (see `pin`).
     pinned: Vec<u32>,
+    /// Pages made stale and not yet marked deleted on flash, for a log that marks them
+    /// (YAFFS1); `None` for every other.
+    stale: Option<Vec<u32>>,
 }
 
 const NOT_FILED: u16 = u16::MAX;
@@ -165,6 +168,34 @@ impl BlockTable {
             flagged: BTreeSet::new(),
             bad: 0,
             pinned: Vec::new(),
+            stale: None,
+        }
+    }
+
+    /// From now on, every page made invalid is listed until [`BlockTable::take_stale`]
+    /// hands it out (YAFFS1 marks each one deleted on flash).
+    pub fn list_stale(&mut self) {
+        self.stale.get_or_insert_with(Vec::new);
+    }
+
+    /// The pages made invalid since the last call, oldest first.
+    pub fn take_stale(&mut self) -> Vec<u32> {
+        self.stale.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Lists a page that is stale without ever having been valid here (a mount found it
+    /// unmarked and did not take it).
+    pub fn note_stale(&mut self, pno: u32) {
+        if let Some(list) = self.stale.as_mut() {
+            list.push(pno);
+        }
+    }
+
+    /// Forgets listed pages of `block` (it is about to be erased: nothing to mark).
+    pub fn forget_stale_in(&mut self, block: u32) {
+        let ppb = self.pages_per_block;
+        if let Some(list) = self.stale.as_mut() {
+            list.retain(|&p| p / ppb != block);
         }
     }
 
@@ -211,6 +242,9 @@ impl BlockTable {
             self.blocks[b as usize].valid -= 1;
             self.valid_pages -= 1;
             self.refile(b);
+            if let Some(list) = self.stale.as_mut() {
+                list.push(pno);
+            }
         }
     }
 
@@ -495,6 +529,7 @@ impl BlockTable {
             + self.cand_bits.capacity() * 8
             + self.filed.capacity() * 2
             + self.by_valid.len() * 16
+            + self.stale.as_ref().map_or(0, |l| l.capacity() * 4)
     }
 }
 

@@ -293,7 +293,7 @@ impl<F: Flash> FileSystem<F> {
         };
         let mut children: HashMap<Ino, Vec<Ino>> = HashMap::new();
         for o in &image.objects {
-            let mut obj = Object::new(o.kind, self.config.mapping, self.layout.pages_per_block);
+            let mut obj = Object::new(o.kind, self.config.mapping, self.layout.map_shape());
             obj.size = o.size;
             obj.parent = o.parents.first().copied().unwrap_or(0);
             obj.header = o.header.unwrap_or(NO_PAGE);
@@ -319,7 +319,7 @@ impl<F: Flash> FileSystem<F> {
             }
             if !runs.is_empty() {
                 obj.chunks =
-                    FileMap::from_runs(self.config.mapping, self.layout.pages_per_block, &runs);
+                    FileMap::from_runs(self.config.mapping, self.layout.map_shape(), &runs);
             }
             match o.kind {
                 Kind::Xattrs => match o.parents.as_slice() {

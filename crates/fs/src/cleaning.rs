@@ -249,6 +249,8 @@ impl<F: Flash> FileSystem<F> {
     pub(crate) fn erase_block(&mut self, block: u32) -> Result<()> {
         let addr = self.layout.block_addr(block);
         self.settle()?;
+        // Its stale pages need no deletion marker: they are about to go.
+        self.blocks.forget_stale_in(block);
         self.meta_hook(|store, fs| store.before_erase(fs, block))?;
         match self.dev.get_mut().erase_block(addr) {
             Ok(()) => {

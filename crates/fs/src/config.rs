@@ -167,6 +167,8 @@ impl FsConfig {
         let allocator =
             match name {
                 "yaffs" => AllocatorKind::Sequential,
+                // YAFFS as the 2006-07 papers measured it: YAFFS1 on small-page chips.
+                "yaffs1" => AllocatorKind::Sequential,
                 "moda" => AllocatorKind::Moda,
                 "dac" => AllocatorKind::Dac,
                 "page-hotcold" => AllocatorKind::PageHotcold,
@@ -177,14 +179,17 @@ impl FsConfig {
                 // MNFS for large files only; small and rewritten ones stay in the log.
                 "hybrid" => AllocatorKind::Hybrid,
                 _ => return Err(FsError::Invalid(
-                    "unknown profile (known: yaffs, moda, dac, page-hotcold, minv, mnfs, hybrid)",
+                    "unknown profile (known: yaffs, yaffs1, moda, dac, page-hotcold, minv, mnfs, hybrid)",
                 )),
             };
         let in_nvram = name == "minv";
+        let yaffs1 = name == "yaffs1";
         let config = FsConfig {
             profile: name.into(),
             metadata: if in_nvram {
                 crate::meta::MetadataKind::Nvram
+            } else if yaffs1 {
+                crate::meta::MetadataKind::Yaffs1Log
             } else {
                 crate::meta::MetadataKind::FlashLog
             },
@@ -192,6 +197,8 @@ impl FsConfig {
             // blocks, so it keeps the page map.
             mapping: if name == "mnfs" {
                 crate::mapping::MappingKind::BlockMapped
+            } else if yaffs1 {
+                crate::mapping::MappingKind::Tnode
             } else {
                 crate::mapping::MappingKind::PageMapped
             },
@@ -202,8 +209,8 @@ impl FsConfig {
             yaffs_window_blocks: 200,
             yaffs_normal_max_valid: 3,
             yaffs_aggressive_below: 6,
-            // Nothing to checkpoint when the metadata is in NVRAM.
-            checkpoint: !in_nvram,
+            // Nothing to checkpoint when the metadata is in NVRAM; YAFFS1 had none.
+            checkpoint: !in_nvram && !yaffs1,
             erase_on_delete: name == "mnfs" || name == "hybrid",
         };
         let config = config.with_allocator(allocator, blocks);
@@ -248,9 +255,29 @@ fn default_reserve(blocks: u32) -> u32 {
     (blocks / 100).clamp(3, 32)
 }
 
+/// What each profile is, in a line (for `nandkit presets`, `info` and `mkfs`).
+pub fn profile_summary(name: &str) -> &'static str {
+    match name {
+        "yaffs" => "modern YAFFS2: page-mapped log, block summaries, checkpoint at unmount",
+        "yaffs1" => {
+            "YAFFS as the 2006-07 papers measured it: small pages only, tags in every spare \
+             area, stale pages marked deleted, a mount that reads every page's tags, no \
+             checkpoint, tnode page maps"
+        }
+        "moda" => "MODA: yaffs with modification-aware allocation (system/user, hot/cold)",
+        "dac" => "yaffs with DAC's allocation: regions by update frequency",
+        "page-hotcold" => "yaffs with MODA's classes at page granularity",
+        "minv" => "MiNV: all metadata in NVRAM, only file data on flash",
+        "mnfs" => "MNFS: file data in erase blocks of its own, erased on delete",
+        "hybrid" => "MNFS for large files, the log for small and rewritten ones",
+        _ => "",
+    }
+}
+
 /// Profile names mkfs accepts.
 pub const PROFILES: &[&str] = &[
     "yaffs",
+    "yaffs1",
     "moda",
     "dac",
     "page-hotcold",

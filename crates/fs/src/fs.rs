@@ -97,6 +97,10 @@ pub struct FsStats {
     pub user_bytes_written: u64,
     /// Header pages read to load names and attributes on demand.
     pub details_loaded: u64,
+    /// YAFFS1: deletion markers programmed into the spare areas of stale pages.
+    pub deletion_markers_written: u64,
+    /// YAFFS1: OOB reads of a chunk's previous copy, for its version.
+    pub version_reads: u64,
 }
 
 /// A directory's entries as far as they are known. Names are loaded on demand: until a
@@ -234,8 +238,12 @@ impl<F: Flash> FileSystem<F> {
         );
         let config_metadata = config.metadata;
         let streams = vec![None; allocator.streams()];
+        let mut blocks = BlockTable::new(layout.blocks, layout.pages_per_block);
+        if config_metadata == crate::meta::MetadataKind::Yaffs1Log {
+            blocks.list_stale();
+        }
         Ok(Self {
-            blocks: BlockTable::new(layout.blocks, layout.pages_per_block),
+            blocks,
             cleaner: clean::make(&config),
             allocator,
             streams,
@@ -328,7 +336,7 @@ impl<F: Flash> FileSystem<F> {
             fs.metadata = Some(Box::new(store));
         }
         let now = fs.now();
-        let mut root = Object::new(Kind::Dir, fs.config.mapping, fs.layout.pages_per_block);
+        let mut root = Object::new(Kind::Dir, fs.config.mapping, fs.layout.map_shape());
         root.details = Some(Box::new(Details::from_record(Record::bare(
             Kind::Dir,
             0o755,
@@ -351,6 +359,12 @@ impl<F: Flash> FileSystem<F> {
     /// must stay within that window (see `write_path`), which needs the open blocks of all
     /// streams to be few pages.
     pub(crate) fn check_layout_limits(&self) -> Result<()> {
+        if self.yaffs1_log() && self.layout.tags != crate::format::tags::TagLayout::Small {
+            return Err(FsError::Invalid(
+                "yaffs1 runs on small-page chips (512-byte pages, 16-byte spare), as YAFFS1 did; \
+                 on larger pages use yaffs",
+            ));
+        }
         if self.layout.tags == crate::format::tags::TagLayout::Small {
             let w =
                 crate::scan::unsummarised_serials(self.streams.len(), self.layout.pages_per_block);
@@ -485,7 +499,21 @@ impl<F: Flash> FileSystem<F> {
 
     /// Does this file system keep its metadata on flash (as opposed to NVRAM)?
     pub(crate) fn metadata_on_flash(&self) -> bool {
+        matches!(
+            self.config.metadata,
+            crate::meta::MetadataKind::FlashLog | crate::meta::MetadataKind::Yaffs1Log
+        )
+    }
+
+    /// Does every full block end in a summary of its pages (the YAFFS2-style log)?
+    pub(crate) fn summarised(&self) -> bool {
         self.config.metadata == crate::meta::MetadataKind::FlashLog
+    }
+
+    /// Is the log YAFFS1's (chunk versions in the tags, deletion markers, every page read
+    /// at mount)?
+    pub(crate) fn yaffs1_log(&self) -> bool {
+        self.config.metadata == crate::meta::MetadataKind::Yaffs1Log
     }
 
     /// Runs a metadata store hook (a no-op for the flash log).
@@ -588,7 +616,7 @@ impl<F: Flash> FileSystem<F> {
         let mut out = (0, 0);
         for o in self.objects.values().filter(|o| o.kind == Kind::File) {
             match o.chunks {
-                crate::mapping::FileMap::Page(_) => out.1 += 1,
+                crate::mapping::FileMap::Page(_) | crate::mapping::FileMap::Tnode(_) => out.1 += 1,
                 _ => out.0 += 1,
             }
         }
@@ -794,12 +822,9 @@ impl<F: Flash> FileSystem<F> {
     /// (Chunks the file system can hold, chunks in valid pages.)
     pub(crate) fn space_without_reserves(&self) -> (u64, u64) {
         let ppb = u64::from(self.layout.pages_per_block);
-        // One page of each block holds its summary (none when metadata is in NVRAM).
-        let per_block = if self.metadata_on_flash() {
-            ppb - 1
-        } else {
-            ppb
-        };
+        // One page of each block holds its summary (none when metadata is in NVRAM or the
+        // log is YAFFS1's).
+        let per_block = if self.summarised() { ppb - 1 } else { ppb };
         let good = u64::from(self.blocks.good_blocks());
         let kept =
             u64::from(self.config.reserve_blocks) + u64::from(self.checkpoint_reserve_blocks()) + 2; // the anchor blocks
@@ -828,6 +853,7 @@ impl<F: Flash> FileSystem<F> {
             self.fsync(ino)?;
         }
         self.settle()?;
+        self.mark_stale_pages()?;
         self.dev.get_mut().sync()?;
         Ok(())
     }

@@ -73,6 +73,14 @@ impl Layout {
         BlockAddr::new(block / per_chip, block % per_chip)
     }
 
+    /// What a file map needs to know of this device.
+    pub fn map_shape(&self) -> crate::mapping::MapShape {
+        crate::mapping::MapShape {
+            pages_per_block: self.pages_per_block,
+            pages: self.blocks * self.pages_per_block,
+        }
+    }
+
     pub fn page_addr(&self, pno: u32) -> PageAddr {
         self.block_addr(pno / self.pages_per_block)
             .page(pno % self.pages_per_block)

@@ -67,7 +67,7 @@ impl<F: Flash> FileSystem<F> {
     /// maps it has read).
     pub(crate) fn instantiate(&mut self, ino: Ino, rec: Record, facts: IndexFacts) {
         let kind = rec.kind;
-        let mut o = Object::new(kind, self.config.mapping, self.layout.pages_per_block);
+        let mut o = Object::new(kind, self.config.mapping, self.layout.map_shape());
         o.size = rec.size;
         o.header = NO_PAGE;
         o.parent = rec.names.first().map_or(0, |n| n.parent);

@@ -84,12 +84,15 @@ pub struct Object {
 }
 
 impl Object {
-    /// A new object whose file map is of `mapping`'s kind, on a device of
-    /// `pages_per_block`-page blocks.
-    pub fn new(kind: Kind, mapping: crate::mapping::MappingKind, pages_per_block: u32) -> Self {
+    /// A new object whose file map is of `mapping`'s kind, on a device of `shape`.
+    pub fn new(
+        kind: Kind,
+        mapping: crate::mapping::MappingKind,
+        shape: crate::mapping::MapShape,
+    ) -> Self {
         Self {
             size: 0,
-            chunks: FileMap::new(mapping, pages_per_block),
+            chunks: FileMap::new(mapping, shape),
             details: None,
             header: NO_PAGE,
             parent: 0,

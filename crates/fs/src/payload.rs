@@ -35,7 +35,7 @@ impl<F: Flash> FileSystem<F> {
         if ino > self.layout.tags.max_obj() {
             return Err(FsError::NoObjectNumbers(self.object_numbers().1));
         }
-        let mut o = Object::new(kind, self.config.mapping, self.layout.pages_per_block);
+        let mut o = Object::new(kind, self.config.mapping, self.layout.map_shape());
         o.size = size;
         o.details = Some(Box::new(d.clone()));
         self.objects.insert(ino, o);

@@ -41,10 +41,22 @@ use crate::object::{LOST_PAGE, NO_CHUNK, NO_PAGE};
 use crate::types::{Ino, Time};
 
 impl<F: Flash> FileSystem<F> {
+    /// A punch is recorded as a truncation floor, which needs the write order of data
+    /// pages; YAFFS1's log has none (and YAFFS1 predates hole punching).
+    fn check_punch_supported(&self) -> Result<()> {
+        if self.yaffs1_log() {
+            return Err(crate::error::FsError::NotSupported(
+                "yaffs1 cannot punch holes: its log keeps no write order to record one (YAFFS1 predates hole punching)",
+            ));
+        }
+        Ok(())
+    }
+
     /// Frees bytes `[offset, offset + len)` of a file (they read as zeros); the size stays.
     /// Durable once it returns.
     pub fn punch_hole(&mut self, ino: Ino, offset: u64, len: u64) -> Result<()> {
         self.present(ino)?;
+        self.check_punch_supported()?;
         let end = self.check_range_call(ino, offset, len)?;
         self.load(ino)?;
         let c = u64::from(self.layout.chunk_bytes);
@@ -92,6 +104,7 @@ impl<F: Flash> FileSystem<F> {
     /// to cover them. Durable once it returns.
     pub fn zero_range(&mut self, ino: Ino, offset: u64, len: u64, keep_size: bool) -> Result<()> {
         self.present(ino)?;
+        self.check_punch_supported()?;
         let end = self.check_range_call(ino, offset, len)?;
         self.load(ino)?;
         // Room for what becomes reserved (the holes of the new range that were not

@@ -189,7 +189,7 @@ impl<F: Flash> FileSystem<F> {
                 (None, Some(r)) => r.kind,
                 (None, None) => continue,
             };
-            let mut o = Object::new(kind, self.config.mapping, self.layout.pages_per_block);
+            let mut o = Object::new(kind, self.config.mapping, self.layout.map_shape());
             o.size = h.facts.size;
             o.header = h.pno;
             o.headers_on_flash = headers_on_flash;
@@ -268,7 +268,7 @@ impl<F: Flash> FileSystem<F> {
             return;
         }
         let now = self.now();
-        let mut root = Object::new(Kind::Dir, self.config.mapping, self.layout.pages_per_block);
+        let mut root = Object::new(Kind::Dir, self.config.mapping, self.layout.map_shape());
         root.details = Some(Box::new(Details::from_record(Record::bare(
             Kind::Dir,
             0o755,
@@ -446,6 +446,8 @@ impl<F: Flash> FileSystem<F> {
     /// blocks without one, fresh headers for objects whose names changed, and tombstones
     /// for objects that lost every name.
     pub(crate) fn apply_repairs(&mut self) -> Result<()> {
+        // YAFFS1: the stale pages the mount found unmarked get their deletion markers.
+        self.mark_stale_pages()?;
         if self.metadata_on_flash() {
             self.repair_anchors()?;
         }

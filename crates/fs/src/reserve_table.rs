@@ -127,7 +127,11 @@ mod tests {
     use crate::mapping::MappingKind;
 
     fn map_with(chunks: &[u32]) -> FileMap {
-        let mut m = FileMap::new(MappingKind::PageMapped, 64);
+        let shape = crate::mapping::MapShape {
+            pages_per_block: 64,
+            pages: 64 * 64,
+        };
+        let mut m = FileMap::new(MappingKind::PageMapped, shape);
         for (i, &c) in chunks.iter().enumerate() {
             m.set(c, 100 + i as u32);
         }

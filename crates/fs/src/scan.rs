@@ -97,6 +97,9 @@ impl<F: Flash> FileSystem<F> {
         let blocks = self.layout.blocks;
         self.set_config(self.config.clone());
         self.blocks = BlockTable::new(blocks, self.layout.pages_per_block);
+        if self.yaffs1_log() {
+            self.blocks.list_stale();
+        }
         for b in self.anchors.blocks {
             self.blocks.set_state(b, BlockState::Anchor);
         }
@@ -365,7 +368,7 @@ impl<F: Flash> FileSystem<F> {
     }
 
     /// Reads a header page in full. `None` if it is unreadable or not `obj`'s.
-    fn read_header_found(&mut self, pno: u32, obj: Ino) -> Result<Option<Found>> {
+    pub(crate) fn read_header_found(&mut self, pno: u32, obj: Ino) -> Result<Option<Found>> {
         let Some(r) = self.read_raw(pno)? else {
             return Ok(None);
         };

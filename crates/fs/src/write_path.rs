@@ -116,9 +116,13 @@ impl<F: Flash> FileSystem<F> {
     ) -> Result<u32> {
         self.check_writable()?;
         self.erase_stale_checkpoint()?;
+        // YAFFS1: what earlier writes made stale is marked deleted first (each page's
+        // replacement is on flash already). Its pages are never posted: a chunk's version
+        // comes from the tags of the copy on flash it replaces.
+        self.mark_stale_pages()?;
         // Data pages in a batch scope are posted; anything else is programmed now, after
         // whatever was posted (see `batch`).
-        let post = self.batching() && matches!(tags, Tags::Data(_));
+        let post = self.batching() && matches!(tags, Tags::Data(_)) && !self.yaffs1_log();
         if !post {
             self.settle()?;
         }
@@ -141,7 +145,7 @@ impl<F: Flash> FileSystem<F> {
                 continue;
             }
             let page = self.blocks.get(block).next_page();
-            let summaries = self.metadata_on_flash();
+            let summaries = self.summarised();
             if page == ppb - 1 && summaries {
                 // The last page: a data page ending a run, or the block's summary.
                 match self.run_start(stream, &tags) {
@@ -169,7 +173,12 @@ impl<F: Flash> FileSystem<F> {
             // A data page's serial is given now, after any cleaning this write set off:
             // the newest version of a chunk must have the highest serial.
             if let Tags::Data(d) = &mut tags {
-                d.serial = Serial::Full(self.take_serial());
+                let serial = self.take_serial();
+                d.serial = if self.yaffs1_log() {
+                    Serial::Low(self.next_chunk_version(d.obj, d.chunk)?)
+                } else {
+                    Serial::Full(serial)
+                };
             }
             let (buf, oob) = self.layout.encode_page(&tags, data);
             let addr = self.layout.block_addr(block).page(page);
@@ -203,7 +212,10 @@ impl<F: Flash> FileSystem<F> {
                         self.blocks.add_header(block, h.obj);
                         self.count_header(h.obj);
                     }
-                    if let Some(e) = self.summary_entry(&tags, data.len()).filter(|_| summaries) {
+                    if let Some(e) = summaries
+                        .then(|| self.summary_entry(&tags, data.len()))
+                        .flatten()
+                    {
                         let base = self.blocks.get(block).base_serial;
                         if let Some(open) = self.streams[stream].as_mut() {
                             open.push(e, base, self.layout.chunk_bytes);
@@ -360,7 +372,7 @@ impl<F: Flash> FileSystem<F> {
     /// mount could no longer rebuild its pages' serials (any stream: a block of a cold
     /// stream ages while others write). True if it sealed one.
     fn seal_aged_streams(&mut self) -> Result<bool> {
-        if self.layout.tags != TagLayout::Small || !self.metadata_on_flash() {
+        if self.layout.tags != TagLayout::Small || !self.summarised() {
             return Ok(false);
         }
         let mut sealed = false;
@@ -395,19 +407,21 @@ impl<F: Flash> FileSystem<F> {
             let stream = self.allocator.stream_for(&hint);
             let block = self.active_block(stream, WriteCause::Metadata, false)?;
             let b = self.blocks.get(block);
-            let aged = self.layout.tags == TagLayout::Small
+            let aged = self.summarised()
+                && self.layout.tags == TagLayout::Small
                 && b.next_page() > 0
                 && (self.next_serial + u64::from(pages) + 1).saturating_sub(b.base_serial)
                     >= SMALL_AGE_LIMIT;
             // The header pages, and the summary after them on the last page; and their
             // entries must fit the pending summary, or a segment summary would take a page.
-            let fits = self.streams[stream].as_ref().is_none_or(|open| {
-                Summary::fits(
-                    open.pending.len() + pages as usize,
-                    open.pending_bytes + pages as usize * MAX_HEADER_ENTRY_BYTES,
-                    self.layout.chunk_bytes,
-                )
-            });
+            let fits = !self.summarised()
+                || self.streams[stream].as_ref().is_none_or(|open| {
+                    Summary::fits(
+                        open.pending.len() + pages as usize,
+                        open.pending_bytes + pages as usize * MAX_HEADER_ENTRY_BYTES,
+                        self.layout.chunk_bytes,
+                    )
+                });
             if !aged && fits && b.next_page() + pages < ppb {
                 return Ok(());
             }
@@ -464,7 +478,7 @@ impl<F: Flash> FileSystem<F> {
         let Some(open) = self.streams[stream].take() else {
             return Ok(());
         };
-        if !self.metadata_on_flash() {
+        if !self.summarised() {
             // No summaries: the block is simply done.
             self.blocks.set_state(open.block, BlockState::Full);
             return Ok(());

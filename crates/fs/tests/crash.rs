@@ -1797,7 +1797,12 @@ fn cleaning_sweep_as(dev: Dev, profile: Profile, w: Workload, shard: u64, shards
     let model = adopt(mount(clone_device(&mut snap)).unwrap()).m;
     let start = |snap: &mut FlashDevice| {
         let fs = mount(clone_device(snap)).unwrap();
-        assert_eq!(fs.mount_method(), MountMethod::Checkpoint);
+        let want = if fs.config().checkpoint {
+            MountMethod::Checkpoint
+        } else {
+            MountMethod::Scan
+        };
+        assert_eq!(fs.mount_method(), want);
         Driver {
             fs,
             m: model.clone(),
@@ -2111,6 +2116,37 @@ fn crash_mnfs_and_hybrid_every_flash_op() {
                 assert!(ops > 20, "{name}: {ops}");
             }
         }
+    }
+}
+
+fn yaffs1(dev: Dev) -> FsConfig {
+    FsConfig::profile("yaffs1", dev.blocks()).expect("yaffs1 profile")
+}
+
+/// yaffs1 (no summaries, deletion markers in the spare, every page read at mount), on the
+/// small-page device it is made for: a cut at every flash op of each workload, markers
+/// included, and during cleaning.
+#[test]
+fn crash_yaffs1_every_flash_op() {
+    for (name, w, seed) in [
+        ("small-files", small_files as Workload, 1),
+        ("big-file", big_file, 2),
+        ("namespace-mix", namespace_mix, 3),
+        ("multi-record", multi_record, 7),
+        ("random", random_workload, 200),
+    ] {
+        let ops = sweep_as(Dev::Small, yaffs1, name, w, seed, 1);
+        assert!(ops > 20, "{name}: {ops}");
+    }
+    cleaning_sweep_as(Dev::Small, yaffs1, gc_workload, 0, 1);
+}
+
+/// yaffs1: the random workload cut at a random op, many seeds.
+#[test]
+fn crash_yaffs1_random_cuts() {
+    let seeds = if long() { 0..400 } else { 0..12 };
+    for seed in seeds {
+        random_cut(Dev::Small, yaffs1, seed + 7000);
     }
 }
 

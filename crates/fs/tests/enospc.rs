@@ -510,6 +510,9 @@ fn refused_writes_change_nothing() {
 fn sync_and_unmount_work_on_a_full_device() {
     for &profile in nandkit_fs::PROFILES {
         for dev in Dev::ALL {
+            if profile == "yaffs1" && dev != Dev::Small {
+                continue; // small-page chips only, as YAFFS1
+            }
             sync_on_a_full_device(dev, profile);
         }
     }

@@ -13,7 +13,12 @@ use nandkit_fs::*;
 /// Creates `a` and `b`, deletes `b` (the newest number), then overwrites `a` until
 /// cleaning has long since erased the blocks `b` was written in.
 fn delete_newest_then_churn(profile: &str) -> (Fs, Ino, Ino) {
-    let dev = Dev::Tiny;
+    // yaffs1 formats small-page chips only.
+    let dev = if profile == "yaffs1" {
+        Dev::Small
+    } else {
+        Dev::Tiny
+    };
     let mut fs = format_with(dev, FsConfig::profile(profile, dev.blocks()).unwrap());
     let a = fs.create(ROOT_INO, b"a", file()).unwrap().ino;
     let b = fs.create(ROOT_INO, b"b", file()).unwrap().ino;

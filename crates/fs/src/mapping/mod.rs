@@ -7,11 +7,13 @@
 
 pub mod block_mapped;
 pub mod page_mapped;
+pub mod tnode;
 
 use serde::{Deserialize, Serialize};
 
 use block_mapped::{BlockMap, FirstBlock, Step};
 use page_mapped::PageMap;
+use tnode::TnodeMap;
 
 /// Which data mapping a file system uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -22,6 +24,17 @@ pub enum MappingKind {
     PageMapped,
     /// A file's chunks in whole blocks, one map entry a block (MNFS).
     BlockMapped,
+    /// Any chunk in any page, in YAFFS1's tnode tree (16 entries of the device's page-number
+    /// width per level-0 tnode): the RAM the 2006-07 papers' YAFFS held.
+    Tnode,
+}
+
+/// What a file map needs to know of the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MapShape {
+    pub pages_per_block: u32,
+    /// Pages of the whole device.
+    pub pages: u32,
 }
 
 /// A file's chunk-index-to-page map. Page numbers `NO_PAGE` (a hole) and `LOST_PAGE`
@@ -51,6 +64,8 @@ pub enum FileMap {
     First(FirstBlock),
     /// Block-granular, past its first block.
     Block(Box<BlockMap>),
+    /// YAFFS1's tnode tree.
+    Tnode(Box<TnodeMap>),
 }
 
 /// The same call on whichever map a file holds.
@@ -60,25 +75,27 @@ macro_rules! each {
             FileMap::Page($m) => $e,
             FileMap::First($m) => $e,
             FileMap::Block($m) => $e,
+            FileMap::Tnode($m) => $e,
         }
     };
 }
 
 impl FileMap {
-    /// An empty map of `kind` on a device of `pages_per_block`-page blocks.
-    pub fn new(kind: MappingKind, pages_per_block: u32) -> Self {
+    /// An empty map of `kind` on a device of `shape`.
+    pub fn new(kind: MappingKind, shape: MapShape) -> Self {
         match kind {
             MappingKind::PageMapped => FileMap::Page(PageMap::default()),
-            MappingKind::BlockMapped => FileMap::First(FirstBlock::new(pages_per_block)),
+            MappingKind::BlockMapped => FileMap::First(FirstBlock::new(shape.pages_per_block)),
+            MappingKind::Tnode => FileMap::Tnode(Box::new(TnodeMap::new(shape.pages))),
         }
     }
 
     /// A map of `kind` holding `runs` (as [`FileMap::runs`] gives them).
-    pub fn from_runs(kind: MappingKind, pages_per_block: u32, runs: &[(u32, u32, u32)]) -> Self {
+    pub fn from_runs(kind: MappingKind, shape: MapShape, runs: &[(u32, u32, u32)]) -> Self {
         match kind {
             MappingKind::PageMapped => FileMap::Page(PageMap::from_runs(runs)),
-            MappingKind::BlockMapped => {
-                let mut m = FileMap::new(kind, pages_per_block);
+            MappingKind::BlockMapped | MappingKind::Tnode => {
+                let mut m = FileMap::new(kind, shape);
                 for (c, p) in page_mapped::run_entries(runs) {
                     m.set(c, p);
                 }
@@ -94,6 +111,7 @@ impl FileMap {
     pub fn set(&mut self, chunk: u32, pno: u32) -> u32 {
         let step = match self {
             FileMap::Page(m) => return m.set(chunk, pno),
+            FileMap::Tnode(m) => return m.set(chunk, pno),
             FileMap::First(m) => match m.step(chunk, pno) {
                 Ok(step) => step,
                 Err(second) => {
@@ -118,6 +136,7 @@ impl FileMap {
     pub fn truncate(&mut self, keep: u32) -> Vec<u32> {
         match self {
             FileMap::Page(m) => m.truncate(keep),
+            FileMap::Tnode(m) => m.truncate(keep),
             FileMap::First(m) => m.truncate(keep),
             FileMap::Block(m) => {
                 let (dropped, back) = m.truncate(keep);
@@ -135,6 +154,7 @@ impl FileMap {
     pub fn mapped(&self) -> u64 {
         match self {
             FileMap::Page(m) => m.mapped(),
+            FileMap::Tnode(m) => m.mapped(),
             FileMap::First(m) => u64::from(m.end()),
             FileMap::Block(m) => m.mapped(),
         }
@@ -142,6 +162,7 @@ impl FileMap {
     pub fn holes_in(&self, from: u32, to: u32) -> u64 {
         match self {
             FileMap::Page(m) => m.holes_in(from, to),
+            FileMap::Tnode(m) => m.holes_in(from, to),
             FileMap::First(m) => block_mapped::holes(m.end(), from, to),
             FileMap::Block(m) => m.holes_in(from, to),
         }
@@ -164,6 +185,14 @@ mod tests {
 
     const PPB: u32 = 8;
     const BLOCKS: u32 = 32;
+    const SHAPE: MapShape = MapShape {
+        pages_per_block: PPB,
+        pages: PPB * BLOCKS,
+    };
+    const SMALL: MapShape = MapShape {
+        pages_per_block: 32,
+        pages: 32 * 1024,
+    };
 
     /// What a test does to a file's map.
     #[derive(Clone, Debug)]
@@ -223,8 +252,8 @@ mod tests {
         /// does (it only takes less RAM while the file keeps its shape).
         #[test]
         fn block_granular_maps_as_the_page_map_does(ops in proptest::collection::vec(op(), 0..120)) {
-            let mut block = FileMap::new(MappingKind::BlockMapped, PPB);
-            let mut page = FileMap::new(MappingKind::PageMapped, PPB);
+            let mut block = FileMap::new(MappingKind::BlockMapped, SHAPE);
+            let mut page = FileMap::new(MappingKind::PageMapped, SHAPE);
             // The writer's next page, and the last page it may use in its block.
             let (mut next, mut stop) = (0u32, PPB);
             for op in ops {
@@ -278,7 +307,7 @@ mod tests {
     #[test]
     fn a_file_written_in_order_keeps_one_entry_a_block() {
         // 31 data pages and a summary a block, as on a small-page chip; blocks apart.
-        let mut m = FileMap::new(MappingKind::BlockMapped, 32);
+        let mut m = FileMap::new(MappingKind::BlockMapped, SMALL);
         let mut c = 0;
         for b in [3u32, 9, 4, 20] {
             for k in 0..31 {
@@ -300,7 +329,7 @@ mod tests {
         assert_eq!(after[40], (40, 7 * 32));
         // Cleaning moving the half-filled last block keeps the others block-granular, the
         // moved chunks (and later ones) in a page-mapped tail.
-        let mut m = FileMap::new(MappingKind::BlockMapped, 32);
+        let mut m = FileMap::new(MappingKind::BlockMapped, SMALL);
         for k in 0..40 {
             m.set(k, if k < 31 { k } else { 64 + k - 31 });
         }
@@ -315,7 +344,7 @@ mod tests {
         assert_eq!(m.set(3, 900), 3);
         assert!(matches!(m, FileMap::Page(_)));
         // Truncating a block-granular file back into its first block: no heap again.
-        let mut m = FileMap::new(MappingKind::BlockMapped, 32);
+        let mut m = FileMap::new(MappingKind::BlockMapped, SMALL);
         for k in 0..40 {
             m.set(k, if k < 31 { k } else { 64 + k - 31 });
         }

@@ -1,10 +1,13 @@
 //! Metadata store (DESIGN axis 1): where object headers live and how a mount finds them.
 //! The flash log (YAFFS: headers are pages in the log, found by scanning or from a
 //! checkpoint) is the first; MiNV's NVRAM store (`minv`: everything in NVRAM, nothing
-//! scanned at mount) is the second.
+//! scanned at mount) is the second; YAFFS1's log (`yaffs1_log`: no summaries, no
+//! checkpoint, stale pages marked deleted in their spare, a mount that reads every page's
+//! tags) is the third, the one the 2006-07 papers measured.
 
 pub mod flash_log;
 pub mod minv;
+pub mod yaffs1_log;
 
 use nandkit_flash::Flash;
 use serde::{Deserialize, Serialize};
@@ -23,6 +26,10 @@ pub enum MetadataKind {
     FlashLog,
     /// Everything in byte-addressable NVRAM (MiNV); flash holds file data only.
     Nvram,
+    /// Object headers are pages of a YAFFS1 log: each page's tags carry its chunk's
+    /// version, a page made stale is marked deleted in its spare area, and a mount reads
+    /// the tags of every page (no summaries, no checkpoint).
+    Yaffs1Log,
 }
 
 /// What happened to a flash block, for a store that keeps block status itself.
@@ -131,6 +138,7 @@ pub trait MetadataStore<F: Flash>: Send + Sync {
 pub fn make<F: Flash>(kind: MetadataKind) -> Box<dyn MetadataStore<F>> {
     match kind {
         MetadataKind::FlashLog => Box::new(flash_log::FlashLog),
+        MetadataKind::Yaffs1Log => Box::new(yaffs1_log::Yaffs1Log),
         MetadataKind::Nvram => Box::new(NeedsNvram),
     }
 }
