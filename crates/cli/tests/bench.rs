@@ -912,15 +912,39 @@ fn mnfs_fill_delete_mount_json_contract() {
     assert_eq!(u(&row("yaffs", 2 << 20), "erases"), 0);
     let mount = bench_json(&[&["mnfs-mount"][..], &small].concat());
     let rows = mount.as_array().unwrap();
-    // mnfs, hybrid and yaffs, each by scan and from its checkpoint.
-    assert_eq!(rows.len(), 6);
+    // mnfs, hybrid and yaffs, each by scan and from its checkpoint; yaffs1 (no
+    // checkpoint) by scan only.
+    assert_eq!(rows.len(), 7);
     for r in rows {
         assert!(
             r["profile"].is_string() && f(r, "mount_sim_ms") > 0.0,
             "{r}"
         );
         assert!(u(r, "heap_bytes") > 0 && f(r, "utilization") > 0.9, "{r}");
+        assert_eq!(
+            u(r, "mount_reads"),
+            u(r, "mount_page_reads") + u(r, "mount_oob_reads"),
+            "{r}"
+        );
     }
+    let scan = |p: &str| {
+        rows.iter()
+            .find(|r| r["profile"] == p && r["method"] == "scan")
+            .unwrap_or_else(|| panic!("{p} scan"))
+            .clone()
+    };
+    // yaffs1 reads every page's tags (32 a block on this chip), the others about one
+    // page a block.
+    let (y1, m) = (scan("yaffs1"), scan("mnfs"));
+    assert!(
+        u(&y1, "mount_reads") > 16 * u(&m, "mount_reads"),
+        "{y1} {m}"
+    );
+    assert!(
+        f(&y1, "mount_sim_ms") > 8.0 * f(&m, "mount_sim_ms"),
+        "{y1} {m}"
+    );
+    assert_eq!(u(&row("yaffs1", 2 << 20), "erases"), 0);
 }
 
 /// Many small files: hybrid keeps them in the shared log (within 2x of yaffs's flash),

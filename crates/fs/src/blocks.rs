@@ -235,17 +235,28 @@ impl BlockTable {
         self.refile(b);
     }
 
+    /// A page stops holding live data or metadata (a YAFFS1 log marks it deleted later).
     pub fn invalidate(&mut self, pno: u32) {
-        if self.is_valid(pno) {
+        if self.invalidate_unlisted(pno) {
+            if let Some(list) = self.stale.as_mut() {
+                list.push(pno);
+            }
+        }
+    }
+
+    /// `invalidate`, for a page no mount can take however long it stays unmarked: a chunk
+    /// of a deleted object (its name-less header, or the absence of any header, drops it,
+    /// as YAFFS1's soft deletion did). True if the page was valid.
+    pub fn invalidate_unlisted(&mut self, pno: u32) -> bool {
+        let was = self.is_valid(pno);
+        if was {
             self.valid_bits[pno as usize / 64] &= !(1 << (pno % 64));
             let b = pno / self.pages_per_block;
             self.blocks[b as usize].valid -= 1;
             self.valid_pages -= 1;
             self.refile(b);
-            if let Some(list) = self.stale.as_mut() {
-                list.push(pno);
-            }
         }
+        was
     }
 
     pub fn set_state(&mut self, block: u32, state: BlockState) {

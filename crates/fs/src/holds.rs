@@ -163,9 +163,10 @@ impl<F: Flash> FileSystem<F> {
         if o.kind != Kind::File || !self.hollow.insert(ino) {
             return;
         }
+        // Its name-less header drops these at any mount: no deletion marker needed.
         for pno in o.chunks.truncate(0) {
             if pno != LOST_PAGE {
-                self.blocks.invalidate(pno);
+                self.blocks.invalidate_unlisted(pno);
             }
         }
         self.caches.remove(&ino);

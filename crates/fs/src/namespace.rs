@@ -292,9 +292,11 @@ impl<F: Flash> FileSystem<F> {
         self.handles.remove(&ino);
         self.hollow.remove(&ino);
         self.drop_xattr_set_of(ino);
+        // Its name-less header (or no header at all) drops these at any mount: no
+        // deletion marker needed (YAFFS1's soft deletion).
         for (_, pno) in o.chunks.entries() {
             if pno != LOST_PAGE {
-                self.blocks.invalidate(pno);
+                self.blocks.invalidate_unlisted(pno);
             }
         }
         self.caches.remove(&ino);

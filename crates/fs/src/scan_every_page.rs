@@ -44,8 +44,9 @@ impl<F: Flash> FileSystem<F> {
         let ppb = self.layout.pages_per_block;
         let mut seen: Vec<Seen> = Vec::new();
         let mut copies: Vec<Copy> = Vec::new();
-        // Every page with valid tags: the ones rebuild does not take are stale.
-        let mut tagged: Vec<u32> = Vec::new();
+        // Every page with valid tags, and its object: the ones rebuild does not take are
+        // stale.
+        let mut tagged: Vec<(u32, Ino)> = Vec::new();
         for b in 0..self.layout.blocks {
             if self.anchors.blocks.contains(&b) {
                 continue;
@@ -93,7 +94,7 @@ impl<F: Flash> FileSystem<F> {
                                 _ => continue,
                             },
                         };
-                        tagged.push(pno);
+                        tagged.push((pno, d.obj));
                         copies.push(Copy {
                             pno,
                             obj: d.obj,
@@ -104,7 +105,7 @@ impl<F: Flash> FileSystem<F> {
                     }
                     TagRead::Valid(Tags::Header(h)) => {
                         last_read_whole = true;
-                        tagged.push(pno);
+                        tagged.push((pno, h.obj));
                         let found = match whole {
                             Some((Some(r), _)) => {
                                 Record::decode(&r.data).map(|rec| Found::Header {
@@ -150,9 +151,11 @@ impl<F: Flash> FileSystem<F> {
         }
         seen.extend(newest_copies(copies));
         self.rebuild(seen)?;
-        // What rebuild did not take is stale: a writable mount marks it (`apply_repairs`).
-        for pno in tagged {
-            if !self.blocks.is_valid(pno) {
+        // What rebuild did not take of a live object is stale: a writable mount marks it
+        // (`apply_repairs`). Pages of deleted objects need no marker (soft deletion: their
+        // name-less header, or the absence of any, drops them at every mount).
+        for (pno, obj) in tagged {
+            if !self.blocks.is_valid(pno) && self.objects.contains_key(&obj) {
                 self.blocks.note_stale(pno);
             }
         }

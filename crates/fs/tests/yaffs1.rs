@@ -207,3 +207,26 @@ fn a_cut_before_the_marker_keeps_the_newer_copy() {
         "after a clean remount",
     );
 }
+
+/// A delete marks none of the file's chunks (YAFFS1's soft deletion: its name-less header
+/// drops them at any mount), and a crash right after it does not bring the file back.
+#[test]
+fn a_delete_is_soft_and_stays_deleted() {
+    let mut fs = fresh();
+    let ino = fs.create(ROOT_INO, b"big", file()).unwrap().ino;
+    fs.write(ino, 0, &pattern(3, 512 * 40)).unwrap();
+    fs.sync().unwrap();
+    let markers = fs.stats().deletion_markers_written;
+    fs.unlink(ROOT_INO, b"big").unwrap();
+    fs.sync().unwrap();
+    let spent = fs.stats().deletion_markers_written - markers;
+    assert!(spent <= 2, "{spent} markers for a delete of 40 chunks");
+    let mut fs = crash_remount(fs);
+    assert!(dentries(&mut fs).unwrap().is_empty());
+    assert_eq!(
+        fs.stats().deletion_markers_written,
+        0,
+        "nothing to mark at mount"
+    );
+    assert_fsck(&mut fs, "after the delete");
+}

@@ -125,6 +125,8 @@ struct Row {
     rounds: u32,
     flash_reads: u64,
     flash_programs: u64,
+    /// Partial programs of a spare area: yaffs1's deletion markers.
+    flash_spare_programs: u64,
     flash_erases: u64,
     /// Blocks holding no live page but not yet erased when the run ends: erases still owed.
     blocks_left_to_erase: u64,
@@ -278,6 +280,7 @@ fn run_one(
         rounds,
         flash_reads: (t1.page_reads + t1.oob_reads) - (t0.page_reads + t0.oob_reads),
         flash_programs: t1.programs - t0.programs,
+        flash_spare_programs: t1.spare_programs - t0.spare_programs,
         flash_erases: t1.erases - t0.erases,
         blocks_left_to_erase: left,
         sim_s: spent.sim_s(),

@@ -200,6 +200,18 @@ fn summary(claims: &[Claim], out: &Path) -> String {
                 .map_or("-".to_string(), |o| format!("{} {}", num(o), c.unit)),
             c.claim
         );
+        if let Some((b, v)) = c.beside_verdict() {
+            let _ = writeln!(
+                s,
+                "{:<6} {:<14} {:>16} {:>16}  (the same against {})",
+                "",
+                v.name(),
+                "",
+                b.ours
+                    .map_or("-".to_string(), |o| format!("{} {}", num(o), c.unit)),
+                b.baseline
+            );
+        }
     }
     for p in papers_of(claims) {
         let of = claims.iter().filter(|c| c.paper == p);
@@ -340,14 +352,15 @@ fn html(
     }
     h.push_str(
         "</table>\n<table><tr><th>paper</th><th>claim</th><th>paper</th><th>ours</th>\
-         <th>verdict</th><th>matches if</th><th>same direction if</th><th>note</th></tr>\n",
+         <th>verdict</th><th>against the other YAFFS</th><th>matches if</th>\
+         <th>same direction if</th><th>note</th></tr>\n",
     );
     for c in claims {
         let r = c.row();
         let _ = writeln!(
             h,
             "<tr class=\"{}\"><td>{}</td><td>{}</td><td class=\"n\">{} {}</td>\
-             <td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+             <td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             class(r.verdict),
             c.paper,
             esc(&c.claim),
@@ -359,6 +372,16 @@ fn html(
                 esc(c.unit)
             )),
             r.verdict.name(),
+            r.beside.as_ref().map_or(String::new(), |b| format!(
+                "{}: {} ({})",
+                b.baseline,
+                b.ours.map_or("no data".to_string(), |o| format!(
+                    "{} {}",
+                    num(o),
+                    esc(c.unit)
+                )),
+                b.verdict.name()
+            )),
             esc(&r.tolerance),
             r.direction
                 .as_deref()

@@ -112,6 +112,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
     minv::MIX,
     minv::MEASURED,
     mnfs::UNIFORM_MNFS,
+    mnfs::UNIFORM_YAFFS1,
     mnfs::UNIFORM_YAFFS,
     mnfs::FILL,
     mnfs::DELETE,
@@ -139,6 +140,25 @@ pub struct Claim {
     pub effect: Option<Effect>,
     /// Where ours comes from, and the mechanism behind any difference.
     pub note: String,
+    /// The same claim measured against the other YAFFS: the modern `yaffs` beside a claim
+    /// judged against `yaffs1` (the YAFFS the paper measured), or `yaffs1` beside one
+    /// judged against `yaffs`. Judged by the same rules; it does not count in the totals.
+    pub beside: Option<Beside>,
+}
+
+/// A claim's value against the other YAFFS baseline.
+#[derive(Clone, Copy, Debug)]
+pub struct Beside {
+    pub baseline: &'static str,
+    pub ours: Option<f64>,
+}
+
+/// `Beside` as `claims.json` has it.
+#[derive(Serialize)]
+pub struct BesideRow {
+    pub baseline: &'static str,
+    pub ours: Option<f64>,
+    pub verdict: Verdict,
 }
 
 /// A claim as `claims.json` has it.
@@ -155,6 +175,8 @@ pub struct Row<'a> {
     /// The rule for `same direction` (None: a figure with no direction).
     pub direction: Option<String>,
     pub note: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beside: Option<BesideRow>,
 }
 
 impl Claim {
@@ -193,6 +215,7 @@ impl Claim {
             tolerance_why: String::new(),
             effect: None,
             note: String::new(),
+            beside: None,
         }
     }
 
@@ -234,8 +257,23 @@ impl Claim {
         self
     }
 
+    /// The same claim against the other YAFFS baseline (see [`Claim::beside`]).
+    pub fn beside(mut self, baseline: &'static str, ours: Option<f64>) -> Claim {
+        self.beside = Some(Beside { baseline, ours });
+        self
+    }
+
     pub fn verdict(&self) -> Verdict {
         verdict::judge(self.paper_value, self.ours, self.tolerance, self.effect)
+    }
+
+    /// The verdict the claim gets against the other baseline, by the same rules.
+    pub fn beside_verdict(&self) -> Option<(Beside, Verdict)> {
+        let b = self.beside?;
+        Some((
+            b,
+            verdict::judge(self.paper_value, b.ours, self.tolerance, self.effect),
+        ))
     }
 
     pub fn row(&self) -> Row<'_> {
@@ -253,6 +291,11 @@ impl Claim {
             tolerance,
             direction: self.effect.map(|e| e.rule(self.paper_value, self.unit)),
             note: &self.note,
+            beside: self.beside_verdict().map(|(b, verdict)| BesideRow {
+                baseline: b.baseline,
+                ours: b.ours,
+                verdict,
+            }),
         }
     }
 }
