@@ -417,7 +417,7 @@ fn lock_within(image: &Path, access: Access, limit: Duration) -> anyhow::Result<
             Verdict::Unmounting(o) if !said_unmounting => {
                 eprintln!(
                     "nandkit: waiting for the daemon (pid {}) to finish unmounting {} \
-                     (writing its checkpoint)...",
+                     (flushing, and writing its checkpoint if the profile keeps one)...",
                     o.pid,
                     image.display()
                 );

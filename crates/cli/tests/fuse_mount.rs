@@ -806,6 +806,14 @@ fn full_device_answers_enospc_and_stays_consistent() {
     let chunk = vec![0xA5u8; 1 << 20];
     let mut f = File::create(rig.path("fill")).unwrap();
     let mut written = 0usize;
+    // Twice what the device holds (NANDKIT_TEST_GEOMETRY may give a larger one).
+    let enough = {
+        // SAFETY: statvfs(3) into a zeroed struct, with a NUL-terminated path.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        let p = std::ffi::CString::new(s(&rig.mnt)).unwrap();
+        assert_eq!(unsafe { libc::statvfs(p.as_ptr(), &mut st) }, 0);
+        2 * (st.f_blocks as usize) * (st.f_frsize as usize)
+    };
     // With the write-back cache (the default) writes land in the page cache and the
     // refusal comes from fsync; without it, from write itself.
     let err = loop {
@@ -813,7 +821,7 @@ fn full_device_answers_enospc_and_stays_consistent() {
             Ok(n) => written += n,
             Err(e) => break e,
         }
-        if written >= 16 << 20 {
+        if written >= enough {
             break f.sync_all().unwrap_err();
         }
     };

@@ -111,10 +111,31 @@ pub struct Rig {
 
 /// `NANDKIT_TEST_PROFILE=NAME` runs the mount tests on that profile instead of the default
 /// (tests that name a profile keep theirs); minv gets an NVRAM image beside the flash one.
-fn test_profile() -> Option<String> {
+pub fn test_profile() -> Option<String> {
     std::env::var("NANDKIT_TEST_PROFILE")
         .ok()
         .filter(|p| !p.is_empty())
+}
+
+/// `NANDKIT_TEST_GEOMETRY=NAME` makes every test image on that preset (yaffs1 needs a
+/// small-page one: `smallblock-64m`).
+pub fn test_geometry() -> Option<String> {
+    std::env::var("NANDKIT_TEST_GEOMETRY")
+        .ok()
+        .filter(|g| !g.is_empty())
+}
+
+/// mkfs arguments with the geometry `NANDKIT_TEST_GEOMETRY` names, if set.
+fn with_test_geometry(mkfs_args: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = mkfs_args.iter().map(|a| a.to_string()).collect();
+    let Some(g) = test_geometry() else {
+        return args;
+    };
+    match args.iter().position(|a| a == "--geometry" || a == "-g") {
+        Some(i) if i + 1 < args.len() => args[i + 1] = g,
+        _ => args.extend(["--geometry".to_string(), g]),
+    }
+    args
 }
 
 impl Rig {
@@ -124,7 +145,7 @@ impl Rig {
         let mnt = dir.path().join("mnt");
         std::fs::create_dir(&mnt).unwrap();
         let mut args: Vec<String> = vec!["mkfs".into(), s(&img).into()];
-        args.extend(mkfs_args.iter().map(|a| a.to_string()));
+        args.extend(with_test_geometry(mkfs_args));
         let mut nvram = None;
         if let Some(p) = test_profile().filter(|_| !mkfs_args.contains(&"--profile")) {
             if p == "minv" {
