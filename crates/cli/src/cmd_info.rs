@@ -196,6 +196,9 @@ fn print_text(x: &Info) {
         "mounted by   {} ({:.1} ms host, {:.1} ms simulated)",
         match x.mount_method {
             MountMethod::Checkpoint => "checkpoint (last unmount was clean)",
+            MountMethod::Scan if !x.profile.checkpoint => {
+                "full scan (the profile keeps no checkpoint)"
+            }
             MountMethod::Scan => "full scan (no checkpoint: last unmount was not clean)",
             MountMethod::Format => "format",
             MountMethod::Nvram => "NVRAM (nothing read on flash)",

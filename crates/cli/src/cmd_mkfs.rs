@@ -83,11 +83,15 @@ pub fn make(args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
             )
         },
     )?;
-    if args.fs.profile == "yaffs1" && wanted.spare_programs() < 2 {
+    let small_tags =
+        nandkit_fs::format::tags::TagLayout::for_free_oob(wanted.geometry.oob_free_bytes())
+            == Some(nandkit_fs::format::tags::TagLayout::Small);
+    if args.fs.profile == "yaffs1" && (wanted.spare_programs() < 2 || !small_tags) {
         bail!(
-            "the yaffs1 profile marks stale pages deleted with a second program of their spare \
-             area, which {} ({:?} cells, {} B pages) does not allow; use a small-page SLC \
-             preset (smallblock-64m, mnfs-128m) or the yaffs profile",
+            "the yaffs1 profile is YAFFS1 on small-page chips: 512-byte pages whose spare area \
+             takes a second program (its deletion marker), which {} ({:?} cells, {} B pages) \
+             is not; use a small-page SLC preset (smallblock-64m, mnfs-128m) or the yaffs \
+             profile",
             wanted.name,
             wanted.cell,
             wanted.geometry.page_size_bytes

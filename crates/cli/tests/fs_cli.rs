@@ -185,6 +185,29 @@ fn wrong_geometry_or_profile_is_a_clear_error_and_creates_nothing() {
     assert!(!img.exists());
     let o = nandkit(&["mkfs", s(dir.path())]);
     assert_fails(&o, 1, &["is a directory"]);
+    // yaffs1 is YAFFS1 on small pages: large pages and MLC cells are refused up front.
+    for g in ["tiny", "mlc-1g"] {
+        let o = nandkit(&["mkfs", s(&img), "-g", g, "--profile", "yaffs1"]);
+        assert_fails(&o, 1, &["yaffs1", "small-page", "smallblock-64m"]);
+        assert!(!img.exists(), "{g}");
+    }
+    let o = nandkit(&[
+        "mkfs",
+        s(&img),
+        "-g",
+        "smallblock-64m",
+        "--profile",
+        "yaffs1",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = nandkit(&["info", s(&img)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("the profile keeps no checkpoint"), "{out}");
+    assert!(
+        out.contains("YAFFS as the 2006-07 papers measured it"),
+        "{out}"
+    );
 }
 
 #[test]
