@@ -276,6 +276,8 @@ impl<F: Flash> FileSystem<F> {
     /// Marks a block bad for good.
     pub(crate) fn retire_block(&mut self, block: u32) -> Result<()> {
         self.settle()?;
+        // Its stale pages get no deletion marker: the block is never read again.
+        self.blocks.forget_stale_in(block);
         self.meta_hook(|store, fs| store.before_erase(fs, block))?;
         self.meta_hook(|store, fs| store.block_event(fs, block, crate::meta::BlockEvent::Retired))?;
         match self.dev.get_mut().mark_bad(self.layout.block_addr(block)) {

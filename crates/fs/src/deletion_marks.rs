@@ -85,10 +85,12 @@ impl<F: Flash> FileSystem<F> {
                          yaffs1's deletion markers need (small-page SLC chips allow it)",
                     ))
                 }
-                // Marked already, or the medium failed there: the page is stale anyway,
-                // and a mount drops an unmarked stale page by its version or its size.
+                // Marked already, the block went bad, or the medium failed there: the
+                // page is stale anyway, and a mount drops an unmarked stale page by its
+                // version or its size.
                 Err(FlashError::PartialProgramLimit { .. })
-                | Err(FlashError::SpareOfErasedPage(_)) => {}
+                | Err(FlashError::SpareOfErasedPage(_))
+                | Err(FlashError::BadBlock(_)) => {}
                 Err(e) if e.is_media_failure() => {}
                 Err(e) => return Err(self.fail(e)),
             }

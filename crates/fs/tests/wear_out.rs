@@ -167,6 +167,9 @@ fn wear_out(dev: Dev, profile: &str) -> u64 {
 fn worn_out_blocks_are_retired_and_lose_nothing() {
     for &profile in PROFILES {
         for dev in [Dev::Tiny, Dev::Small, Dev::Array] {
+            if profile == "yaffs1" && dev != Dev::Small {
+                continue; // small-page chips only, as YAFFS1
+            }
             let retired = wear_out(dev, profile);
             println!("{profile} on {}: {retired} blocks retired", dev.name());
             assert!(retired > 0, "{profile} on {}: nothing wore out", dev.name());
