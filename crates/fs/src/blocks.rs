@@ -302,6 +302,11 @@ impl BlockTable {
     /// can set off more cleaning (a failed batch is written again elsewhere, and that may
     /// need room), which must not pick the block whose erase is still to come. Pins nest
     /// (a short stack: one per cleaning in progress).
+    /// Is `block` being cleaned?
+    pub fn is_pinned(&self, block: u32) -> bool {
+        self.pinned.contains(&block)
+    }
+
     pub fn pin(&mut self, block: u32) {
         self.pinned.push(block);
         self.refile(block);

@@ -130,8 +130,11 @@ impl<F: Flash> FileSystem<F> {
                     d.data_crc = Some(crate::format::crc(&data));
                 }
                 d.n_bytes = Some(data.len() as u32);
-                // A fresh serial, given when the copy is programmed.
-                d.serial = Serial::Full(0);
+                // A fresh serial, given when the copy is programmed (YAFFS1: the victim's
+                // version stays in the tags, and the copy gets the next one).
+                if !self.yaffs1_log() {
+                    d.serial = Serial::Full(0);
+                }
                 d.run_start = None;
                 (d.obj, d.chunk)
             }

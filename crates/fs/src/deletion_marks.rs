@@ -36,6 +36,11 @@ pub(crate) fn version_newer(b: u16, a: u16) -> bool {
     d != 0 && d < VERSIONS / 2
 }
 
+/// The version after `v`.
+pub(crate) fn version_after(v: u16) -> u16 {
+    ((u32::from(v) + 1) % VERSIONS) as u16
+}
+
 impl<F: Flash> FileSystem<F> {
     /// The version the next copy of `chunk` of `obj` gets: one more than the copy on
     /// flash now (whose tags are read, as YAFFS1 reads them), or 0 for a first copy.
@@ -50,7 +55,7 @@ impl<F: Flash> FileSystem<F> {
         self.stats.version_reads += 1;
         Ok(match self.read_tags(old)? {
             TagRead::Valid(Tags::Data(d)) if d.obj == obj && d.chunk == chunk => {
-                ((u32::from(d.serial.low()) + 1) % VERSIONS) as u16
+                version_after(d.serial.low())
             }
             // Unreadable tags: the copy cannot win against any version.
             _ => 0,
@@ -74,6 +79,13 @@ impl<F: Flash> FileSystem<F> {
         for pno in pages {
             // A page listed twice, or made valid again by a mount, is left alone.
             if self.blocks.is_valid(pno) {
+                continue;
+            }
+            // A victim being cleaned is erased next: its copies are newer versions, so
+            // it needs no markers (as YAFFS1's cleaning wrote none). Kept listed in case
+            // the cleaning stops before the erase.
+            if self.blocks.is_pinned(pno / self.layout.pages_per_block) {
+                self.blocks.note_stale(pno);
                 continue;
             }
             let addr = self.layout.page_addr(pno);

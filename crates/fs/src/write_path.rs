@@ -126,6 +126,15 @@ impl<F: Flash> FileSystem<F> {
         if !post {
             self.settle()?;
         }
+        // YAFFS1: the chunk's version, one more than the copy it replaces (a cleaning copy
+        // carries the victim's tags; anything else reads the current copy's).
+        let version = match (&tags, self.yaffs1_log()) {
+            (Tags::Data(d), true) => Some(match (hint.cause, d.serial) {
+                (WriteCause::Cleaning, Serial::Low(v)) => crate::deletion_marks::version_after(v),
+                _ => self.next_chunk_version(d.obj, d.chunk)?,
+            }),
+            _ => None,
+        };
         let ppb = self.layout.pages_per_block;
         let mut erased_for_retry = false;
         loop {
@@ -174,10 +183,9 @@ impl<F: Flash> FileSystem<F> {
             // the newest version of a chunk must have the highest serial.
             if let Tags::Data(d) = &mut tags {
                 let serial = self.take_serial();
-                d.serial = if self.yaffs1_log() {
-                    Serial::Low(self.next_chunk_version(d.obj, d.chunk)?)
-                } else {
-                    Serial::Full(serial)
+                d.serial = match version {
+                    Some(v) => Serial::Low(v),
+                    None => Serial::Full(serial),
                 };
             }
             let (buf, oob) = self.layout.encode_page(&tags, data);

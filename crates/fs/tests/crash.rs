@@ -2143,6 +2143,19 @@ fn crash_yaffs1_every_flash_op() {
     cleaning_sweep_as(Dev::Small, yaffs1, gc_workload, 0, 1);
 }
 
+/// MODA's allocation on the yaffs1 log (the combination `bench moda-table --profile
+/// yaffs1` measures: several write streams, no write order): a cut at every flash op of
+/// small files and during cleaning, at every third of a random mix.
+#[test]
+fn crash_yaffs1_with_moda_every_flash_op() {
+    fn yaffs1_moda(dev: Dev) -> FsConfig {
+        yaffs1(dev).with_allocator(nandkit_fs::AllocatorKind::Moda, dev.blocks())
+    }
+    sweep_as(Dev::Small, yaffs1_moda, "small-files", small_files, 1, 1);
+    sweep_as(Dev::Small, yaffs1_moda, "random", random_workload, 201, 3);
+    cleaning_sweep_as(Dev::Small, yaffs1_moda, gc_workload, 0, 1);
+}
+
 /// yaffs1: the random workload cut at a random op, many seeds.
 #[test]
 fn crash_yaffs1_random_cuts() {

@@ -230,3 +230,44 @@ fn a_delete_is_soft_and_stays_deleted() {
     );
     assert_fsck(&mut fs, "after the delete");
 }
+
+/// Cleaning copies a victim's live pages with the next version taken from the tags it
+/// read (no extra read) and writes no marker on the victim it is about to erase, as
+/// YAFFS1's cleaning did; the data survives a crash right after.
+#[test]
+fn cleaning_reads_no_versions_and_marks_no_victim() {
+    let mut fs = fresh();
+    let ino = fs.create(ROOT_INO, b"f", file()).unwrap().ino;
+    let mut want = pattern(5, 512 * 96);
+    fs.write(ino, 0, &want).unwrap();
+    fs.sync().unwrap();
+    // Make most of the first blocks stale, so they are worth cleaning.
+    let patch = pattern(6, 512 * 40);
+    fs.write(ino, 0, &patch).unwrap();
+    want[..patch.len()].copy_from_slice(&patch);
+    fs.sync().unwrap();
+    let before = fs.stats().clone();
+    let cleaned = fs.gc(4).unwrap();
+    let after = fs.stats().clone();
+    assert!(
+        cleaned > 0 && after.pages_copied > before.pages_copied,
+        "{after:?}"
+    );
+    assert_eq!(
+        after.version_reads, before.version_reads,
+        "versions from the read tags"
+    );
+    fs.sync().unwrap();
+    assert_eq!(
+        fs.stats().deletion_markers_written,
+        before.deletion_markers_written,
+        "no marker on a victim"
+    );
+    let mut fs = crash_remount(fs);
+    assert_bytes(
+        &read_all(&mut fs, ino).unwrap(),
+        &want,
+        "after cleaning and a cut",
+    );
+    assert_fsck(&mut fs, "after cleaning");
+}

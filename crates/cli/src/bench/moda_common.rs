@@ -31,6 +31,10 @@ pub struct ModaArgs {
     /// Seed of the workloads.
     #[arg(long, default_value_t = 1, value_name = "SEED")]
     pub workload_seed: u64,
+    /// The log the policies run on: yaffs (modern YAFFS2) or yaffs1 (the YAFFS of 2007
+    /// that the MODA paper modified: no summaries, every page's tags read at mount).
+    #[arg(long, default_value = "yaffs", value_name = "NAME", value_parser = ["yaffs", "yaffs1"])]
+    pub profile: String,
     /// Print a JSON array of rows instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -61,12 +65,14 @@ impl ModaArgs {
     }
 }
 
-/// A fresh file system under `policy` (everything else the yaffs profile's).
+/// A fresh file system under `policy` (everything else `profile`'s: yaffs or yaffs1).
 pub fn format_with(
     device: &nandkit_flash::DeviceConfig,
+    profile: &str,
     policy: AllocatorKind,
 ) -> anyhow::Result<Fs> {
     let fs_args = FsArgs {
+        profile: profile.into(),
         alloc: Some(policy),
         ..FsArgs::default()
     };

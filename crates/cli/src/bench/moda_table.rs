@@ -69,7 +69,7 @@ pub fn run(args: ModaTableArgs) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     for w in &workloads {
         for &policy in &policies {
-            let mut fs = format_with(&config, policy)?;
+            let mut fs = format_with(&config, &args.moda.profile, policy)?;
             let mut load = nandkit_workloads::by_name(w, args.moda.workload_seed, device_bytes)
                 .with_context(|| format!("unknown workload {w}"))?;
             let start = Mark::of_fs(&fs);

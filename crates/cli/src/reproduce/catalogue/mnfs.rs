@@ -121,11 +121,10 @@ pub fn claims(d: &Data) -> Vec<Claim> {
         )
         .beside("yaffs", over(spread("mnfs-uniform-yaffs"), m))
         .note(
-            "ours spreads less: YAFFS's cleaning stalls a write at most 54.1 ms (yaffs1) or \
-             37.1 ms (yaffs) against a fastest of 14.5-14.9 ms, mnfs's 15.2 against 14.9; the \
-             paper's steady 47 against 21 ms is a YAFFS software cost simulated time lacks. \
-             yaffs1 spreads more than yaffs (3.73x against 2.48x, full scale): its cleaning \
-             copies more (848 reads against 424)",
+            "ours spreads less: YAFFS's cleaning stalls a write at most 41.1 ms (yaffs1) or \
+             37.1 ms (yaffs) against a fastest of 14.5-14.9 ms, mnfs's 15.2 against 14.9 (full \
+             scale); the paper's steady 47 against 21 ms is a YAFFS software cost simulated \
+             time lacks",
         ),
     );
     let fill = rows(d.get("mnfs-fill"));
@@ -145,7 +144,7 @@ pub fn claims(d: &Data) -> Vec<Claim> {
         .beside("yaffs", over(kib("mnfs"), kib("yaffs")))
         .note(
             "a tie: every profile writes the same data pages, almost all the time (56.2 of \
-             58.2 s simulated for mnfs); yaffs1 is 2.7% faster than mnfs at full scale (no \
+             58.2 s simulated for mnfs); yaffs1 is 3.0% faster than mnfs at full scale (no \
              summary pages, and nothing to mark while filling), yaffs 0.2% slower. The paper \
              blames its YAFFS's CPU cost (allocating its tables while writing), which \
              simulated time does not count",

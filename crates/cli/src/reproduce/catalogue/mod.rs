@@ -100,6 +100,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
     moda::BY_I,
     moda::BY_P,
     moda::TABLE,
+    moda::TABLE_YAFFS1,
     moda::ANDREW_980,
     moda::UTILIZATION,
     moda::REPEAT,
