@@ -365,6 +365,26 @@ mod tests {
         }
     }
 
+    /// The value against the other YAFFS is judged by the claim's own rules and kept out
+    /// of the claim's verdict.
+    #[test]
+    fn a_beside_value_is_judged_by_the_same_rules() {
+        let c =
+            Claim::ratio(Paper::Mnfs, "planted", 2.0, Some(1.9), "x").beside("yaffs", Some(0.5));
+        assert_eq!(c.verdict(), Verdict::Matches);
+        let (b, v) = c.beside_verdict().expect("a beside value");
+        assert_eq!((b.baseline, v), ("yaffs", Verdict::Differs));
+        let row = serde_json::to_value(c.row()).unwrap();
+        assert_eq!(row["verdict"], "matches");
+        assert_eq!(row["beside"]["baseline"], "yaffs");
+        assert_eq!(row["beside"]["verdict"], "differs");
+        let plain = Claim::ratio(Paper::Mnfs, "planted", 2.0, Some(1.9), "x");
+        assert!(serde_json::to_value(plain.row())
+            .unwrap()
+            .get("beside")
+            .is_none());
+    }
+
     #[test]
     fn a_planted_ratio_claim_gets_the_verdict_its_distance_says() {
         let planted = |ours| Claim::ratio(Paper::Ma, "planted", 2.0, Some(ours), "x").verdict();
