@@ -293,9 +293,14 @@ impl Chip {
 
     /// A full read's address is on the chip, in a usable block.
     fn check_readable(&self, addr: PageAddr) -> Result<(), FlashError> {
+        self.check_usable_page(addr).map(|_| ())
+    }
+
+    /// The page is on the chip and its block is good: the block's record.
+    fn check_usable_page(&self, addr: PageAddr) -> Result<BlockMeta, FlashError> {
         self.geometry()
             .check_page(addr)
-            .and_then(|()| self.check_usable_block(addr.block_addr()).map(|_| ()))
+            .and_then(|()| self.check_usable_block(addr.block_addr()))
     }
 
     /// The rest of a full read, its stored bytes in the buffers: time, counters, ECC.
@@ -329,10 +334,7 @@ impl Chip {
         if let Err(e) = self.check_buffers(0, oob.len(), false) {
             return self.refused(issue_ns, e);
         }
-        if let Err(e) = g
-            .check_page(addr)
-            .and_then(|()| self.check_usable_block(addr.block_addr()))
-        {
+        if let Err(e) = self.check_usable_page(addr) {
             return self.refused(issue_ns, e);
         }
         let raw = self.storage.page(addr.block, addr.page);
@@ -476,10 +478,7 @@ impl Chip {
         if let Err(e) = self.check_buffers(data.len(), oob.len(), true) {
             return self.refused(issue_ns, e);
         }
-        let checked = g
-            .check_page(addr)
-            .and_then(|()| self.check_usable_block(addr.block_addr()));
-        let mut meta = match checked {
+        let mut meta = match self.check_usable_page(addr) {
             Ok(m) => m,
             Err(e) => return self.refused(issue_ns, e),
         };
@@ -560,10 +559,7 @@ impl Chip {
         if let Err(e) = self.check_buffers(0, oob.len(), false) {
             return self.refused(issue_ns, e);
         }
-        let meta = match g
-            .check_page(addr)
-            .and_then(|()| self.check_usable_block(addr.block_addr()))
-        {
+        let meta = match self.check_usable_page(addr) {
             Ok(m) => m,
             Err(e) => return self.refused(issue_ns, e),
         };
