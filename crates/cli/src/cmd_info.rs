@@ -67,6 +67,9 @@ struct Info {
     invalidity: f64,
     /// MODA: fraction of blocks that do not hold both valid and invalid pages.
     uniformity: f64,
+    /// MNFS's in-RAM block allocation table: data blocks, blocks per file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ibat: Option<nandkit_fs::block_placed::IbatReport>,
     /// The NVRAM of a minv file system: size, bytes in use, what the mount cost.
     #[serde(skip_serializing_if = "Option::is_none")]
     nvram: Option<nandkit_fs::meta::minv::NvramReport>,
@@ -123,6 +126,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
         object_numbers_max,
         block_granular_files,
         page_mapped_files,
+        ibat: fs.ibat_report(),
         anchor_blocks: fs.anchor_blocks(),
         mount_method: fs.mount_method(),
         mount_host_ms,
@@ -196,6 +200,9 @@ fn print_text(x: &Info) {
         "mounted by   {} ({:.1} ms host, {:.1} ms simulated)",
         match x.mount_method {
             MountMethod::Checkpoint => "checkpoint (last unmount was clean)",
+            MountMethod::Scan if x.ibat.is_some() => {
+                "iBAT scan (spare areas; the profile keeps no checkpoint)"
+            }
             MountMethod::Scan if !x.profile.checkpoint => {
                 "full scan (the profile keeps no checkpoint)"
             }
@@ -227,6 +234,20 @@ fn print_text(x: &Info) {
         "             object numbers: {} of {} given out (never reused)",
         x.object_numbers_given, x.object_numbers_max
     );
+    if let Some(t) = &x.ibat {
+        println!(
+            "iBAT         {} data blocks in {} files ({} to {} blocks a file), {} log blocks kept exactly; {} in RAM",
+            t.data_blocks,
+            t.files,
+            t.blocks_per_file_min,
+            t.blocks_per_file_max,
+            t.exact_blocks,
+            human_bytes(t.table_bytes)
+        );
+        println!(
+            "             no checkpoint and no allocation table on flash: each mount rebuilds the iBAT from one spare area per data block"
+        );
+    }
     if x.profile.mapping == nandkit_fs::mapping::MappingKind::BlockMapped {
         println!(
             "             file maps: {} block-granular (an entry an erase block), {} page-mapped (left the shape)",

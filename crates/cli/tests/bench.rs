@@ -912,9 +912,9 @@ fn mnfs_fill_delete_mount_json_contract() {
     assert_eq!(u(&row("yaffs", 2 << 20), "erases"), 0);
     let mount = bench_json(&[&["mnfs-mount"][..], &small].concat());
     let rows = mount.as_array().unwrap();
-    // mnfs, hybrid and yaffs, each by scan and from its checkpoint; yaffs1 (no
-    // checkpoint) by scan only.
-    assert_eq!(rows.len(), 7);
+    // hybrid and yaffs, each by scan and from its checkpoint; yaffs1 and mnfs (neither
+    // keeps a checkpoint) by scan only.
+    assert_eq!(rows.len(), 6);
     for r in rows {
         assert!(
             r["profile"].is_string() && f(r, "mount_sim_ms") > 0.0,
@@ -944,6 +944,10 @@ fn mnfs_fill_delete_mount_json_contract() {
         f(&y1, "mount_sim_ms") > 8.0 * f(&m, "mount_sim_ms"),
         "{y1} {m}"
     );
+    // MNFS holds its iBAT (a word a block) and the files' block maps: on this 16 MiB
+    // device about a tenth of YAFFS1's tnodes and objects (8.4% on the paper's full
+    // 128 MB; the paper: 5%).
+    assert!(u(&m, "heap_bytes") * 8 < u(&y1, "heap_bytes"), "{y1} {m}");
     assert_eq!(u(&row("yaffs1", 2 << 20), "erases"), 0);
 }
 

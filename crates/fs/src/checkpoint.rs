@@ -97,7 +97,7 @@ impl<F: Flash> FileSystem<F> {
                 .collect(),
             blocks: self
                 .blocks
-                .blocks
+                .records()
                 .iter()
                 .enumerate()
                 .map(|(i, b)| (b, self.blocks.headers_in(i as u32)))

@@ -68,6 +68,12 @@ impl<F: Flash> FileSystem<F> {
         // The valid pages are read in one batch and their copies programmed in another:
         // on an array, every chip reads and programs its share at once.
         let valid = self.blocks.valid_pages(block);
+        if self.block_placed() && self.blocks.is_data_block(block) && !valid.is_empty() {
+            // Block-placed data moves as a block (a failing or scrubbed one: MNFS cleans
+            // no other).
+            self.copy_data_block(block, &valid)?;
+            return self.finish_cleaning(block);
+        }
         let reads = self.read_pages(&valid)?;
         self.in_batch(|fs| {
             for (pno, read) in valid.into_iter().zip(reads) {
@@ -77,6 +83,11 @@ impl<F: Flash> FileSystem<F> {
             }
             Ok(())
         })?;
+        self.finish_cleaning(block)
+    }
+
+    /// Counts a cleaned block and erases it (or retires it if it failed).
+    fn finish_cleaning(&mut self, block: u32) -> Result<()> {
         debug_assert_eq!(self.blocks.get(block).valid(), 0);
         self.stats.blocks_cleaned += 1;
         let flags = self.blocks.get(block).flags;

@@ -158,6 +158,11 @@ pub struct FsConfig {
     /// always erases).
     #[serde(default)]
     pub erase_on_delete: bool,
+    /// What RAM keeps of each block (axis 5): MNFS keeps its iBAT, which places file data
+    /// by block and mounts from one spare area per block (images made before: the page
+    /// table).
+    #[serde(default)]
+    pub records: crate::blocks::RecordsKind,
 }
 
 impl FsConfig {
@@ -209,9 +214,16 @@ impl FsConfig {
             yaffs_window_blocks: 200,
             yaffs_normal_max_valid: 3,
             yaffs_aggressive_below: 6,
-            // Nothing to checkpoint when the metadata is in NVRAM; YAFFS1 had none.
-            checkpoint: !in_nvram && !yaffs1,
+            // Nothing to checkpoint when the metadata is in NVRAM; YAFFS1 had none; MNFS
+            // keeps no central allocation structure on flash (its iBAT is rebuilt at
+            // every mount).
+            checkpoint: !in_nvram && !yaffs1 && name != "mnfs",
             erase_on_delete: name == "mnfs" || name == "hybrid",
+            records: if name == "mnfs" {
+                crate::blocks::RecordsKind::Ibat
+            } else {
+                crate::blocks::RecordsKind::PageTable
+            },
         };
         let config = config.with_allocator(allocator, blocks);
         Ok(if name == "mnfs" || name == "hybrid" {
@@ -268,7 +280,7 @@ pub fn profile_summary(name: &str) -> &'static str {
         "dac" => "yaffs with DAC's allocation: regions by update frequency",
         "page-hotcold" => "yaffs with MODA's classes at page granularity",
         "minv" => "MiNV: all metadata in NVRAM, only file data on flash",
-        "mnfs" => "MNFS: file data in erase blocks of its own, erased on delete",
+        "mnfs" => "MNFS: file data placed by block (iBAT), erased on delete; mounts from one spare area per block",
         "hybrid" => "MNFS for large files, the log for small and rewritten ones",
         _ => "",
     }

@@ -100,7 +100,7 @@ impl<F: Flash> FileSystem<F> {
     fn header_pages_in(&mut self, b: u32, ino: Ino) -> Result<Vec<u32>> {
         use crate::format::summary::SummaryEntry;
         use crate::format::tags::{TagRead, Tags};
-        let blk = *self.blocks.get(b);
+        let blk = self.blocks.get(b);
         let ppb = self.layout.pages_per_block;
         if blk.overhead() > 0 && blk.next_page() > 0 {
             let summary = self.summary_chain(b, blk.next_page() - 1, None)?;

@@ -342,6 +342,9 @@ impl<F: Flash> FileSystem<F> {
         let pno = written?;
         self.stats.data_pages_written += 1;
         let o = self.obj_mut(ino)?;
+        if o.chunks.get(chunk) == pno {
+            return Ok(()); // placed by block: the map points there already
+        }
         let old = o.chunks.set(chunk, pno);
         o.saw_chunk(chunk);
         self.reserves.chunk_changed(ino, chunk, old, pno);
@@ -436,10 +439,14 @@ impl<F: Flash> FileSystem<F> {
             return Err(e);
         }
         let o = self.obj_mut(ino)?;
-        for pno in o.chunks.truncate(keep_chunks) {
+        // From the end back: a block-placed block's live pages stay a prefix.
+        for pno in o.chunks.truncate(keep_chunks).into_iter().rev() {
             self.blocks.invalidate(pno);
         }
         self.recount_reserve(ino);
+        if self.block_placed() {
+            self.placed_after_shrink(ino)?;
+        }
         Ok(())
     }
 

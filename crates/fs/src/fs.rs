@@ -86,6 +86,10 @@ pub struct FsStats {
     pub anchor_pages_written: u64,
     /// Valid pages moved by cleaning.
     pub pages_copied: u64,
+    /// Block-placed data (MNFS): blocks copied for an overwrite, a shrink or a failing
+    /// block, and the pages those copies programmed (moved chunks and pads).
+    pub blocks_copied: u64,
+    pub block_copy_pages: u64,
     pub blocks_cleaned: u64,
     pub blocks_retired: u64,
     /// Blocks given a summary before they were full (after a crash, or by age).
@@ -238,7 +242,7 @@ impl<F: Flash> FileSystem<F> {
         );
         let config_metadata = config.metadata;
         let streams = vec![None; allocator.streams()];
-        let mut blocks = BlockTable::new(layout.blocks, layout.pages_per_block);
+        let mut blocks = BlockTable::of_kind(config.records, layout.blocks, layout.pages_per_block);
         if config_metadata == crate::meta::MetadataKind::Yaffs1Log {
             blocks.list_stale();
         }
@@ -363,6 +367,13 @@ impl<F: Flash> FileSystem<F> {
             return Err(FsError::Invalid(
                 "yaffs1 runs on small-page chips (512-byte pages, 16-byte spare), as YAFFS1 did; \
                  on larger pages use yaffs",
+            ));
+        }
+        if self.block_placed()
+            && self.layout.pages_per_block > crate::blocks::ibat::MAX_PAGES_PER_BLOCK
+        {
+            return Err(FsError::Invalid(
+                "mnfs's iBAT counts at most 2047 pages per block (a 32-bit word a block)",
             ));
         }
         if self.layout.tags == crate::format::tags::TagLayout::Small {
@@ -507,7 +518,13 @@ impl<F: Flash> FileSystem<F> {
 
     /// Does every full block end in a summary of its pages (the YAFFS2-style log)?
     pub(crate) fn summarised(&self) -> bool {
-        self.config.metadata == crate::meta::MetadataKind::FlashLog
+        self.config.metadata == crate::meta::MetadataKind::FlashLog && !self.block_placed()
+    }
+
+    /// Is file data placed by block, found at mount from one spare area per block (MNFS's
+    /// iBAT; see `block_placed`)?
+    pub(crate) fn block_placed(&self) -> bool {
+        self.config.records == crate::blocks::RecordsKind::Ibat
     }
 
     /// Is the log YAFFS1's (chunk versions in the tags, deletion markers, every page read
@@ -623,8 +640,9 @@ impl<F: Flash> FileSystem<F> {
         out
     }
 
-    pub fn block_table(&self) -> &[crate::blocks::Block] {
-        &self.blocks.blocks
+    /// Every block's record, in block order.
+    pub fn block_table(&self) -> Vec<crate::blocks::Block> {
+        self.blocks.records()
     }
 
     /// The two anchor blocks (file system record copies).

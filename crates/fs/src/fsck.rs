@@ -144,7 +144,7 @@ impl<F: Flash> FileSystem<F> {
         // Block table against valid bits and owners.
         let ppb = self.layout.pages_per_block;
         for b in 0..self.layout.blocks {
-            let blk = *self.blocks.get(b);
+            let blk = self.blocks.get(b);
             let mut valid = 0;
             for page in 0..ppb {
                 let pno = self.layout.pno(b, page);
@@ -193,7 +193,7 @@ impl<F: Flash> FileSystem<F> {
         }
         let counted: u64 = self
             .blocks
-            .blocks
+            .records()
             .iter()
             .map(|b| u64::from(b.valid()))
             .sum();
@@ -280,6 +280,9 @@ impl<F: Flash> FileSystem<F> {
             }
         }
         self.check_summaries(&mut r, &pages);
+        if self.block_placed() {
+            self.check_placement(&mut r, &pages);
+        }
         self.check_tree(&mut r, &inos);
         if !on_flash {
             let mut store = self.metadata.take().expect("a metadata store");
@@ -293,11 +296,79 @@ impl<F: Flash> FileSystem<F> {
         r
     }
 
+    /// Block-placed data (MNFS's iBAT): chunk `c` of a file sits at page `c % ppb` of the
+    /// one data block holding its logical block; a data block holds one logical block of
+    /// one file, and its pages carry the generation the iBAT has for it; no data block is
+    /// a cleaning candidate while it holds a live page, unless it is flagged.
+    fn check_placement(&mut self, r: &mut FsckReport, owners: &[(u32, Owner)]) {
+        let ppb = self.layout.pages_per_block;
+        let mut holder: HashMap<(Ino, u32), u32> = HashMap::new();
+        let mut held: HashMap<u32, (Ino, u32)> = HashMap::new();
+        let mut first_page: HashMap<u32, u32> = HashMap::new();
+        for &(pno, owner) in owners {
+            let Owner::Chunk(ino, chunk) = owner else {
+                if self.blocks.is_data_block(pno / ppb) {
+                    r.problems
+                        .push(format!("page {pno}: {owner:?} in data block {}", pno / ppb));
+                }
+                continue;
+            };
+            let (b, lb) = (pno / ppb, chunk / ppb);
+            if !self.blocks.is_data_block(b) {
+                r.problems.push(format!(
+                    "object {ino}: chunk {chunk} on page {pno}, not in a data block"
+                ));
+                continue;
+            }
+            if pno % ppb != chunk % ppb {
+                r.problems.push(format!(
+                    "object {ino}: chunk {chunk} at page {} of block {b}, not {}",
+                    pno % ppb,
+                    chunk % ppb
+                ));
+            }
+            if let Some(&other) = holder.get(&(ino, lb)) {
+                if other != b {
+                    r.problems.push(format!(
+                        "object {ino}: logical block {lb} in blocks {other} and {b}"
+                    ));
+                }
+            }
+            holder.insert((ino, lb), b);
+            if let Some(&(o, l)) = held.get(&b) {
+                if (o, l) != (ino, lb) {
+                    r.problems.push(format!(
+                        "block {b}: holds logical block {l} of {o} and {lb} of {ino}"
+                    ));
+                }
+            }
+            held.insert(b, (ino, lb));
+            first_page.entry(b).or_insert(pno);
+        }
+        for (b, pno) in first_page {
+            let blk = self.blocks.get(b);
+            if self.blocks.is_candidate(b) && blk.flags == 0 {
+                r.problems.push(format!(
+                    "block {b}: a data block with live pages is a cleaning candidate"
+                ));
+            }
+            let want = self.blocks.generation(b);
+            if let Ok(crate::format::tags::TagRead::Valid(Tags::Data(d))) = self.read_tags(pno) {
+                let got = (d.serial.low() % u16::from(crate::blocks::ibat::GENERATIONS)) as u8;
+                if got != want {
+                    r.problems.push(format!(
+                        "block {b}: its pages say generation {got}, the iBAT {want}"
+                    ));
+                }
+            }
+        }
+    }
+
     /// Every block summary must say of each valid page what its owner says.
     fn check_summaries(&mut self, r: &mut FsckReport, owners: &[(u32, Owner)]) {
         let owner_of: HashMap<u32, Owner> = owners.iter().copied().collect();
         for b in 0..self.layout.blocks {
-            let blk = *self.blocks.get(b);
+            let blk = self.blocks.get(b);
             if blk.state != BlockState::Full || blk.overhead() == 0 || blk.next_page() == 0 {
                 continue;
             }

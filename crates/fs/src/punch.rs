@@ -49,6 +49,11 @@ impl<F: Flash> FileSystem<F> {
                 "yaffs1 cannot punch holes: its log keeps no write order to record one (YAFFS1 predates hole punching)",
             ));
         }
+        if self.block_placed() {
+            return Err(crate::error::FsError::NotSupported(
+                "mnfs cannot punch holes: its files own whole erase blocks, mapped by block (MNFS has no holes to free)",
+            ));
+        }
         Ok(())
     }
 

@@ -452,6 +452,10 @@ impl<F: Flash> FileSystem<F> {
             self.repair_anchors()?;
         }
         self.seal_found_blocks()?;
+        if self.block_placed() {
+            // Data blocks of deleted files, and copies a cut left behind.
+            self.erase_emptied_blocks()?;
+        }
         // Deleting a hard link may leave its file an orphan, which joins the list.
         while !self.repairs.is_empty() {
             let mut todo = std::mem::take(&mut self.repairs);
@@ -577,7 +581,7 @@ impl<F: Flash> FileSystem<F> {
             self.erase_stale_checkpoint()?;
         }
         for (b, entries) in std::mem::take(&mut self.to_seal) {
-            let blk = *self.blocks.get(b);
+            let blk = self.blocks.get(b);
             if blk.state != BlockState::Full {
                 continue;
             }

@@ -96,7 +96,7 @@ impl<F: Flash> FileSystem<F> {
     pub(crate) fn reset_state(&mut self) {
         let blocks = self.layout.blocks;
         self.set_config(self.config.clone());
-        self.blocks = BlockTable::new(blocks, self.layout.pages_per_block);
+        self.blocks = BlockTable::of_kind(self.config.records, blocks, self.layout.pages_per_block);
         if self.yaffs1_log() {
             self.blocks.list_stale();
         }
@@ -130,16 +130,25 @@ impl<F: Flash> FileSystem<F> {
         self.config = config;
     }
 
+    /// Whether a mount's scan reads block `b`: not an anchor, and not bad (which it
+    /// records).
+    pub(crate) fn scans_block(&mut self, b: u32) -> Result<bool> {
+        if self.anchors.blocks.contains(&b) {
+            return Ok(false);
+        }
+        if self.dev.get_mut().is_bad(self.layout.block_addr(b))? {
+            self.blocks.set_state(b, BlockState::Bad);
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
     pub(crate) fn scan(&mut self) -> Result<()> {
         let mut seen: Vec<Seen> = Vec::new();
         let mut open: Vec<u32> = Vec::new();
         let mut predict_used = true;
         for b in 0..self.layout.blocks {
-            if self.anchors.blocks.contains(&b) {
-                continue;
-            }
-            if self.dev.get_mut().is_bad(self.layout.block_addr(b))? {
-                self.blocks.set_state(b, BlockState::Bad);
+            if !self.scans_block(b)? {
                 continue;
             }
             let shape = self.scan_block(b, predict_used, &mut seen)?;

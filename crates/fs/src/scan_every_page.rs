@@ -30,6 +30,16 @@ use crate::fs::FileSystem;
 use crate::scan::{Found, Seen};
 use crate::types::Ino;
 
+/// What reading every page's tags found.
+#[derive(Default)]
+pub(crate) struct EveryPage {
+    pub seen: Vec<Seen>,
+    copies: Vec<Copy>,
+    /// Every page with valid tags, and its object: the ones rebuild does not take are
+    /// stale.
+    pub tagged: Vec<(u32, Ino)>,
+}
+
 /// An unmarked data page.
 struct Copy {
     pno: u32,
@@ -41,114 +51,18 @@ struct Copy {
 
 impl<F: Flash> FileSystem<F> {
     pub(crate) fn scan_every_page(&mut self) -> Result<()> {
-        let ppb = self.layout.pages_per_block;
-        let mut seen: Vec<Seen> = Vec::new();
-        let mut copies: Vec<Copy> = Vec::new();
-        // Every page with valid tags, and its object: the ones rebuild does not take are
-        // stale.
-        let mut tagged: Vec<(u32, Ino)> = Vec::new();
+        let mut found = EveryPage::default();
         for b in 0..self.layout.blocks {
-            if self.anchors.blocks.contains(&b) {
+            if !self.scans_block(b)? {
                 continue;
             }
-            if self.dev.get_mut().is_bad(self.layout.block_addr(b))? {
-                self.blocks.set_state(b, BlockState::Bad);
-                continue;
-            }
-            let first_copy = copies.len();
-            let mut programmed = 0;
-            let mut last_read_whole = false;
-            for page in 0..ppb {
-                let pno = self.layout.pno(b, page);
-                // A full block's last page is read whole (the one a cut can have torn).
-                let whole = if page == ppb - 1 {
-                    let (data, oob, ok) = self.read_full(pno)?;
-                    let erased = data.iter().chain(&oob).all(|&x| x == 0xFF);
-                    Some((self.parse_page(data, &oob, ok), erased))
-                } else {
-                    None
-                };
-                let t = match &whole {
-                    Some((_, true)) => TagRead::Erased,
-                    Some((Some(r), false)) if !r.damaged => TagRead::Valid(r.tags),
-                    Some(_) => TagRead::Garbage,
-                    None => self.read_tags(pno)?,
-                };
-                if t == TagRead::Erased {
-                    // Pages go in order: the rest of the block is erased.
-                    break;
-                }
-                programmed = page + 1;
-                last_read_whole = whole.is_some();
-                match t {
-                    TagRead::Valid(Tags::Data(d)) => {
-                        let n_bytes = match (d.n_bytes, &whole) {
-                            (_, Some((Some(r), _))) => r.data.len() as u32,
-                            (Some(n), _) => n,
-                            // A partial chunk says its length in band.
-                            (None, _) => match self.read_raw(pno)? {
-                                Some(r) if !r.damaged => {
-                                    last_read_whole = true;
-                                    r.data.len() as u32
-                                }
-                                _ => continue,
-                            },
-                        };
-                        tagged.push((pno, d.obj));
-                        copies.push(Copy {
-                            pno,
-                            obj: d.obj,
-                            chunk: d.chunk,
-                            n_bytes,
-                            version: version_of(d.serial),
-                        });
-                    }
-                    TagRead::Valid(Tags::Header(h)) => {
-                        last_read_whole = true;
-                        tagged.push((pno, h.obj));
-                        let found = match whole {
-                            Some((Some(r), _)) => {
-                                Record::decode(&r.data).map(|rec| Found::Header {
-                                    obj: h.obj,
-                                    version: rec.version,
-                                    facts: rec.facts(h.obj),
-                                    record: Some(Box::new(rec)),
-                                })
-                            }
-                            _ => self.read_header_found(pno, h.obj)?,
-                        };
-                        if let Some(what) = found {
-                            seen.push(Seen {
-                                pno,
-                                what: without_floors(what),
-                            });
-                        }
-                    }
-                    // Marked deleted, torn, or nothing this log writes.
-                    _ => {}
-                }
-            }
-            if programmed == 0 {
-                continue;
-            }
-            let last = self.layout.pno(b, programmed - 1);
-            // A block left partly written: its last page, read by its tags only so far.
-            if !last_read_whole
-                && copies.len() > first_copy
-                && copies.last().is_some_and(|c| c.pno == last)
-            {
-                let whole = self.read_raw(last)?;
-                if whole.is_none_or(|r| r.damaged) {
-                    copies.pop();
-                }
-            }
-            // Never appended to after a mount: the next page may be torn.
-            self.blocks.update(b, |blk| {
-                blk.set_next_page(programmed);
-                blk.base_serial = 0;
-            });
-            self.blocks.set_state(b, BlockState::Full);
+            self.scan_block_tags(b, &mut found, false)?;
         }
+        let EveryPage {
+            mut seen,
+            copies,
+            tagged,
+        } = found;
         seen.extend(newest_copies(copies));
         self.rebuild(seen)?;
         // What rebuild did not take of a live object is stale: a writable mount marks it
@@ -159,6 +73,119 @@ impl<F: Flash> FileSystem<F> {
                 self.blocks.note_stale(pno);
             }
         }
+        Ok(())
+    }
+
+    /// Reads the tags of every page of block `b` (found written), in order, into `found`,
+    /// and leaves the block full. `whole_block`: past an erased page too (a torn erase can
+    /// leave pages that read erased but take no program, which the writer skips); else the
+    /// first erased page ends the block.
+    pub(crate) fn scan_block_tags(
+        &mut self,
+        b: u32,
+        found: &mut EveryPage,
+        whole_block: bool,
+    ) -> Result<()> {
+        let ppb = self.layout.pages_per_block;
+        let EveryPage {
+            seen,
+            copies,
+            tagged,
+        } = found;
+        let first_copy = copies.len();
+        let mut programmed = 0;
+        let mut last_read_whole = false;
+        for page in 0..ppb {
+            let pno = self.layout.pno(b, page);
+            // A full block's last page is read whole (the one a cut can have torn).
+            let whole = if page == ppb - 1 {
+                let (data, oob, ok) = self.read_full(pno)?;
+                let erased = data.iter().chain(&oob).all(|&x| x == 0xFF);
+                Some((self.parse_page(data, &oob, ok), erased))
+            } else {
+                None
+            };
+            let t = match &whole {
+                Some((_, true)) => TagRead::Erased,
+                Some((Some(r), false)) if !r.damaged => TagRead::Valid(r.tags),
+                Some(_) => TagRead::Garbage,
+                None => self.read_tags(pno)?,
+            };
+            if t == TagRead::Erased {
+                if whole_block {
+                    continue;
+                }
+                // Pages go in order: the rest of the block is erased.
+                break;
+            }
+            programmed = page + 1;
+            last_read_whole = whole.is_some();
+            match t {
+                TagRead::Valid(Tags::Data(d)) => {
+                    let n_bytes = match (d.n_bytes, &whole) {
+                        (_, Some((Some(r), _))) => r.data.len() as u32,
+                        (Some(n), _) => n,
+                        // A partial chunk says its length in band.
+                        (None, _) => match self.read_raw(pno)? {
+                            Some(r) if !r.damaged => {
+                                last_read_whole = true;
+                                r.data.len() as u32
+                            }
+                            _ => continue,
+                        },
+                    };
+                    tagged.push((pno, d.obj));
+                    copies.push(Copy {
+                        pno,
+                        obj: d.obj,
+                        chunk: d.chunk,
+                        n_bytes,
+                        version: version_of(d.serial),
+                    });
+                }
+                TagRead::Valid(Tags::Header(h)) => {
+                    last_read_whole = true;
+                    tagged.push((pno, h.obj));
+                    let found = match whole {
+                        Some((Some(r), _)) => Record::decode(&r.data).map(|rec| Found::Header {
+                            obj: h.obj,
+                            version: rec.version,
+                            facts: rec.facts(h.obj),
+                            record: Some(Box::new(rec)),
+                        }),
+                        _ => self.read_header_found(pno, h.obj)?,
+                    };
+                    if let Some(what) = found {
+                        seen.push(Seen {
+                            pno,
+                            what: without_floors(what),
+                        });
+                    }
+                }
+                // Marked deleted, torn, or nothing this log writes.
+                _ => {}
+            }
+        }
+        if programmed == 0 {
+            return Ok(());
+        }
+        let last = self.layout.pno(b, programmed - 1);
+        // A block left partly written: its last page, read by its tags only so far.
+        if !last_read_whole
+            && copies.len() > first_copy
+            && copies.last().is_some_and(|c| c.pno == last)
+        {
+            let whole = self.read_raw(last)?;
+            if whole.is_none_or(|r| r.damaged) {
+                copies.pop();
+            }
+        }
+        // Never appended to after a mount: the next page may be torn.
+        self.blocks.update(b, |blk| {
+            blk.set_next_page(programmed);
+            blk.base_serial = 0;
+        });
+        self.blocks.set_state(b, BlockState::Full);
         Ok(())
     }
 }

@@ -41,7 +41,7 @@ const MAX_HEADER_ENTRY_BYTES: usize = 1 + 5 + 10 + 1 + 5 + 10;
 
 /// Erased blocks that flushing already-accepted file data leaves alone: one for cleaning,
 /// one for the headers deletes write.
-const ACCEPTED_DATA_FLOOR: u32 = 2;
+pub(crate) const ACCEPTED_DATA_FLOOR: u32 = 2;
 
 impl<F: Flash> FileSystem<F> {
     /// Most chunks the write cache may hold at once: what flushing them can take from the
@@ -116,6 +116,9 @@ impl<F: Flash> FileSystem<F> {
     ) -> Result<u32> {
         self.check_writable()?;
         self.erase_stale_checkpoint()?;
+        if self.block_placed() && matches!(tags, Tags::Data(_)) {
+            return self.program_placed(tags, data, accepted);
+        }
         // YAFFS1: what earlier writes made stale is marked deleted first (each page's
         // replacement is on flash already). Its pages are never posted: a chunk's version
         // comes from the tags of the copy on flash it replaces.
@@ -268,7 +271,7 @@ impl<F: Flash> FileSystem<F> {
     /// for that page; space is not). With one stream this is always the allocator's.
     fn choose_stream(&mut self, hint: &WriteHint) -> usize {
         let want = self.allocator.stream_for(hint);
-        let scarce = self.blocks.empty as usize <= self.streams.len();
+        let scarce = self.blocks.empty() as usize <= self.streams.len();
         if hint.cause == WriteCause::Cleaning && scarce && self.streams[want].is_none() {
             if let Some(open) = self.streams.iter().position(Option::is_some) {
                 return open;
@@ -285,7 +288,7 @@ impl<F: Flash> FileSystem<F> {
 
     /// Erased blocks are down to the reserves: new user data may not open a block.
     fn down_to_reserve(&self) -> bool {
-        self.blocks.empty <= self.reserved_blocks()
+        self.blocks.empty() <= self.reserved_blocks()
     }
 
     /// The page holding `ino`'s current header, if it has one on flash.
@@ -583,7 +586,7 @@ impl<F: Flash> FileSystem<F> {
     fn active_block(&mut self, stream: usize, cause: WriteCause, accepted: bool) -> Result<u32> {
         let new_data = cause == WriteCause::UserData && !accepted;
         let keep = self.reserved_blocks();
-        if new_data && self.blocks.empty < keep {
+        if new_data && self.blocks.empty() < keep {
             // Metadata may take a block out of the reserve and leave it open on a stream
             // user data shares: new user data must not follow it there.
             self.clean_while_empty_at_most(keep - 1)?;
@@ -648,7 +651,7 @@ impl<F: Flash> FileSystem<F> {
             }
             _ => 1,
         };
-        while self.blocks.empty <= floor {
+        while self.blocks.empty() <= floor {
             // Cleaning copies into this stream's block too: once it has opened one, metadata
             // and accepted data can go there (new user data keeps to the reserve rule).
             if self.streams[stream].is_some() {
@@ -666,7 +669,7 @@ impl<F: Flash> FileSystem<F> {
     /// Cleans until more than `floor` blocks are erased, or fails with ENOSPC.
     pub(crate) fn clean_while_empty_at_most(&mut self, floor: u32) -> Result<()> {
         self.absorb_scrubs();
-        while self.blocks.empty <= floor {
+        while self.blocks.empty() <= floor {
             match self.cleaner.pick(&self.blocks, crate::clean::Need::Space) {
                 Some(victim) => self.clean_block(victim)?,
                 None => return Err(FsError::NoSpace),
@@ -682,7 +685,7 @@ impl<F: Flash> FileSystem<F> {
         self.check_writable()?;
         self.erase_stale_checkpoint()?;
         let keep = self.reserved_blocks();
-        if self.blocks.empty < keep {
+        if self.blocks.empty() < keep {
             self.clean_while_empty_at_most(keep - 1)?;
         }
         Ok(())

@@ -178,8 +178,8 @@ fn hybrid_keeps_small_files_in_the_log_and_gives_large_ones_blocks() {
 }
 
 /// MNFS maps a file by its blocks: a file written in order keeps one map entry an erase
-/// block through a checkpoint mount, a crash (scan) mount and a clean one; a rewrite
-/// makes it page-mapped, reading the same bytes. (The shapes are counted by
+/// block through a crash mount and a clean one (both rebuild the iBAT); a rewrite copies
+/// the block and keeps it so, reading the same bytes. (The shapes are counted by
 /// `file_map_shapes`; the bytes are what matters, and they are checked at every step.)
 #[test]
 fn files_written_in_order_stay_block_granular() {
@@ -211,11 +211,12 @@ fn files_written_in_order_stay_block_granular() {
         assert_eq!(
             fs.file_map_shapes(),
             (1, 0),
-            "{}: from the checkpoint",
+            "{}: after a clean remount",
             dev.name()
         );
         assert_bytes(&read_all(&mut fs, ino).unwrap(), &body, dev.name());
-        // A rewrite in the middle: page-mapped from now on, the same bytes.
+        // A rewrite in the middle copies its block (block mapping): still one entry a
+        // block, the same bytes.
         let mut want = body.clone();
         let at = dev.chunk() * ppb + 3;
         want[at..at + 10].copy_from_slice(b"0123456789");
@@ -223,7 +224,7 @@ fn files_written_in_order_stay_block_granular() {
         fs.fsync(ino).unwrap();
         assert_eq!(
             fs.file_map_shapes(),
-            (0, 1),
+            (1, 0),
             "{}: after a rewrite",
             dev.name()
         );

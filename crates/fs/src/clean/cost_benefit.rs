@@ -26,7 +26,7 @@ impl Cleaner for CostBenefit {
             .map(|&b| table.get(b).base_serial)
             .max()
             .unwrap_or(0);
-        let ppb = f64::from(table.pages_per_block);
+        let ppb = f64::from(table.pages_per_block());
         let score = |b: u32| {
             let blk = table.get(b);
             let u = f64::from(blk.valid()) / ppb;

@@ -29,8 +29,8 @@ pub fn pick(table: &BlockTable) -> Option<u32> {
         return Some(b);
     }
     let b = table.least_valid_candidate()?;
-    let cheap = table.get(b).invalid() * 2 >= table.pages_per_block;
-    let short = table.empty < table.len() / COMFORT_DIVISOR;
+    let cheap = table.get(b).invalid() * 2 >= table.pages_per_block();
+    let short = table.empty() < table.len() / COMFORT_DIVISOR;
     (cheap || short).then_some(b)
 }
 
@@ -75,7 +75,7 @@ mod tests {
             full(&mut t, b, PPB);
         }
         t.invalidate(4 * PPB + 3);
-        assert_eq!(t.empty, 1);
+        assert_eq!(t.empty(), 1);
         assert_eq!(pick(&t), Some(4));
         // With room, the same block is left alone.
         let mut roomy = BlockTable::new(16, PPB);

@@ -50,7 +50,7 @@ impl Cleaner for YaffsCleaner {
         if let Some(b) = flagged(table) {
             return Some(b);
         }
-        let aggressive = need != Need::Opportunistic || table.empty < self.aggressive_below;
+        let aggressive = need != Need::Opportunistic || table.empty() < self.aggressive_below;
         if aggressive {
             if let Some(b) = self.dirtiest_in_window(table) {
                 return Some(b);

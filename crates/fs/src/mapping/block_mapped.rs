@@ -121,6 +121,18 @@ impl FirstBlock {
         })
     }
 
+    /// See `FileMap::move_run`: the whole block, to the start of another.
+    pub fn move_run(&mut self, first: u32, n: u32, page: u32) -> Option<Vec<u32>> {
+        let ppb = self.ppb();
+        if first != 0 || n < self.len || n > ppb || !page.is_multiple_of(ppb) {
+            return None;
+        }
+        let old = (self.first..self.first + self.len).collect();
+        self.first = page;
+        self.len = n;
+        Some(old)
+    }
+
     pub fn truncate(&mut self, keep: u32) -> Vec<u32> {
         if keep >= self.len {
             return Vec::new();
@@ -190,6 +202,30 @@ impl BlockMap {
         let old = tail.set(chunk, pno);
         self.tail = Some(Box::new(tail));
         Step::Set(old)
+    }
+
+    /// See `FileMap::move_run`: one block's run (the last block's may grow), to the start
+    /// of another block.
+    pub fn move_run(&mut self, first: u32, n: u32, page: u32) -> Option<Vec<u32>> {
+        let i = (first / self.stride) as usize;
+        if self.tail.is_some()
+            || !first.is_multiple_of(self.stride)
+            || i >= self.firsts.len()
+            || page % self.ppb + self.stride > self.ppb
+        {
+            return None;
+        }
+        let held = self.stride.min(self.len - first);
+        let last = i + 1 == self.firsts.len();
+        if n < held || n > self.stride || (n > held && !last) {
+            return None;
+        }
+        let old = (first..first + held).map(|c| self.get(c)).collect();
+        self.firsts[i] = page;
+        if last {
+            self.len = first + n;
+        }
+        Some(old)
     }
 
     /// Whether `pno` can hold the chunk after the last in block-granular form: the next

@@ -133,6 +133,17 @@ impl FileMap {
         }
     }
 
+    /// Moves chunks `first..first + n` to pages `page..page + n` at once (a block copied
+    /// whole, MNFS): the pages they had, if the block-granular map can say it as one new
+    /// entry (`None` leaves the map as it was; the caller sets chunk by chunk).
+    pub fn move_run(&mut self, first: u32, n: u32, page: u32) -> Option<Vec<u32>> {
+        match self {
+            FileMap::First(m) => m.move_run(first, n, page),
+            FileMap::Block(m) => m.move_run(first, n, page),
+            FileMap::Page(_) | FileMap::Tnode(_) => None,
+        }
+    }
+
     pub fn truncate(&mut self, keep: u32) -> Vec<u32> {
         match self {
             FileMap::Page(m) => m.truncate(keep),
@@ -302,6 +313,43 @@ mod tests {
                 same(&block, &page);
             }
         }
+    }
+
+    /// MNFS's block copy: a whole block's chunks move to another block's first pages in
+    /// one entry (the last block may grow), and anything else is refused untouched.
+    #[test]
+    fn a_copied_block_moves_as_one_entry() {
+        let mut m = FileMap::new(MappingKind::BlockMapped, SMALL);
+        for c in 0..70 {
+            m.set(c, (c / 32) * 32 * 5 + c % 32);
+        }
+        assert!(matches!(m, FileMap::Block(_)));
+        let before = m.entries();
+        // Block 1 (chunks 32..64) to block 40.
+        let old = m.move_run(32, 32, 40 * 32).expect("a whole block moves");
+        assert_eq!(old, (32..64).map(|c| 5 * 32 + c - 32).collect::<Vec<_>>());
+        assert!(matches!(m, FileMap::Block(_)));
+        assert_eq!(m.get(40), 40 * 32 + 8);
+        assert_eq!(m.get(65), 10 * 32 + 1);
+        // The last block grows by pads as it moves.
+        assert!(m.move_run(64, 10, 50 * 32).is_some());
+        assert_eq!((m.end(), m.get(73)), (74, 50 * 32 + 9));
+        // Part of a middle block, or to the middle of a block: refused, map unchanged.
+        let now = m.entries();
+        assert_eq!(m.move_run(32, 10, 60 * 32), None);
+        assert_eq!(m.move_run(0, 32, 60 * 32 + 3), None);
+        assert_eq!(m.entries(), now);
+        assert_ne!(now, before);
+        // A file in its first block.
+        let mut f = FileMap::new(MappingKind::BlockMapped, SMALL);
+        for c in 0..5 {
+            f.set(c, 7 * 32 + c);
+        }
+        assert_eq!(
+            f.move_run(0, 6, 9 * 32),
+            Some((7 * 32..7 * 32 + 5).collect())
+        );
+        assert_eq!((f.get(5), f.end()), (9 * 32 + 5, 6));
     }
 
     #[test]

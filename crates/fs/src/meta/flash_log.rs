@@ -27,6 +27,12 @@ impl<F: Flash> MetadataStore<F> for FlashLog {
     }
 
     fn recover(&mut self, fs: &mut FileSystem<F>, options: &MountOptions) -> Result<MountMethod> {
+        if fs.block_placed() {
+            // MNFS: no checkpoint; the iBAT is rebuilt from the spare areas.
+            fs.reset_state();
+            fs.scan_ibat()?;
+            return Ok(MountMethod::Scan);
+        }
         if !options.force_scan && fs.load_checkpoint()? {
             return Ok(MountMethod::Checkpoint);
         }

@@ -1,129 +1,20 @@
-//! The in-RAM block table: state, first serial and page validity of every erase block.
+//! The page-granular block table (every profile but MNFS): per block a 16-byte record,
+//! per page a valid bit, and the set of blocks cleaning may reclaim (candidates), indexed
+//! so that victim selection costs the same on any device size.
 //!
 //! Invariant per block: valid + invalid + overhead + free = pages per block, where pages
 //! below `next_page` are valid, invalid or overhead (its summary), and pages from
-//! `next_page` on are free. The table also keeps the set of blocks cleaning may reclaim
-//! (candidates), indexed so that victim selection costs the same on any device size.
+//! `next_page` on are free.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
-use serde::Serialize;
+use super::{count16, Block, BlockState};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub enum BlockState {
-    /// Erased (or found all-erased at mount), ready to be opened.
-    Empty,
-    /// The open block of a write stream.
-    Active,
-    /// Written as far as it will be; cleaning may reclaim it.
-    Full,
-    /// Holds a checkpoint.
-    Checkpoint,
-    /// One of the two anchor blocks (file system record, checkpoint pointers).
-    Anchor,
-    /// Bad: never used again.
-    Bad,
-}
-
-/// A program failed here: move its valid pages out and retire it.
-pub const RETIRE: u8 = 1;
-/// ECC asked for a scrub: move its valid pages out and erase it.
-pub const SCRUB: u8 = 2;
-/// Full but without a usable summary: reclaim it (a mount would have to read every page).
-pub const NO_SUMMARY: u8 = 4;
-
-/// One erase block's record: 16 bytes, since a device holds one per block and on a big
-/// chip this table is most of the mounted file system's heap (8,192 blocks: 128 KiB). Page
-/// counts are kept in 16 bits ([`MAX_PAGES_PER_BLOCK`] bounds them) and read as `u32`.
-#[derive(Clone, Copy, Debug, Serialize)]
-pub struct Block {
-    /// Write serial of the block's first page (0: never opened / unknown).
-    pub base_serial: u64,
-    /// Pages programmed (or spoiled) so far.
-    next_page: u16,
-    /// Pages holding live data or metadata.
-    valid: u16,
-    /// Pages that are neither (the block's summary).
-    overhead: u16,
-    pub state: BlockState,
-    /// `RETIRE`, `SCRUB`, `NO_SUMMARY`.
-    pub flags: u8,
-}
-
-/// Most pages per block the table counts (in 16 bits, with one value to spare for the
-/// candidate index's "not filed").
-pub const MAX_PAGES_PER_BLOCK: u32 = 32_768;
-
-const _: () = assert!(std::mem::size_of::<Block>() == 16);
-
-impl Block {
-    fn new() -> Self {
-        Block {
-            base_serial: 0,
-            next_page: 0,
-            valid: 0,
-            overhead: 0,
-            state: BlockState::Empty,
-            flags: 0,
-        }
-    }
-
-    /// Pages programmed (or spoiled) so far.
-    pub fn next_page(&self) -> u32 {
-        u32::from(self.next_page)
-    }
-
-    /// Pages holding live data or metadata.
-    pub fn valid(&self) -> u32 {
-        u32::from(self.valid)
-    }
-
-    /// Pages that are neither (the block's summary).
-    pub fn overhead(&self) -> u32 {
-        u32::from(self.overhead)
-    }
-
-    pub fn set_next_page(&mut self, n: u32) {
-        self.next_page = count16(n);
-    }
-
-    pub fn set_overhead(&mut self, n: u32) {
-        self.overhead = count16(n);
-    }
-
-    /// One more page programmed (or spoiled).
-    pub fn advance(&mut self) {
-        self.next_page += 1;
-    }
-
-    pub fn invalid(&self) -> u32 {
-        self.next_page() - self.valid() - self.overhead()
-    }
-
-    pub fn retire(&self) -> bool {
-        self.flags & RETIRE != 0
-    }
-
-    pub fn scrub(&self) -> bool {
-        self.flags & SCRUB != 0
-    }
-}
-
-/// A page count of one block; `Layout` refuses geometries with more pages per block than
-/// [`MAX_PAGES_PER_BLOCK`], and restored counts are checked against the block size first.
-fn count16(n: u32) -> u16 {
-    debug_assert!(n <= MAX_PAGES_PER_BLOCK, "page count {n} past a block");
-    n.min(MAX_PAGES_PER_BLOCK) as u16
-}
-
-pub struct BlockTable {
+/// The page-granular table: every block's full record and a valid bit per page.
+pub struct PageTable {
     pub blocks: Vec<Block>,
     /// One bit per page: set when the page is valid.
     valid_bits: Vec<u64>,
-    /// Per block: objects whose header pages (any version) sit in it, for tombstone
-    /// lifetimes (see the file system's tombstone handling). Blocks holding none (file
-    /// data) have no entry.
-    header_objs: HashMap<u32, Vec<u32>>,
     pub pages_per_block: u32,
     pub empty: u32,
     /// One bit per block: a cleaning candidate.
@@ -135,28 +26,22 @@ pub struct BlockTable {
     candidates: u32,
     /// Valid pages over all blocks.
     valid_pages: u64,
-    /// Header page entries over all blocks (`header_objs`).
-    header_pages: u64,
     /// Candidates with flags (retire, scrub, no summary): cleaned first.
     flagged: BTreeSet<u32>,
     /// Blocks in state `Bad` (statfs asks at every open: no walk of the table).
     bad: u32,
     /// Blocks being cleaned, never candidates meanwhile (see `pin`).
     pinned: Vec<u32>,
-    /// Pages made stale and not yet marked deleted on flash, for a log that marks them
-    /// (YAFFS1); `None` for every other.
-    stale: Option<Vec<u32>>,
 }
 
 const NOT_FILED: u16 = u16::MAX;
 
-impl BlockTable {
+impl PageTable {
     pub fn new(blocks: u32, pages_per_block: u32) -> Self {
         let pages = blocks as usize * pages_per_block as usize;
         Self {
             blocks: vec![Block::new(); blocks as usize],
             valid_bits: vec![0; pages.div_ceil(64)],
-            header_objs: HashMap::new(),
             pages_per_block,
             empty: blocks,
             cand_bits: vec![0; (blocks as usize).div_ceil(64)],
@@ -164,38 +49,9 @@ impl BlockTable {
             filed: vec![NOT_FILED; blocks as usize],
             candidates: 0,
             valid_pages: 0,
-            header_pages: 0,
             flagged: BTreeSet::new(),
             bad: 0,
             pinned: Vec::new(),
-            stale: None,
-        }
-    }
-
-    /// From now on, every page made invalid is listed until [`BlockTable::take_stale`]
-    /// hands it out (YAFFS1 marks each one deleted on flash).
-    pub fn list_stale(&mut self) {
-        self.stale.get_or_insert_with(Vec::new);
-    }
-
-    /// The pages made invalid since the last call, oldest first.
-    pub fn take_stale(&mut self) -> Vec<u32> {
-        self.stale.as_mut().map(std::mem::take).unwrap_or_default()
-    }
-
-    /// Lists a page that is stale without ever having been valid here (a mount found it
-    /// unmarked and did not take it).
-    pub fn note_stale(&mut self, pno: u32) {
-        if let Some(list) = self.stale.as_mut() {
-            list.push(pno);
-        }
-    }
-
-    /// Forgets listed pages of `block` (it is about to be erased: nothing to mark).
-    pub fn forget_stale_in(&mut self, block: u32) {
-        let ppb = self.pages_per_block;
-        if let Some(list) = self.stale.as_mut() {
-            list.retain(|&p| p / ppb != block);
         }
     }
 
@@ -205,6 +61,10 @@ impl BlockTable {
 
     pub fn is_empty(&self) -> bool {
         self.blocks.is_empty()
+    }
+
+    pub fn record(&self, block: u32) -> Block {
+        self.blocks[block as usize]
     }
 
     pub fn get(&self, block: u32) -> &Block {
@@ -235,19 +95,8 @@ impl BlockTable {
         self.refile(b);
     }
 
-    /// A page stops holding live data or metadata (a YAFFS1 log marks it deleted later).
-    pub fn invalidate(&mut self, pno: u32) {
-        if self.invalidate_unlisted(pno) {
-            if let Some(list) = self.stale.as_mut() {
-                list.push(pno);
-            }
-        }
-    }
-
-    /// `invalidate`, for a page no mount can take however long it stays unmarked: a chunk
-    /// of a deleted object (its name-less header, or the absence of any header, drops it,
-    /// as YAFFS1's soft deletion did). True if the page was valid.
-    pub fn invalidate_unlisted(&mut self, pno: u32) -> bool {
+    /// A page stops holding live data or metadata. True if it was valid.
+    pub fn invalidate(&mut self, pno: u32) -> bool {
         let was = self.is_valid(pno);
         if was {
             self.valid_bits[pno as usize / 64] &= !(1 << (pno % 64));
@@ -437,86 +286,12 @@ impl BlockTable {
         self.valid_pages
     }
 
-    /// Header pages (any version) on flash, over all blocks.
-    pub fn header_total(&self) -> u64 {
-        self.header_pages
-    }
-
     /// MODA's parameters over the whole device: utilisation u (valid / all pages),
     /// invalidity i (invalid / all pages) and uniformity p (fraction of blocks that do not
     /// hold both valid and invalid pages). Bad and anchor blocks are left out; summary
     /// pages count as neither valid nor invalid.
     pub fn uip(&self) -> (f64, f64, f64) {
-        let mut pages = 0u64;
-        let (mut valid, mut invalid, mut blocks, mut uniform) = (0u64, 0u64, 0u64, 0u64);
-        for b in &self.blocks {
-            if matches!(b.state, BlockState::Bad | BlockState::Anchor) {
-                continue;
-            }
-            blocks += 1;
-            pages += u64::from(self.pages_per_block);
-            valid += u64::from(b.valid);
-            let inv = if b.state == BlockState::Checkpoint {
-                0
-            } else {
-                b.invalid()
-            };
-            invalid += u64::from(inv);
-            if b.valid == 0 || inv == 0 {
-                uniform += 1;
-            }
-        }
-        if pages == 0 {
-            return (0.0, 0.0, 1.0);
-        }
-        (
-            valid as f64 / pages as f64,
-            invalid as f64 / pages as f64,
-            uniform as f64 / blocks as f64,
-        )
-    }
-
-    /// A header page of `ino` was written to `block`.
-    pub fn add_header(&mut self, block: u32, ino: u32) {
-        self.header_objs.entry(block).or_default().push(ino);
-        self.header_pages += 1;
-    }
-
-    /// The objects with header pages in `block` (each once per page).
-    pub fn headers_in(&self, block: u32) -> &[u32] {
-        self.header_objs.get(&block).map_or(&[], |v| v.as_slice())
-    }
-
-    /// Forgets (and returns) the header owners of an erased block.
-    pub fn take_headers(&mut self, block: u32) -> Vec<u32> {
-        let v = self.header_objs.remove(&block).unwrap_or_default();
-        self.header_pages -= v.len() as u64;
-        v
-    }
-
-    pub fn set_headers(&mut self, block: u32, inos: Vec<u32>) {
-        self.take_headers(block);
-        self.header_pages += inos.len() as u64;
-        if !inos.is_empty() {
-            self.header_objs.insert(block, inos);
-        }
-    }
-
-    /// Blocks holding header pages of `ino`.
-    pub fn blocks_with_headers_of(&self, ino: u32) -> Vec<u32> {
-        let mut out: Vec<u32> = self
-            .header_objs
-            .iter()
-            .filter(|(_, v)| v.contains(&ino))
-            .map(|(&b, _)| b)
-            .collect();
-        out.sort_unstable();
-        out
-    }
-
-    /// Every block's header owners.
-    pub fn all_headers(&self) -> impl Iterator<Item = (u32, &[u32])> {
-        self.header_objs.iter().map(|(&b, v)| (b, v.as_slice()))
+        super::uip_of(self.blocks.iter().copied(), self.pages_per_block)
     }
 
     /// Recounts every block's valid pages from the bitmap (after restoring it).
@@ -536,16 +311,9 @@ impl BlockTable {
     pub fn heap_bytes(&self) -> usize {
         self.blocks.capacity() * std::mem::size_of::<Block>()
             + self.valid_bits.capacity() * 8
-            + self.header_objs.capacity() * (4 + std::mem::size_of::<Vec<u32>>())
-            + self
-                .header_objs
-                .values()
-                .map(|v| v.capacity() * 4)
-                .sum::<usize>()
             + self.cand_bits.capacity() * 8
             + self.filed.capacity() * 2
             + self.by_valid.len() * 16
-            + self.stale.as_ref().map_or(0, |l| l.capacity() * 4)
     }
 }
 
@@ -553,7 +321,7 @@ impl BlockTable {
 mod tests {
     use super::*;
 
-    fn full(t: &mut BlockTable, b: u32, valid: u32) {
+    fn full(t: &mut PageTable, b: u32, valid: u32) {
         t.set_state(b, BlockState::Full);
         t.update(b, |x| x.set_next_page(t_ppb()));
         for p in 0..valid {
@@ -567,7 +335,7 @@ mod tests {
 
     #[test]
     fn full_and_dead_lists_full_blocks_without_a_valid_page_and_nothing_else() {
-        let mut t = BlockTable::new(200, t_ppb());
+        let mut t = PageTable::new(200, t_ppb());
         full(&mut t, 150, 0);
         full(&mut t, 7, 0);
         full(&mut t, 9, 1);
@@ -586,7 +354,7 @@ mod tests {
 
     #[test]
     fn candidates_follow_every_change() {
-        let mut t = BlockTable::new(200, t_ppb());
+        let mut t = PageTable::new(200, t_ppb());
         full(&mut t, 3, 8);
         assert!(!t.is_candidate(3), "full of valid pages");
         t.invalidate(3 * 8 + 2);
