@@ -51,6 +51,11 @@ impl<F: Flash> FileSystem<F> {
             .config
             .reserve_blocks
             .saturating_sub(ACCEPTED_DATA_FLOOR);
+        if self.block_placed() {
+            // Block-placed data: each cached chunk may need an erased block of its own
+            // when flushed (a logical block new to its file, or a copy).
+            return blocks as usize;
+        }
         blocks as usize * (self.layout.pages_per_block as usize - 1)
     }
 
