@@ -64,7 +64,7 @@ pub struct Ibat {
     flagged: BTreeSet<u32>,
     /// Full data blocks without a live page (a delete erases them).
     dead_data: BTreeSet<u32>,
-    pinned: Vec<u32>,
+    pinned: super::Pins,
 }
 
 fn state_code(s: BlockState) -> u32 {
@@ -103,7 +103,7 @@ impl Ibat {
             by_valid: BTreeSet::new(),
             flagged: BTreeSet::new(),
             dead_data: BTreeSet::new(),
-            pinned: Vec::new(),
+            pinned: super::Pins::default(),
         }
     }
 
@@ -287,14 +287,13 @@ impl Ibat {
 
     fn compute_candidate(&self, block: u32) -> bool {
         let b = self.record(block);
-        b.state == BlockState::Full
-            && (b.invalid() > 0 || b.next_page() < self.pages_per_block || b.flags != 0)
-            && !self.pinned.contains(&block)
+        super::reclaimable(&b, self.pages_per_block)
+            && !self.pinned.contains(block)
             && (!self.is_data(block) || b.flags != 0 || b.valid() == 0)
     }
 
     pub fn is_pinned(&self, block: u32) -> bool {
-        self.pinned.contains(&block)
+        self.pinned.contains(block)
     }
 
     pub fn pin(&mut self, block: u32) {
@@ -303,9 +302,7 @@ impl Ibat {
     }
 
     pub fn unpin(&mut self, block: u32) {
-        if let Some(i) = self.pinned.iter().rposition(|&b| b == block) {
-            self.pinned.remove(i);
-        }
+        self.pinned.pop(block);
         self.refile(block);
     }
 
@@ -326,7 +323,7 @@ impl Ibat {
         let dead = self.is_data(block)
             && b.state == BlockState::Full
             && b.valid() == 0
-            && !self.pinned.contains(&block);
+            && !self.pinned.contains(block);
         if dead {
             self.dead_data.insert(block);
         } else {
@@ -432,7 +429,7 @@ impl Ibat {
             + self.filed.len() * 8
             + self.by_valid.len() * 8
             + (self.flagged.len() + self.dead_data.len()) * 4
-            + self.pinned.capacity() * 4
+            + self.pinned.heap_bytes()
     }
 }
 

@@ -174,6 +174,42 @@ fn uip_of(blocks: impl Iterator<Item = Block>, pages_per_block: u32) -> (f64, f6
     )
 }
 
+/// Could cleaning reclaim a block in this state? Full, and holding an invalid page, pages
+/// it will never be written to (a block sealed early) or a flag. Each table adds its own
+/// rules (pins; the iBAT's data blocks).
+fn reclaimable(b: &Block, pages_per_block: u32) -> bool {
+    b.state == BlockState::Full
+        && (b.invalid() > 0 || b.next_page() < pages_per_block || b.flags != 0)
+}
+
+/// Blocks being cleaned, never candidates meanwhile: moving a block's pages can set off
+/// more cleaning (a failed batch is written again elsewhere, and that may need room),
+/// which must not pick the block whose erase is still to come. Pins nest (a short stack:
+/// one per cleaning in progress).
+#[derive(Default)]
+struct Pins(Vec<u32>);
+
+impl Pins {
+    fn contains(&self, block: u32) -> bool {
+        self.0.contains(&block)
+    }
+
+    fn push(&mut self, block: u32) {
+        self.0.push(block);
+    }
+
+    /// Drops one pin of `block` (the newest).
+    fn pop(&mut self, block: u32) {
+        if let Some(i) = self.0.iter().rposition(|&b| b == block) {
+            self.0.remove(i);
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.0.capacity() * 4
+    }
+}
+
 enum Records {
     Page(PageTable),
     Ibat(Ibat),

@@ -31,7 +31,7 @@ pub struct PageTable {
     /// Blocks in state `Bad` (statfs asks at every open: no walk of the table).
     bad: u32,
     /// Blocks being cleaned, never candidates meanwhile (see `pin`).
-    pinned: Vec<u32>,
+    pinned: super::Pins,
 }
 
 const NOT_FILED: u16 = u16::MAX;
@@ -51,7 +51,7 @@ impl PageTable {
             valid_pages: 0,
             flagged: BTreeSet::new(),
             bad: 0,
-            pinned: Vec::new(),
+            pinned: super::Pins::default(),
         }
     }
 
@@ -141,30 +141,23 @@ impl PageTable {
     }
 
     fn compute_candidate(&self, block: u32) -> bool {
-        let b = &self.blocks[block as usize];
-        b.state == BlockState::Full
-            && (b.invalid() > 0 || b.next_page() < self.pages_per_block || b.flags != 0)
-            && !self.pinned.contains(&block)
+        super::reclaimable(&self.blocks[block as usize], self.pages_per_block)
+            && !self.pinned.contains(block)
     }
 
-    /// Takes a block out of the candidates while it is being cleaned: moving its pages
-    /// can set off more cleaning (a failed batch is written again elsewhere, and that may
-    /// need room), which must not pick the block whose erase is still to come. Pins nest
-    /// (a short stack: one per cleaning in progress).
     /// Is `block` being cleaned?
     pub fn is_pinned(&self, block: u32) -> bool {
-        self.pinned.contains(&block)
+        self.pinned.contains(block)
     }
 
+    /// Takes a block out of the candidates while it is being cleaned (see `Pins`).
     pub fn pin(&mut self, block: u32) {
         self.pinned.push(block);
         self.refile(block);
     }
 
     pub fn unpin(&mut self, block: u32) {
-        if let Some(i) = self.pinned.iter().rposition(|&b| b == block) {
-            self.pinned.remove(i);
-        }
+        self.pinned.pop(block);
         self.refile(block);
     }
 
