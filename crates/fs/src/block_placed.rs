@@ -122,21 +122,18 @@ impl<F: Flash> FileSystem<F> {
         self.settle()?;
         let ppb = self.layout.pages_per_block;
         let (lb, k) = (d.chunk / ppb, d.chunk % ppb);
-        if let Placed::Block(b) = self.placed(d.obj, lb) {
-            let next = self.blocks.get(b).next_page();
-            if k >= next {
-                if let Some(pno) = self.append_placed(b, d, data)? {
-                    return Ok(pno);
-                }
-            }
-            return self.copy_placed(d.obj, lb, Some((d, data)));
-        }
-        if let Placed::Nowhere = self.placed(d.obj, lb) {
-            let b = self.open_data_block(accepted, 0)?;
+        let block = match self.placed(d.obj, lb) {
+            // Appended past the block's last written page, or the block copied.
+            Placed::Block(b) if k >= self.blocks.get(b).next_page() => Some(b),
+            Placed::Block(_) | Placed::Astray => None,
+            Placed::Nowhere => Some(self.open_data_block(accepted, 0)?),
+        };
+        if let Some(b) = block {
             if let Some(pno) = self.append_placed(b, d, data)? {
                 return Ok(pno);
             }
         }
+        // Refused, an overwrite, or astray: a copy takes the chunk.
         self.copy_placed(d.obj, lb, Some((d, data)))
     }
 
