@@ -6,8 +6,8 @@ set -euo pipefail
 need_apt=()
 # Each entry: a command, and the Debian package that provides it.
 #   fusermount3      `nandkit mount` (FUSE) mounts and unmounts through it as a non-root user
-#   setfattr         xattr checks in crates/cli/tests/fuse_mount.rs
-#   setfacl          POSIX ACL checks in crates/cli/tests/fuse_acl.rs (also getfacl, chacl)
+#   setfattr         xattr checks in crates/cli/tests/all/fuse_mount.rs
+#   setfacl          POSIX ACL checks in crates/cli/tests/all/fuse_acl.rs (also getfacl, chacl)
 #   sqlite3, git     real programs the FUSE integration test runs on a mount
 #   fio, bindfs      measuring the FUSE path against a pass-through file system
 for pair in fusermount3:fuse3 pkg-config:pkg-config setfattr:attr setfacl:acl \

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use clap::Args;
 use nandkit_flash::{DeviceOptions, StripedDevice};
-use nandkit_fs::{FileSystem, Ino, Kind, MountMethod, ROOT_INO};
+use nandkit_fs::{FileSystem, Ino, Kind, MountMethod, SpaceAccount, ROOT_INO};
 use serde::Serialize;
 
 use crate::image::{self, Access};
@@ -42,6 +42,8 @@ struct Report {
     pages_checked: u64,
     objects_checked: u64,
     scan_host_ms: f64,
+    /// Where the used space goes, in chunks (by the scan).
+    space: SpaceAccount,
     /// "agrees", "disagrees", "absent", or "nvram" (a minv file system keeps none).
     checkpoint: &'static str,
 }
@@ -94,6 +96,11 @@ fn print_text(r: &Report) {
         "  scanned in {:.1} ms (host); {} pages and {} objects checked",
         r.scan_host_ms, r.pages_checked, r.objects_checked
     );
+    let s = &r.space;
+    println!(
+        "  space: {} chunks used = {} data + {} metadata + {} reserved by fallocate",
+        s.used, s.data, s.metadata, s.reserved
+    );
     println!(
         "  checkpoint: {}",
         match r.checkpoint {
@@ -125,6 +132,7 @@ fn check(args: &FsckArgs) -> anyhow::Result<Report> {
             pages_checked: fsck.pages_checked,
             objects_checked: fsck.objects_checked,
             scan_host_ms,
+            space: fsck.space,
             checkpoint: "nvram",
         });
     }
@@ -166,6 +174,7 @@ fn check(args: &FsckArgs) -> anyhow::Result<Report> {
         pages_checked: fsck.pages_checked,
         objects_checked: fsck.objects_checked,
         scan_host_ms,
+        space: fsck.space.clone(),
         checkpoint,
     })
 }

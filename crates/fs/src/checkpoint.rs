@@ -340,10 +340,8 @@ impl<F: Flash> FileSystem<F> {
                 let target = Ino::try_from(o.size).unwrap_or(0);
                 *self.links.entry(target).or_insert(0) += 1;
             }
-            if let Some(r) = o.reserve {
-                // Counted once the chunks are in (`recount_reserves` at the end of mount).
-                self.reserves.set(o.ino, r, None);
-            }
+            // Counted once the chunks are in (`recount_reserves` at the end of mount).
+            self.reserves.set(o.ino, o.reserve.clone(), None);
             if self.objects.insert(o.ino, obj).is_some() {
                 return Ok(false);
             }

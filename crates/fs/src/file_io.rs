@@ -433,7 +433,7 @@ impl<F: Flash> FileSystem<F> {
         self.clip_reserve(ino, new_size);
         if let Err(e) = self.persist(ino, d, Vec::new()) {
             self.obj_mut(ino)?.size = old_size;
-            if reserve.is_some() {
+            if !reserve.is_empty() {
                 self.set_reserve(ino, reserve);
             }
             return Err(e);

@@ -739,7 +739,9 @@ impl<F: Flash> FileSystem<F> {
             gid: d.gid,
             nlink,
             size,
-            blocks: o.chunks.mapped(),
+            // What the file holds, its reserved holes included (as `du` counts a
+            // fallocated file on a disk file system; statfs counts them used).
+            blocks: o.chunks.mapped() + self.reserves.holes_of(ino),
             rdev: d.rdev,
             atime: d.atime,
             mtime: d.mtime,
@@ -832,7 +834,7 @@ impl<F: Flash> FileSystem<F> {
     }
 
     /// (Chunks the file system can hold, chunks in use or promised.)
-    fn space(&self) -> (u64, u64) {
+    pub(crate) fn space(&self) -> (u64, u64) {
         let (total, valid) = self.space_without_reserves();
         (total, valid + self.reserved_chunks())
     }

@@ -12,6 +12,8 @@
 //! - hard links name files that exist, and each file's link count is what they say;
 //!   attribute sets belong to objects that exist; payloads in data chunks read back;
 //! - sizes match: no chunk lies past its file's end;
+//! - space adds up: what statfs counts as used is the files' valid pages, the metadata's
+//!   and the holes the files' reservations hold, nothing more;
 //! - both copies of the file system record are readable.
 
 use std::collections::{HashMap, HashSet};
@@ -36,6 +38,21 @@ pub struct FsckReport {
     pub pages_checked: u64,
     pub objects_checked: u64,
     pub summaries_checked: u64,
+    pub space: SpaceAccount,
+}
+
+/// Where the space statfs counts as used goes, in chunks. fsck reports a difference
+/// between `used` and the sum of the rest: space that no file and no metadata holds.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SpaceAccount {
+    /// What statfs counts as used (valid pages and reserved holes).
+    pub used: u64,
+    /// Valid pages holding files' data.
+    pub data: u64,
+    /// Valid pages holding headers and deletion markers.
+    pub metadata: u64,
+    /// Holes fallocate reserved, counted from the files' maps.
+    pub reserved: u64,
 }
 
 impl FsckReport {
@@ -279,6 +296,7 @@ impl<F: Flash> FileSystem<F> {
                 }
             }
         }
+        self.account_space(&mut r, &pages);
         self.check_summaries(&mut r, &pages);
         if self.block_placed() {
             self.check_placement(&mut r, &pages);
@@ -294,6 +312,45 @@ impl<F: Flash> FileSystem<F> {
             r.notes = found.notes;
         }
         r
+    }
+
+    /// Fills `r.space` and reports used space that nothing holds (or holds twice).
+    fn account_space(&self, r: &mut FsckReport, owners: &[(u32, Owner)]) {
+        let mut a = SpaceAccount {
+            used: self.space().1,
+            ..SpaceAccount::default()
+        };
+        for &(pno, owner) in owners {
+            if !self.blocks.is_valid(pno) {
+                continue; // reported above
+            }
+            match owner {
+                Owner::Chunk(..) => a.data += 1,
+                Owner::Header(_) | Owner::Tombstone(_) => a.metadata += 1,
+            }
+        }
+        a.reserved = self
+            .reserves
+            .inos()
+            .map(|ino| {
+                self.objects.get(&ino).map_or(0, |o| {
+                    crate::reserve_table::holes_in(&o.chunks, &self.reserves.get(ino))
+                })
+            })
+            .sum();
+        let held = a.data + a.metadata + a.reserved;
+        if held != a.used {
+            r.problems.push(format!(
+                "space: {} chunks are counted used, the files and metadata hold {held} ({} data pages, {} metadata pages, {} reserved holes): {} {}",
+                a.used,
+                a.data,
+                a.metadata,
+                a.reserved,
+                a.used.abs_diff(held),
+                if a.used > held { "held by nothing" } else { "not counted" }
+            ));
+        }
+        r.space = a;
     }
 
     /// Block-placed data (MNFS's iBAT): chunk `c` of a file sits at page `c % ppb` of the

@@ -72,7 +72,7 @@ impl<F: Flash> FileSystem<F> {
         o.header = NO_PAGE;
         o.parent = rec.names.first().map_or(0, |n| n.parent);
         o.subdirs = facts.subdirs;
-        let reserve = rec.reserve;
+        let reserve = rec.reserve.clone();
         o.details = Some(Box::new(self.details_from_record(ino, rec)));
         self.objects.insert(ino, o);
         if kind == Kind::Dir {
@@ -85,10 +85,8 @@ impl<F: Flash> FileSystem<F> {
         if facts.xattr_set != 0 {
             self.xattr_sets.insert(ino, facts.xattr_set);
         }
-        if let Some(r) = reserve {
-            // Counted once the map is in (the mount loads reserved files at once).
-            self.reserves.set(ino, r, None);
-        }
+        // Counted once the map is in (the mount loads reserved files at once).
+        self.reserves.set(ino, reserve, None);
         if crate::rebuild::has_data(kind) {
             self.unloaded.insert(ino);
         }

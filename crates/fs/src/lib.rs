@@ -60,7 +60,7 @@ pub use clock::{Clock, CountingClock, SystemClock};
 pub use config::{AllocParams, AllocatorKind, CleanerKind, FsConfig, PROFILES};
 pub use error::{FsError, Result};
 pub use fs::{AtimePolicy, FileSystem, FsStats, MountMethod, MountOptions};
-pub use fsck::FsckReport;
+pub use fsck::{FsckReport, SpaceAccount};
 pub use namespace::NewObject;
 pub use namespace::SYMLINK_MAX;
 pub use types::*;

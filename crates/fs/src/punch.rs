@@ -35,7 +35,8 @@
 use nandkit_flash::Flash;
 
 use crate::error::{FsError, Result};
-use crate::format::record::{Floor, Reserve};
+use crate::format::record::Floor;
+use crate::format::reserved::Reserve;
 use crate::fs::FileSystem;
 use crate::object::{LOST_PAGE, NO_CHUNK, NO_PAGE};
 use crate::types::{Ino, Time};
@@ -66,10 +67,10 @@ impl<F: Flash> FileSystem<F> {
         self.load(ino)?;
         let c = u64::from(self.layout.chunk_bytes);
         let size = self.obj(ino)?.size;
-        // The reservation gives back what the punch frees (it is one range: only a punch
-        // over one of its ends can shrink it; a hole in its middle stays reserved).
+        // The reservation gives back the whole chunks the punch frees (an edge chunk
+        // keeps its data, and its reservation).
         let old_reserve = self.reserves.get(ino);
-        if let Some(r) = old_reserve {
+        if !old_reserve.is_empty() {
             let a = offset.div_ceil(c).min(u64::from(u32::MAX)) as u32;
             let b = if end >= size {
                 end.div_ceil(c)
@@ -77,15 +78,8 @@ impl<F: Flash> FileSystem<F> {
                 end / c
             };
             let b = b.min(u64::from(u32::MAX)) as u32;
-            let new = if a <= r.start && b >= r.end {
-                None
-            } else if a <= r.start && b > r.start {
-                Some(Reserve { start: b, ..r })
-            } else if b >= r.end && a < r.end {
-                Some(Reserve { end: a, ..r })
-            } else {
-                Some(r)
-            };
+            let mut new = old_reserve.clone();
+            new.remove(Reserve { start: a, end: b });
             self.set_reserve(ino, new);
         }
         let q = end.min(size);
@@ -120,7 +114,7 @@ impl<F: Flash> FileSystem<F> {
             return Err(FsError::NoSpace);
         }
         let size = o.size;
-        self.set_reserve(ino, Some(new));
+        self.set_reserve(ino, new);
         let grow = !keep_size && end > size;
         if grow {
             if let Err(e) = self.truncate(ino, end) {

@@ -202,7 +202,7 @@ impl<F: Flash> FileSystem<F> {
                 self.blocks.set_valid(h.pno);
             }
             self.objects.insert(ino, o);
-            if let Some(r) = h.record.as_ref().and_then(|r| r.reserve) {
+            if let Some(r) = h.record.as_ref().map(|r| r.reserve.clone()) {
                 // Counted once the chunks are in (`recount_reserves` at the end of mount).
                 self.reserves.set(ino, r, None);
             }

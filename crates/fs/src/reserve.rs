@@ -4,15 +4,17 @@
 //! every hole in it counts as used space (in statfs, and against every other writer) until
 //! it is written. Writes into a reserved hole may use the space set aside for it.
 //!
-//! A file has one reserved range; a second fallocate widens it to cover both. A shrink
-//! gives back what lies past the new end (as on Linux, also what KEEP_SIZE reserved past
-//! the end of the file).
+//! A file keeps the ranges it was asked to reserve and nothing between them (see
+//! `format::reserved`). A punch gives back the whole chunks it frees; a shrink gives back
+//! what lies past the new end (as on Linux, also what KEEP_SIZE reserved past the end of
+//! the file); an unlink gives back everything once the file's last user closes it.
 
 use nandkit_flash::Flash;
 
 use crate::error::{FsError, Result};
-use crate::format::record::Reserve;
+use crate::format::reserved::{Reserve, Reserved};
 use crate::fs::FileSystem;
+use crate::reserve_table::holes_in;
 use crate::types::{Ino, Kind};
 
 impl<F: Flash> FileSystem<F> {
@@ -38,30 +40,23 @@ impl<F: Flash> FileSystem<F> {
         Ok(end)
     }
 
-    /// The file's reservation widened to cover bytes `[offset, end)`: (the old one, the
-    /// new one, how many holes become reserved that were not).
+    /// The file's reservation with bytes `[offset, end)` added: (the old ranges, the new
+    /// ones, how many holes become reserved that were not).
     pub(crate) fn widened_reserve(
         &self,
         ino: Ino,
         offset: u64,
         end: u64,
-    ) -> Result<(Option<Reserve>, Reserve, u64)> {
+    ) -> Result<(Reserved, Reserved, u64)> {
         let c = u64::from(self.layout.chunk_bytes);
-        let want = Reserve {
+        let old = self.reserves.get(ino);
+        let mut new = old.clone();
+        new.add(Reserve {
             start: (offset / c) as u32,
             end: end.div_ceil(c) as u32,
-        };
-        let old = self.reserves.get(ino);
-        let new = match old {
-            Some(r) => Reserve {
-                start: r.start.min(want.start),
-                end: r.end.max(want.end),
-            },
-            None => want,
-        };
+        });
         let o = self.obj(ino)?;
-        let extra = o.chunks.holes_in(new.start, new.end)
-            - old.map_or(0, |r| o.chunks.holes_in(r.start, r.end));
+        let extra = holes_in(&o.chunks, &new).saturating_sub(holes_in(&o.chunks, &old));
         Ok((old, new, extra))
     }
 
@@ -73,7 +68,7 @@ impl<F: Flash> FileSystem<F> {
         self.load(ino)?;
         let (old, new, extra) = self.widened_reserve(ino, offset, end)?;
         let o = self.obj(ino)?;
-        let holes = o.chunks.holes_in(new.start, new.end);
+        let holes = holes_in(&o.chunks, &new);
         let size = o.size;
         let grow = !keep_size && end > size;
         if extra == 0 && !grow {
@@ -87,7 +82,7 @@ impl<F: Flash> FileSystem<F> {
         }
         let now = self.now();
         if holes > 0 {
-            self.set_reserve(ino, Some(new));
+            self.set_reserve(ino, new);
         }
         let result = if grow {
             self.truncate(ino, end)
@@ -111,10 +106,10 @@ impl<F: Flash> FileSystem<F> {
         result
     }
 
-    /// Gives `ino` the reservation `r` (`None`: none), its unwritten chunks counted.
-    pub(crate) fn set_reserve(&mut self, ino: Ino, r: Option<Reserve>) {
+    /// Gives `ino` the reserved ranges `r` (empty: none), their unwritten chunks counted.
+    pub(crate) fn set_reserve(&mut self, ino: Ino, r: Reserved) {
         let map = self.objects.get(&ino).map(|o| &o.chunks);
-        self.reserves.restore(ino, r, map);
+        self.reserves.set(ino, r, map);
     }
 
     /// Counts `ino`'s reserved holes again after a change of many chunks of its map.
@@ -157,9 +152,10 @@ impl<F: Flash> FileSystem<F> {
     pub(crate) fn clip_reserve(&mut self, ino: Ino, size: u64) {
         let c = u64::from(self.layout.chunk_bytes);
         let end = size.div_ceil(c).min(u64::from(u32::MAX)) as u32;
-        if let Some(mut r) = self.reserves.get(ino) {
-            r.end = r.end.min(end);
-            self.set_reserve(ino, (r.start < r.end).then_some(r));
+        let mut r = self.reserves.get(ino);
+        if !r.is_empty() {
+            r.clip(end);
+            self.set_reserve(ino, r);
         }
     }
 }

@@ -9,22 +9,31 @@
 
 use std::collections::HashMap;
 
-use crate::format::record::Reserve;
+use crate::format::reserved::Reserved;
 use crate::mapping::FileMap;
 use crate::object::NO_PAGE;
 use crate::types::Ino;
 
 #[derive(Default)]
 pub(crate) struct Reserves {
-    /// Each file's range and how many of its chunks have no page.
-    files: HashMap<Ino, (Reserve, u64)>,
+    /// Each file's ranges and how many of their chunks have no page.
+    files: HashMap<Ino, (Reserved, u64)>,
     /// Sum of the per-file hole counts.
     holes: u64,
 }
 
 impl Reserves {
-    pub(crate) fn get(&self, ino: Ino) -> Option<Reserve> {
-        self.files.get(&ino).map(|&(r, _)| r)
+    /// `ino`'s reserved ranges (empty if none).
+    pub(crate) fn get(&self, ino: Ino) -> Reserved {
+        self.files
+            .get(&ino)
+            .map(|(r, _)| r.clone())
+            .unwrap_or_default()
+    }
+
+    /// Chunks of `ino` reserved and not written yet.
+    pub(crate) fn holes_of(&self, ino: Ino) -> u64 {
+        self.files.get(&ino).map_or(0, |&(_, h)| h)
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -35,11 +44,9 @@ impl Reserves {
         self.files.keys().copied()
     }
 
-    /// Is `chunk` inside `ino`'s reserved range?
+    /// Is `chunk` inside one of `ino`'s reserved ranges?
     pub(crate) fn covers(&self, ino: Ino, chunk: u32) -> bool {
-        self.files
-            .get(&ino)
-            .is_some_and(|(r, _)| (r.start..r.end).contains(&chunk))
+        self.files.get(&ino).is_some_and(|(r, _)| r.contains(chunk))
     }
 
     /// Chunks reserved and not written yet, over every file.
@@ -47,21 +54,16 @@ impl Reserves {
         self.holes
     }
 
-    /// Gives `ino` the range `r`, its holes counted in `map` (the file's map; `None` for a
-    /// file not in RAM, whose range then counts no holes).
-    pub(crate) fn set(&mut self, ino: Ino, r: Reserve, map: Option<&FileMap>) {
+    /// Gives `ino` the ranges `r` (none if empty), their holes counted in `map` (the
+    /// file's map; `None` for a file not in RAM, whose ranges then count no holes).
+    pub(crate) fn set(&mut self, ino: Ino, r: Reserved, map: Option<&FileMap>) {
         self.remove(ino);
-        let holes = map.map_or(0, |m| m.holes_in(r.start, r.end));
+        if r.is_empty() {
+            return;
+        }
+        let holes = map.map_or(0, |m| holes_in(m, &r));
         self.holes += holes;
         self.files.insert(ino, (r, holes));
-    }
-
-    /// Sets `ino`'s range back to what it was before a failed call.
-    pub(crate) fn restore(&mut self, ino: Ino, old: Option<Reserve>, map: Option<&FileMap>) {
-        match old {
-            Some(r) => self.set(ino, r, map),
-            None => self.remove(ino),
-        }
     }
 
     pub(crate) fn remove(&mut self, ino: Ino) {
@@ -79,7 +81,7 @@ impl Reserves {
         let Some((r, holes)) = self.files.get_mut(&ino) else {
             return;
         };
-        if !(r.start..r.end).contains(&chunk) {
+        if !r.contains(chunk) {
             return;
         }
         match (old == NO_PAGE, new == NO_PAGE) {
@@ -98,7 +100,8 @@ impl Reserves {
 
     /// Counts `ino`'s holes again from its map (after a change of many chunks at once).
     pub(crate) fn recount(&mut self, ino: Ino, map: Option<&FileMap>) {
-        if let Some(r) = self.get(ino) {
+        let r = self.get(ino);
+        if !r.is_empty() {
             self.set(ino, r, map);
         }
     }
@@ -111,8 +114,9 @@ impl Reserves {
         let mut out: Vec<(Ino, u64, u64)> = self
             .files
             .iter()
-            .filter_map(|(&ino, &(r, holes))| {
-                let actual = map_of(ino).map_or(0, |m| m.holes_in(r.start, r.end));
+            .filter_map(|(&ino, (r, holes))| {
+                let (ino, holes) = (ino, *holes);
+                let actual = map_of(ino).map_or(0, |m| holes_in(m, r));
                 (actual != holes).then_some((ino, holes, actual))
             })
             .collect();
@@ -121,10 +125,23 @@ impl Reserves {
     }
 }
 
+/// Chunks of `r` with no page in `map`.
+pub(crate) fn holes_in(map: &FileMap, r: &Reserved) -> u64 {
+    r.ranges()
+        .iter()
+        .map(|x| map.holes_in(x.start, x.end))
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::reserved::Reserve;
     use crate::mapping::MappingKind;
+
+    fn one(start: u32, end: u32) -> Reserved {
+        Reserved::one(Reserve { start, end })
+    }
 
     fn map_with(chunks: &[u32]) -> FileMap {
         let shape = crate::mapping::MapShape {
@@ -142,7 +159,7 @@ mod tests {
     fn counts_follow_the_map() {
         let mut map = map_with(&[0, 1, 5]);
         let mut t = Reserves::default();
-        t.set(7, Reserve { start: 0, end: 8 }, Some(&map));
+        t.set(7, one(0, 8), Some(&map));
         assert_eq!(t.holes(), 5);
         // A write into a hole, an overwrite, a write outside the range.
         let old = map.set(3, 200);
@@ -171,12 +188,12 @@ mod tests {
     fn replacing_a_range_replaces_its_counts() {
         let map = map_with(&[2]);
         let mut t = Reserves::default();
-        t.set(1, Reserve { start: 0, end: 4 }, Some(&map));
-        t.set(2, Reserve { start: 0, end: 2 }, None);
+        t.set(1, one(0, 4), Some(&map));
+        t.set(2, one(0, 2), None);
         assert_eq!(t.holes(), 3);
-        t.set(1, Reserve { start: 2, end: 3 }, Some(&map));
+        t.set(1, one(2, 3), Some(&map));
         assert_eq!(t.holes(), 0);
-        t.restore(1, None, Some(&map));
+        t.set(1, Reserved::new(), Some(&map));
         assert_eq!(t.holes(), 0);
         assert!(t.covers(2, 1) && !t.covers(2, 2) && !t.covers(1, 2));
     }

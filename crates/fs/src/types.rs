@@ -108,7 +108,7 @@ pub struct Attr {
     pub nlink: u32,
     /// File: bytes of data. Symlink: bytes of the target. Others: 0.
     pub size: u64,
-    /// Flash pages holding this object's data.
+    /// Flash pages holding this object's data, and the holes fallocate reserved for it.
     pub blocks: u64,
     pub rdev: u64,
     pub atime: Time,

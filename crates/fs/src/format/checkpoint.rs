@@ -1,16 +1,16 @@
 //! The checkpoint stream: the file system's RAM state at a clean unmount, so the next
 //! mount reads it instead of scanning. Compact, like YAFFS2's (an object is about 16
 //! bytes here, without its name: attributes and names are loaded from the object's header
-//! when first needed). The stream is `u32 magic "NCK2"`, `u64 body length`, the body, and
+//! when first needed). The stream is `u32 magic "NCK4"`, `u64 body length`, the body, and
 //! a CRC32C of the body; it is cut into special pages (kind checkpoint) whose frames carry
 //! the checkpoint id and page number.
 
-use super::record::Reserve;
+use super::reserved::Reserved;
 use super::summary::Summary;
 use super::{crc, Put, Reader};
 use crate::types::{Ino, Kind};
 
-const MAGIC: u32 = 0x334b_434e; // "NCK3"
+const MAGIC: u32 = 0x344b_434e; // "NCK4"
 /// Marks a lost page (unreadable after a media error) in a chunk run.
 pub const RUN_LOST: u32 = u32::MAX;
 
@@ -53,7 +53,7 @@ pub struct CkptObject {
     pub headers_on_flash: u32,
     pub runs: Vec<ChunkRun>,
     /// Chunks fallocate reserved.
-    pub reserve: Option<Reserve>,
+    pub reserve: Reserved,
 }
 
 /// An open block of a write stream and the summary entries of its pages so far.
@@ -138,13 +138,7 @@ impl CheckpointImage {
                 b.put_varint(u64::from(r.len));
                 next_chunk = r.chunk + r.len;
             }
-            match o.reserve {
-                None => b.put_varint(0),
-                Some(r) => {
-                    b.put_varint(u64::from(r.start) + 1);
-                    b.put_varint(u64::from(r.end.wrapping_sub(r.start)));
-                }
-            }
+            o.reserve.encode(&mut b);
         }
         let mut out = Vec::with_capacity(b.len() + 16);
         out.put_u32(MAGIC);
@@ -258,14 +252,7 @@ impl CheckpointImage {
                 next_chunk = chunk.checked_add(len)?;
                 runs.push(ChunkRun { chunk, page, len });
             }
-            let reserve = match r.varint32()? {
-                0 => None,
-                s => {
-                    let start = s - 1;
-                    let end = start.checked_add(r.varint32()?)?;
-                    Some(Reserve { start, end })
-                }
-            };
+            let reserve = Reserved::decode(&mut r)?;
             objects.push(CkptObject {
                 ino,
                 kind,
@@ -365,7 +352,7 @@ mod tests {
                     max_chunk_on_flash: None,
                     headers_on_flash: 1,
                     runs: vec![],
-                    reserve: None,
+                    reserve: Reserved::new(),
                 },
                 CkptObject {
                     ino: 2,
@@ -387,7 +374,7 @@ mod tests {
                             len: 1,
                         },
                     ],
-                    reserve: Some(Reserve { start: 2, end: 9 }),
+                    reserve: Reserved::one(crate::format::reserved::Reserve { start: 2, end: 9 }),
                 },
             ],
         };

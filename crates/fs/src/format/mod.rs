@@ -5,6 +5,8 @@
 //! - [`tags`]: the per-page tags in the OOB, in two layouts (large: 34 bytes with a full
 //!   64-bit serial; small: 8 packed bytes for 512-byte pages);
 //! - [`record`]: an object header record (in band, in a header page);
+//! - [`reserved`]: the ranges of a file that fallocate reserved (in records and the
+//!   checkpoint);
 //! - [`special`]: the frame of file system pages that are not objects (block summaries,
 //!   checkpoint pages, the file system record and anchor entries);
 //! - [`summary`]: a block summary, the tags of a whole block in one page;
@@ -17,6 +19,7 @@ pub mod anchor;
 pub mod checkpoint;
 pub mod legacy;
 pub mod record;
+pub mod reserved;
 pub mod special;
 pub mod summary;
 pub mod tags;

@@ -5,6 +5,7 @@
 //! directory's record says nothing of its children. An object with no names (other than
 //! the root) is deleted; its record is the tombstone.
 
+pub use super::reserved::{Reserve, Reserved};
 use super::tags::HeaderFacts;
 use super::{crc, Put, Reader, FORMAT_VERSION};
 pub use crate::types::Time;
@@ -58,16 +59,9 @@ pub struct Record {
     /// rename over an existing name, or RENAME_EXCHANGE, changes two objects in one page.
     pub name_updates: Vec<(Ino, Vec<Name>)>,
     pub floors: Vec<Floor>,
-    /// Files: chunks `[start, end)` reserved by fallocate (their holes count as used).
-    pub reserve: Option<Reserve>,
-}
-
-/// Chunks of a file that fallocate reserved: every hole among them has a page set aside,
-/// so a write there never fails for want of space.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Reserve {
-    pub start: u32,
-    pub end: u32,
+    /// Files: chunks reserved by fallocate (their holes count as used: every hole among
+    /// them has a page set aside, so a write there never fails for want of space).
+    pub reserve: Reserved,
 }
 
 impl Record {
@@ -90,7 +84,7 @@ impl Record {
             xattrs: Vec::new(),
             name_updates: Vec::new(),
             floors: Vec::new(),
-            reserve: None,
+            reserve: Reserved::new(),
         }
     }
 
@@ -107,7 +101,7 @@ impl Record {
             needs_read: self.names.len() > 1
                 || !self.name_updates.is_empty()
                 || !self.floors.is_empty()
-                || self.reserve.is_some(),
+                || !self.reserve.is_empty(),
         }
     }
 
@@ -133,13 +127,7 @@ impl Record {
                 .iter()
                 .map(|f| super::varint_len(f.size) + 8 + super::varint_len(u64::from(f.end_chunk)))
                 .sum::<usize>()
-            + match self.reserve {
-                None => 1,
-                Some(r) => {
-                    1 + super::varint_len(u64::from(r.start))
-                        + super::varint_len(u64::from(r.end.wrapping_sub(r.start)))
-                }
-            }
+            + self.reserve.encoded_len()
     }
 
     pub fn encode(&self) -> Vec<u8> {
@@ -172,14 +160,7 @@ impl Record {
             b.put_u64(f.serial);
             b.put_varint(u64::from(f.end_chunk));
         }
-        match self.reserve {
-            None => b.put_u8(0),
-            Some(r) => {
-                b.put_u8(1);
-                b.put_varint(u64::from(r.start));
-                b.put_varint(u64::from(r.end.wrapping_sub(r.start)));
-            }
-        }
+        self.reserve.encode(&mut b);
         debug_assert_eq!(b.len(), self.encoded_len());
         let len = u16::try_from(b.len()).expect("a record fits a page");
         b[0..2].copy_from_slice(&len.to_le_bytes());
@@ -233,15 +214,7 @@ impl Record {
                 end_chunk,
             });
         }
-        let reserve = match r.u8()? {
-            0 => None,
-            1 => {
-                let start = r.varint32()?;
-                let end = start.checked_add(r.varint32()?)?;
-                Some(Reserve { start, end })
-            }
-            _ => return None,
-        };
+        let reserve = Reserved::decode(&mut r)?;
         if r.left() != 0 {
             return None;
         }
@@ -381,7 +354,7 @@ mod tests {
                 serial: 1 << 33,
                 end_chunk: 70,
             }],
-            reserve: Some(Reserve { start: 3, end: 90 }),
+            reserve: Reserved::one(Reserve { start: 3, end: 90 }),
         }
     }
 
@@ -429,7 +402,7 @@ mod tests {
         r.name_updates.clear();
         r.floors.clear();
         assert!(r.facts(5).needs_read, "a reservation is read at mount");
-        r.reserve = None;
+        r.reserve = Reserved::new();
         assert!(!r.facts(5).needs_read);
         r.names.clear();
         assert_eq!(r.facts(5).kind, None, "no names: deleted");

@@ -1,0 +1,14 @@
+//! All of this crate's integration tests, one binary: linking one test
+//! executable instead of one per file is most of what a fresh `cargo test` costs.
+mod bench;
+mod cli;
+mod common;
+mod fs_cli;
+mod fuse_acl;
+mod fuse_conformance;
+mod fuse_mount;
+mod fuse_punch;
+mod fuse_semantics;
+mod fuse_writeback;
+mod model_cmd;
+mod reproduce;

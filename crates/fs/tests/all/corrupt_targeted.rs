@@ -1,0 +1,458 @@
+//! Targeted damage, each case on both geometries, each knowing exactly what must survive
+//! (corrupt.rs throws random damage at images and only asks for a clean outcome):
+//! - a full block's summary torn or damaged: the mount reads the block page by page,
+//!   loses nothing fsync'd, and repairs the block;
+//! - a data page damaged under a good summary: only that chunk of its file is lost (EIO);
+//! - one copy of the file system record lost: the mount uses the other, fsck says so, and
+//!   a writable mount writes the copy again; both lost: a clean refusal.
+//!
+//! Damage is done to image files, page by page (the image holds each page's data and OOB,
+//! in order).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::common::*;
+use nandkit_flash::{DeviceOptions, FlashDevice, Geometry};
+use nandkit_fs::format::tags::{PageKind, SpecialKind, TagRead, Tags};
+use nandkit_fs::layout::Layout;
+use nandkit_fs::*;
+
+fn meta_path(p: &Path) -> PathBuf {
+    let mut s = p.as_os_str().to_owned();
+    s.push(".meta");
+    PathBuf::from(s)
+}
+
+fn copy_image(from: &Path, to: &Path) {
+    std::fs::copy(from, to).unwrap();
+    std::fs::copy(meta_path(from), meta_path(to)).unwrap();
+}
+
+fn open(path: &Path) -> FlashDevice {
+    FlashDevice::open_image(path, DeviceOptions::default()).unwrap()
+}
+
+/// A populated image and what it holds.
+struct Base {
+    path: PathBuf,
+    /// Path -> (object, contents), every one fsync'd.
+    files: BTreeMap<String, (Ino, Vec<u8>)>,
+    anchors: [u32; 2],
+}
+
+/// 30 files of 0 to 20 chunks (and a few bytes), written a chunk at a time round-robin so
+/// that full blocks end in summaries (not runs), some fsync'd as they go, all synced.
+/// `clean`: cleanly unmounted (a checkpoint); else left as a crash leaves it (a scan).
+fn base_image(tmp: &Path, dev: Dev, clean: bool) -> Base {
+    let path = tmp.join(format!("{}-{clean}.img", dev.name()));
+    let flash =
+        FlashDevice::create_image(&path, dev.config(), true, DeviceOptions::default()).unwrap();
+    let mut fs =
+        FileSystem::format(nandkit_flash::StripedFlash::new(flash), yaffs(dev), clock()).unwrap();
+    let c = fs.chunk_bytes() as usize;
+    let sub = fs.create(ROOT_INO, b"sub", dir()).unwrap().ino;
+    let mut files = Vec::new();
+    for i in 0..30u64 {
+        let (parent, prefix) = if i % 2 == 0 {
+            (ROOT_INO, "")
+        } else {
+            (sub, "sub/")
+        };
+        let name = format!("f{i}");
+        let ino = fs.create(parent, name.as_bytes(), file()).unwrap().ino;
+        let len = (i as usize * 7) % 21 * c + (i as usize * 37) % c;
+        files.push((format!("{prefix}{name}"), ino, pattern(i, len)));
+    }
+    for round in 0..=20 {
+        for (k, (_, ino, data)) in files.iter().enumerate() {
+            let from = round * c;
+            if from < data.len() {
+                let to = (from + c).min(data.len());
+                fs.write(*ino, from as u64, &data[from..to]).unwrap();
+                if k % 3 == round % 3 {
+                    fs.fsync(*ino).unwrap();
+                }
+            }
+        }
+    }
+    fs.sync().unwrap();
+    let anchors = fs.anchor_blocks();
+    if clean {
+        drop(fs.unmount().unwrap());
+    } else {
+        drop(fs.into_device());
+    }
+    Base {
+        path,
+        files: files
+            .into_iter()
+            .map(|(n, ino, data)| (n, (ino, data)))
+            .collect(),
+        anchors,
+    }
+}
+
+/// The image's bytes, page by page.
+struct Image {
+    bytes: Vec<u8>,
+    g: Geometry,
+    layout: Layout,
+}
+
+impl Image {
+    fn read(path: &Path, dev: Dev) -> Image {
+        let g = dev.config().geometry;
+        Image {
+            bytes: std::fs::read(path).unwrap(),
+            g,
+            layout: Layout::new(g).unwrap(),
+        }
+    }
+
+    /// Writes the pages to `path` (the sidecar with the chip's block states is copied
+    /// from the base image separately).
+    fn write(&self, path: &Path) {
+        std::fs::write(path, &self.bytes).unwrap();
+    }
+
+    fn page_mut(&mut self, block: u32, page: u32) -> &mut [u8] {
+        let raw = self.g.raw_page_bytes();
+        let at = (block * self.g.pages_per_block + page) as usize * raw;
+        &mut self.bytes[at..at + raw]
+    }
+
+    fn tags(&mut self, block: u32, page: u32) -> TagRead {
+        let size = self.g.page_size_bytes as usize;
+        let layout = self.layout;
+        let p = self.page_mut(block, page);
+        layout.decode_tags(&p[size..])
+    }
+
+    fn kind(&mut self, block: u32, page: u32) -> Option<PageKind> {
+        match self.tags(block, page) {
+            TagRead::Valid(t) => Some(t.kind()),
+            _ => None,
+        }
+    }
+
+    /// Blocks whose last page is a block summary.
+    fn summarised_blocks(&mut self) -> Vec<u32> {
+        let last = self.g.pages_per_block - 1;
+        (0..self.g.blocks_per_chip)
+            .filter(|&b| self.kind(b, last) == Some(PageKind::Special(SpecialKind::Summary)))
+            .collect()
+    }
+}
+
+/// Every file reads back exactly.
+fn check_files(fs: &mut Fs, files: &BTreeMap<String, (Ino, Vec<u8>)>, ctx: &str) {
+    for (path, (ino, data)) in files {
+        assert_eq!(fs.resolve(path).ok(), Some(*ino), "{ctx}: {path}");
+        let got = read_all(fs, *ino).unwrap_or_else(|e| panic!("{ctx}: read of {path}: {e}"));
+        assert_bytes(&got, data, &format!("{ctx}: {path}"));
+    }
+}
+
+fn page_reads(fs: &mut Fs) -> u64 {
+    fs.device_mut().stats().total().page_reads
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Tear {
+    /// The summary was never programmed: its page is erased.
+    Erased,
+    /// Cut short: the first `n` bytes made it, the rest reads erased.
+    Prefix(usize),
+    /// Bytes of the summary frame flipped: ECC fails.
+    Flipped,
+}
+
+/// A full block whose summary is torn: the mount reads its pages one by one, repairs it
+/// (seals it again or cleans it), and nothing fsync'd is lost; fsck is clean.
+#[test]
+fn torn_block_summary() {
+    let tmp = tempfile::tempdir().unwrap();
+    for dev in Dev::ALL {
+        let base = base_image(tmp.path(), dev, false);
+        let mut image = Image::read(&base.path, dev);
+        let (size, oob, ppb) = (
+            image.g.page_size_bytes as usize,
+            image.g.oob_size_bytes as usize,
+            image.g.pages_per_block,
+        );
+        let blocks = image.summarised_blocks();
+        assert!(blocks.len() >= 3, "{}: summaries in {blocks:?}", dev.name());
+        let work = tmp.path().join("work.img");
+        // Reads an undamaged mount needs: about one page per block.
+        copy_image(&base.path, &work);
+        let mut fs = mount(open(&work)).unwrap();
+        assert_eq!(fs.mount_method(), MountMethod::Scan);
+        let pristine = page_reads(&mut fs);
+        drop(fs);
+        let tears = [
+            Tear::Erased,
+            Tear::Prefix(size / 2),
+            Tear::Prefix(size + oob / 2),
+            Tear::Flipped,
+        ];
+        for &b in &blocks {
+            for tear in tears {
+                let ctx = format!("{}: summary of block {b} {tear:?}", dev.name());
+                let mut damaged = Image::read(&base.path, dev);
+                let page = damaged.page_mut(b, ppb - 1);
+                match tear {
+                    Tear::Erased => page.fill(0xFF),
+                    Tear::Prefix(n) => page[n..].fill(0xFF),
+                    Tear::Flipped => page[30..60].iter_mut().for_each(|x| *x ^= 0x5A),
+                }
+                damaged.write(&work);
+                copy_image_meta(&base.path, &work);
+                let mut fs = mount(open(&work)).unwrap_or_else(|e| panic!("{ctx}: mount: {e}"));
+                let reads = page_reads(&mut fs);
+                assert!(
+                    reads >= pristine + u64::from(ppb) - 1,
+                    "{ctx}: the mount read {reads} pages, an undamaged one {pristine}: the \
+                     block was not read page by page"
+                );
+                let st = fs.stats().clone();
+                assert!(
+                    st.summary_pages_written + st.blocks_cleaned >= 1,
+                    "{ctx}: the mount did not repair the block: {st:?}"
+                );
+                assert_fsck(&mut fs, &ctx);
+                check_files(&mut fs, &base.files, &ctx);
+                let mut fs = clean_remount(fs);
+                assert_fsck(&mut fs, &format!("{ctx}, remounted"));
+                check_files(&mut fs, &base.files, &format!("{ctx}, remounted"));
+                let mut fs = crash_remount(fs);
+                assert_fsck(&mut fs, &format!("{ctx}, crash-remounted"));
+                check_files(&mut fs, &base.files, &format!("{ctx}, crash-remounted"));
+            }
+        }
+        image.bytes.clear();
+    }
+}
+
+/// A data page damaged after its block got a good summary (ECC fails on it): the mount
+/// (scan or checkpoint) succeeds, reads of that one chunk fail with EIO, every other chunk
+/// of that file and every other file read back exactly, and fsck reports that page only,
+/// also after cleaning and a remount.
+#[test]
+fn damaged_page_under_good_summary() {
+    let tmp = tempfile::tempdir().unwrap();
+    for dev in Dev::ALL {
+        for clean in [false, true] {
+            let base = base_image(tmp.path(), dev, clean);
+            let mut image = Image::read(&base.path, dev);
+            let ppb = image.g.pages_per_block;
+            let c = image.g.page_size_bytes as u64;
+            // Data pages of summarised blocks, a few spread over them.
+            let mut targets = Vec::new();
+            for b in image.summarised_blocks() {
+                for p in 0..ppb - 1 {
+                    if let TagRead::Valid(Tags::Data(d)) = image.tags(b, p) {
+                        targets.push((b, p, d.obj, d.chunk));
+                    }
+                }
+            }
+            let step = (targets.len() / 6).max(1);
+            let targets: Vec<_> = targets.into_iter().step_by(step).collect();
+            assert!(targets.len() >= 4, "{}: targets {targets:?}", dev.name());
+            let work = tmp.path().join("work.img");
+            for &(b, p, obj, chunk) in &targets {
+                let pno = b * ppb + p;
+                let ctx = format!(
+                    "{} ({}): page {pno} (chunk {chunk} of object {obj}) damaged",
+                    dev.name(),
+                    if clean { "checkpoint" } else { "scan" }
+                );
+                let mut damaged = Image::read(&base.path, dev);
+                damaged.page_mut(b, p)[40..72]
+                    .iter_mut()
+                    .for_each(|x| *x ^= 0xA5);
+                damaged.write(&work);
+                copy_image_meta(&base.path, &work);
+                let mut fs = mount(open(&work)).unwrap_or_else(|e| panic!("{ctx}: mount: {e}"));
+                let check = |fs: &mut Fs, ctx: &str| {
+                    let problems = fs.fsck().problems;
+                    assert!(
+                        problems.iter().all(|p| p.contains(&format!("page {pno} "))),
+                        "{ctx}: fsck found more than the damaged page: {problems:#?}"
+                    );
+                    let mut victim = false;
+                    for (path, (ino, data)) in &base.files {
+                        // Names and sizes come from headers, which the damage left alone:
+                        // every file keeps both, the damaged one too.
+                        assert_eq!(fs.resolve(path).ok(), Some(*ino), "{ctx}: {path}");
+                        assert_eq!(
+                            fs.getattr(*ino).map(|a| a.size).ok(),
+                            Some(data.len() as u64),
+                            "{ctx}: size of {path}"
+                        );
+                        if *ino != obj {
+                            let got = read_all(fs, *ino)
+                                .unwrap_or_else(|e| panic!("{ctx}: read of {path}: {e}"));
+                            assert_bytes(&got, data, &format!("{ctx}: {path}"));
+                            continue;
+                        }
+                        victim = true;
+                        for (i, want) in data.chunks(c as usize).enumerate() {
+                            let mut buf = vec![0u8; want.len()];
+                            let r = fs.read(*ino, i as u64 * c, &mut buf);
+                            if i as u32 == chunk {
+                                match r {
+                                    Err(e) => assert_eq!(e.errno(), 5, "{ctx}: {e}"),
+                                    Ok(_) => panic!("{ctx}: the damaged chunk read back"),
+                                }
+                            } else {
+                                r.unwrap_or_else(|e| panic!("{ctx}: {path} chunk {i}: {e}"));
+                                assert_bytes(&buf, want, &format!("{ctx}: {path} chunk {i}"));
+                            }
+                        }
+                    }
+                    assert!(victim, "{ctx}: no file owns object {obj}");
+                };
+                check(&mut fs, &ctx);
+                assert!(
+                    !fs.fsck().problems.is_empty(),
+                    "{ctx}: fsck did not notice the damage"
+                );
+                // Cleaning, new writes, a remount: the damage stays where it was.
+                let f = fs.create(ROOT_INO, b"later", file()).unwrap().ino;
+                fs.write(f, 0, &pattern(3, 3 * c as usize)).unwrap();
+                fs.fsync(f).unwrap();
+                fs.gc(8).unwrap();
+                check(&mut fs, &format!("{ctx}, after cleaning"));
+                let mut fs = clean_remount(fs);
+                check(&mut fs, &format!("{ctx}, remounted"));
+                assert_bytes(
+                    &read_all(&mut fs, f).unwrap(),
+                    &pattern(3, 3 * c as usize),
+                    &format!("{ctx}, remounted: the new file"),
+                );
+            }
+        }
+    }
+}
+
+fn copy_image_meta(from: &Path, to: &Path) {
+    std::fs::copy(meta_path(from), meta_path(to)).unwrap();
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Loss {
+    Zeroed,
+    Erased,
+    Flipped,
+}
+
+fn ro_opts() -> MountOptions {
+    MountOptions {
+        read_only: true,
+        ..opts()
+    }
+}
+
+/// Page 0 of an anchor block (a copy of the file system record) damaged: the mount uses
+/// the other copy; fsck reports the missing one; a writable mount writes it again, and
+/// later mounts find both. Both copies damaged: the mount refuses with NotFormatted.
+#[test]
+fn file_system_record_copy_lost() {
+    let tmp = tempfile::tempdir().unwrap();
+    for dev in Dev::ALL {
+        for clean in [true, false] {
+            let base = base_image(tmp.path(), dev, clean);
+            let work = tmp.path().join("work.img");
+            let size = dev.config().geometry.page_size_bytes as usize;
+            // What fsck says of the undamaged image, mounted read-only.
+            copy_image(&base.path, &work);
+            let mut fs =
+                FileSystem::mount(nandkit_flash::StripedFlash::new(open(&work)), ro_opts())
+                    .unwrap();
+            let pristine = fs.fsck().problems;
+            drop(fs);
+            let damage = |which: &[usize], loss: Loss| {
+                let mut image = Image::read(&base.path, dev);
+                for &i in which {
+                    let page = image.page_mut(base.anchors[i], 0);
+                    match loss {
+                        Loss::Zeroed => page.fill(0),
+                        Loss::Erased => page.fill(0xFF),
+                        Loss::Flipped => page[size / 3..size / 3 + 16]
+                            .iter_mut()
+                            .for_each(|x| *x ^= 0x3C),
+                    }
+                }
+                image.write(&work);
+                copy_image_meta(&base.path, &work);
+            };
+            for loss in [Loss::Zeroed, Loss::Erased, Loss::Flipped] {
+                for which in 0..2 {
+                    let block = base.anchors[which];
+                    let ctx = format!(
+                        "{} ({}): record copy {} (block {block}) {loss:?}",
+                        dev.name(),
+                        if clean { "clean" } else { "crashed" },
+                        which + 1
+                    );
+                    damage(&[which], loss);
+                    // Read-only: the loss is seen and left alone.
+                    let mut fs =
+                        FileSystem::mount(nandkit_flash::StripedFlash::new(open(&work)), ro_opts())
+                            .unwrap_or_else(|e| panic!("{ctx}: read-only mount: {e}"));
+                    check_files(&mut fs, &base.files, &ctx);
+                    let mut want = pristine.clone();
+                    want.push(format!(
+                        "file system record copy {} (block {block}) is missing or unreadable",
+                        which + 1
+                    ));
+                    assert_eq!(fs.fsck().problems, want, "{ctx}: fsck, read-only");
+                    drop(fs);
+                    // Writable: the copy is written again.
+                    let mut fs = mount(open(&work)).unwrap_or_else(|e| panic!("{ctx}: mount: {e}"));
+                    assert_fsck(&mut fs, &format!("{ctx}, repaired"));
+                    check_files(&mut fs, &base.files, &format!("{ctx}, repaired"));
+                    drop(fs.unmount().unwrap());
+                    let mut image = Image::read(&work, dev);
+                    for b in base.anchors {
+                        assert_eq!(
+                            image.kind(b, 0),
+                            Some(PageKind::Special(SpecialKind::Anchor)),
+                            "{ctx}: page 0 of anchor block {b} after the repair"
+                        );
+                    }
+                    let mut fs =
+                        FileSystem::mount(nandkit_flash::StripedFlash::new(open(&work)), ro_opts())
+                            .unwrap();
+                    assert_fsck(&mut fs, &format!("{ctx}, remounted read-only"));
+                    check_files(&mut fs, &base.files, &format!("{ctx}, remounted"));
+                    drop(fs);
+                    let mut fs = FileSystem::mount(
+                        nandkit_flash::StripedFlash::new(open(&work)),
+                        scan_opts(),
+                    )
+                    .unwrap();
+                    assert_fsck(&mut fs, &format!("{ctx}, scanned"));
+                    check_files(&mut fs, &base.files, &format!("{ctx}, scanned"));
+                }
+                let ctx = format!(
+                    "{} ({}): both record copies {loss:?}",
+                    dev.name(),
+                    if clean { "clean" } else { "crashed" }
+                );
+                damage(&[0, 1], loss);
+                for options in [ro_opts(), opts()] {
+                    match FileSystem::mount(nandkit_flash::StripedFlash::new(open(&work)), options)
+                    {
+                        Ok(_) => panic!("{ctx}: mounted without a file system record"),
+                        Err(e) => assert!(
+                            matches!(e, FsError::NotFormatted(_)) && e.errno() == 22,
+                            "{ctx}: refused with {e:?}"
+                        ),
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,665 @@
+//! The `minv` profile (metadata in NVRAM): it works like any profile, mounts without
+//! reading flash, survives crashes, and refuses a damaged NVRAM with an error.
+
+use crate::common::*;
+use nandkit_fs::*;
+
+fn fresh(dev: Dev) -> Fs {
+    format_with(dev, minv(dev))
+}
+
+#[test]
+fn files_round_trip_through_unmount_and_crash() {
+    for dev in Dev::ALL {
+        let mut fs = fresh(dev);
+        let d = fs.create(ROOT_INO, b"dir", dir()).unwrap().ino;
+        let mut files = Vec::new();
+        for i in 0..20u64 {
+            let ino = fs
+                .create(d, format!("f{i}").as_bytes(), file())
+                .unwrap()
+                .ino;
+            let data = pattern(i, (i as usize * 997) % 9000 + 1);
+            fs.write(ino, 0, &data).unwrap();
+            fs.fsync(ino).unwrap();
+            files.push((ino, data));
+        }
+        fs.rename(d, b"f3", ROOT_INO, b"moved", RenameMode::Replace)
+            .unwrap();
+        fs.unlink(d, b"f4").unwrap();
+        let (ino4, _) = files.remove(4);
+        assert_fsck(&mut fs, dev.name());
+        let mut fs = clean_remount(fs);
+        assert_eq!(fs.mount_method(), MountMethod::Nvram);
+        assert_fsck(&mut fs, dev.name());
+        for (ino, data) in &files {
+            assert_bytes(&read_all(&mut fs, *ino).unwrap(), data, dev.name());
+        }
+        assert!(fs.lookup(ROOT_INO, b"moved").is_ok());
+        assert!(fs.getattr(ino4).is_err());
+        let mut fs = crash_remount(fs);
+        assert_fsck(&mut fs, dev.name());
+        for (ino, data) in &files {
+            assert_bytes(&read_all(&mut fs, *ino).unwrap(), data, dev.name());
+        }
+    }
+}
+
+#[test]
+fn mount_reads_nothing_on_flash() {
+    let dev = Dev::Small;
+    let mut fs = fresh(dev);
+    for i in 0..30u64 {
+        let ino = fs
+            .create(ROOT_INO, format!("f{i}").as_bytes(), file())
+            .unwrap()
+            .ino;
+        fs.write(ino, 0, &pattern(i, 3000)).unwrap();
+    }
+    let (mut flash, nv) = fs.unmount_parts().unwrap();
+    let t = flash.stats().total();
+    let reads = t.page_reads + t.oob_reads;
+    let fs = mount_parts(flash, nv).unwrap();
+    let t = fs.device().stats().total();
+    assert_eq!(t.page_reads + t.oob_reads, reads, "mount read flash");
+}
+
+/// Erase on delete: once a delete leaves a block without a live page, that block is erased,
+/// the stream's open block included, so later writes never share a block with dead pages
+/// and create/delete rounds never clean (never read flash).
+#[test]
+fn deletes_erase_every_emptied_block_and_rounds_read_nothing() {
+    let dev = Dev::Small;
+    let mut fs = fresh(dev);
+    let ppb = dev.config().geometry.pages_per_block;
+    let before = fs.device().stats().total();
+    for round in 0..4u64 {
+        // Five files of 1.5 blocks: the last leaves the open block half written.
+        for i in 0..5u64 {
+            let ino = fs
+                .create(ROOT_INO, format!("f{i}").as_bytes(), file())
+                .unwrap()
+                .ino;
+            fs.write(
+                ino,
+                0,
+                &pattern(round * 10 + i, dev.chunk() * ppb as usize * 3 / 2),
+            )
+            .unwrap();
+            fs.fsync(ino).unwrap();
+        }
+        for i in 0..5u64 {
+            fs.unlink(ROOT_INO, format!("f{i}").as_bytes()).unwrap();
+        }
+        let dead: Vec<usize> = fs
+            .block_table()
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.valid() == 0 && b.next_page() > 0)
+            .map(|(i, _)| i)
+            .collect();
+        assert!(
+            dead.is_empty(),
+            "round {round}: blocks {dead:?} hold only dead pages"
+        );
+        assert_fsck(&mut fs, "after the deletes");
+    }
+    let after = fs.device().stats().total();
+    assert_eq!(
+        after.page_reads + after.oob_reads,
+        before.page_reads + before.oob_reads
+    );
+    assert!(after.erases > before.erases);
+}
+
+/// The space model with our structure sizes predicts the NVRAM bytes in use exactly.
+#[test]
+fn nvram_use_equals_the_space_model() {
+    let dev = Dev::Small;
+    let g = dev.config().geometry.striped();
+    let name_bytes = 8;
+    let c = nandkit_fs::meta::minv::model_constants(g, name_bytes).unwrap();
+    let flash = u64::from(dev.blocks()) * c.block_size;
+    for (files, size) in [
+        (0u64, 0u64),
+        (1, 512),
+        (16, 2048),
+        (40, 30_000),
+        (3, 300_000),
+        (100, 1),
+    ] {
+        let mut fs = fresh(dev);
+        for i in 0..files {
+            let name = format!("f{i:07}");
+            assert_eq!(name.len(), name_bytes);
+            let ino = fs.create(ROOT_INO, name.as_bytes(), file()).unwrap().ino;
+            fs.write(ino, 0, &pattern(i, size as usize)).unwrap();
+            fs.fsync(ino).unwrap();
+        }
+        let model = nandkit_models::nvram_space_uniform(&c, flash, files, size).unwrap();
+        let measured = fs.nvram().unwrap().bytes_in_use;
+        assert_eq!(measured, model.bytes, "{files} files of {size} bytes");
+        // And again from a mount, which holds the state the unmount saved until every
+        // object is read from it (fsck reads them all).
+        let mut fs = clean_remount(fs);
+        let r = fs.nvram().unwrap();
+        assert!(
+            r.saved_state_bytes > 0 || files == 0,
+            "{files} files: nothing saved"
+        );
+        assert_eq!(
+            r.bytes_in_use - r.saved_state_bytes,
+            model.bytes,
+            "remounted"
+        );
+        assert!(fs.fsck().is_clean());
+        let r = fs.nvram().unwrap();
+        assert_eq!(
+            (r.bytes_in_use, r.saved_state_bytes),
+            (model.bytes, 0),
+            "all read"
+        );
+        // And from a mount that walks everything (as after a crash).
+        let (dev, nv) = fs.into_parts();
+        let fs = FileSystem::mount_with_nvram(dev, nv.unwrap(), Default::default()).unwrap();
+        assert_eq!(
+            fs.nvram().unwrap().bytes_in_use,
+            model.bytes,
+            "after a crash"
+        );
+    }
+}
+
+/// An attribute set leaves with its owner: deleting a file (or directory) with extended
+/// attributes, at once or at its last close, frees the set's inode too, so NVRAM in use
+/// goes back to what it was and fsck is clean with no remount in between (a remount
+/// used to be what dropped the orphaned sets).
+#[test]
+fn deleting_an_object_frees_its_attribute_set() {
+    let dev = Dev::Small;
+    let mut fs = fresh(dev);
+    let before = fs.nvram().unwrap().bytes_in_use;
+    let big = pattern(9, 3000); // a set too large for its record: kept in data chunks
+    let mut open_one = 0;
+    for i in 0..6u64 {
+        let name = format!("f{i}");
+        let ino = if i == 5 {
+            fs.create(ROOT_INO, name.as_bytes(), dir()).unwrap().ino
+        } else {
+            fs.create(ROOT_INO, name.as_bytes(), file()).unwrap().ino
+        };
+        let value: &[u8] = if i % 2 == 0 { b"small" } else { &big };
+        fs.setxattr(ino, b"user.a", value, XattrMode::Set).unwrap();
+        if i == 2 {
+            fs.open(ino).unwrap();
+            open_one = ino;
+        }
+    }
+    for i in 0..5u64 {
+        fs.unlink(ROOT_INO, format!("f{i}").as_bytes()).unwrap();
+    }
+    fs.rmdir(ROOT_INO, b"f5").unwrap();
+    // The open file keeps its attributes until its last close.
+    assert_eq!(fs.getxattr(open_one, b"user.a").unwrap(), b"small");
+    fs.release(open_one).unwrap();
+    assert_fsck(&mut fs, "after the deletes");
+    assert_eq!(fs.nvram().unwrap().bytes_in_use, before, "NVRAM in use");
+    let (flash, nv) = fs.unmount_parts().unwrap();
+    let mut fs = mount_parts(flash, nv).unwrap();
+    assert_fsck(&mut fs, "remounted");
+    assert_eq!(fs.nvram().unwrap().bytes_in_use, before, "remounted");
+}
+
+/// Damaged NVRAM: every byte of the metadata region flipped in turn (and random garbage)
+/// gives a mount that works or a clear error, never a panic.
+#[test]
+fn damaged_nvram_is_an_error_not_a_panic() {
+    let dev = Dev::Small;
+    let mut fs = fresh(dev);
+    for i in 0..12u64 {
+        let ino = fs
+            .create(ROOT_INO, format!("f{i}").as_bytes(), file())
+            .unwrap()
+            .ino;
+        fs.write(ino, 0, &pattern(i, 2000 + i as usize * 700))
+            .unwrap();
+    }
+    fs.rename(ROOT_INO, b"f1", ROOT_INO, b"f2", RenameMode::Replace)
+        .unwrap();
+    let (flash, nv) = fs.unmount_parts().unwrap();
+    let mut flash = flash.into_inner();
+    let mut nv = nv.unwrap();
+    let used = 200_000u64; // past the tables and everything the heap holds here
+    let mut image = vec![0u8; used as usize];
+    nv.read(0, &mut image).unwrap();
+    let mut refused = 0;
+    let mut rng = 0x9e37_79b9_u64;
+    for k in 0..600u64 {
+        let mut bad = image.clone();
+        // Half the time a byte of the tables (superblock, log, status, buckets), else of
+        // the heap where inodes, records and offset structures are.
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let at = if k % 2 == 0 {
+            (rng >> 33) % 16_000
+        } else {
+            16_000 + (rng >> 33) % (used - 16_000)
+        } as usize;
+        bad[at] ^= 1 << (k % 8);
+        let mut nv2 = ram_nvram();
+        nv2.write(0, &bad).unwrap();
+        nv2.persist_all().unwrap();
+        let f = clone_device(&mut flash);
+        match FileSystem::mount_with_nvram(nandkit_flash::StripedFlash::new(f), nv2, opts()) {
+            Ok(mut fs) => {
+                // Whatever it made of it must hold together.
+                let _ = fs.fsck();
+                let _ = dentries(&mut fs);
+            }
+            Err(e) => {
+                refused += 1;
+                assert!(!format!("{e}").is_empty());
+            }
+        }
+    }
+    assert!(refused > 50, "only {refused} damaged images refused");
+}
+
+/// Bit errors in minv's data pages, correctable or not: every read gives the data written
+/// or EIO, never other bytes and never a panic; writes that make the cleaner move damaged
+/// pages keep working (a page it cannot read is dropped and its chunk reads EIO); fsck
+/// finds nothing but the damage, before and after a remount.
+#[test]
+fn data_page_bit_errors_give_eio_not_wrong_data() {
+    let dev = Dev::Small;
+    let g = dev.config().geometry;
+    let codewords = g.page_size_bytes.div_ceil(512) + 1;
+    let (mut eio, mut exact) = (0, 0);
+    for seed in 0..24u64 {
+        let mut fs = fresh(dev);
+        let mut files = Vec::new();
+        for i in 0..10u64 {
+            let ino = fs
+                .create(ROOT_INO, format!("f{i}").as_bytes(), file())
+                .unwrap()
+                .ino;
+            let data = pattern(seed * 100 + i, 700 + (i as usize * 5_000) % 40_000);
+            fs.write(ino, 0, &data).unwrap();
+            fs.fsync(ino).unwrap();
+            files.push((ino, data));
+        }
+        let (flash, nv) = fs.unmount_parts().unwrap();
+        let mut flash = flash.into_inner();
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut next = |n: u32| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % u64::from(n)) as u32
+        };
+        for _ in 0..1 + seed % 20 {
+            let block = 2 + next(g.blocks_per_chip - 2);
+            let addr = nandkit_flash::PageAddr::new(0, block, next(g.pages_per_block));
+            flash
+                .inject_bit_errors(addr, next(codewords), 1 + next(12))
+                .unwrap();
+        }
+        let ctx = format!("seed {seed}");
+        let mut fs = mount_parts(flash, nv).unwrap();
+        let mut check = |fs: &mut Fs, when: &str| {
+            for (ino, data) in &files {
+                match read_all(fs, *ino) {
+                    Ok(got) => {
+                        assert_bytes(&got, data, &format!("{ctx} {when}: file {ino}"));
+                        exact += 1;
+                    }
+                    Err(e) => {
+                        assert_eq!(e.errno(), 5, "{ctx} {when}: file {ino}: {e}");
+                        eio += 1;
+                    }
+                }
+            }
+            let problems: Vec<String> = fs
+                .fsck()
+                .problems
+                .into_iter()
+                .filter(|p| !p.contains("fails its checks") && !p.contains("cannot be read"))
+                .collect();
+            assert!(problems.is_empty(), "{ctx} {when}: fsck: {problems:#?}");
+        };
+        check(&mut fs, "mounted");
+        // Churn that makes the cleaner move pages, damaged ones among them.
+        let churn = fs.create(ROOT_INO, b"churn", file()).unwrap().ino;
+        for round in 0..40u64 {
+            let r = fs
+                .write(churn, (round % 8) * 100_000, &pattern(round, 100_000))
+                .and_then(|_| fs.fsync(churn));
+            if let Err(e) = r {
+                assert!(matches!(e.errno(), 5 | 28), "{ctx}: churn: {e}");
+            }
+        }
+        fs.unlink(ROOT_INO, b"churn").unwrap();
+        check(&mut fs, "after churn");
+        let (flash, nv) = fs.unmount_parts().unwrap();
+        let mut fs = mount_parts(flash, nv).unwrap();
+        check(&mut fs, "remounted");
+    }
+    assert!(eio > 0 && exact > 0, "eio {eio}, exact {exact}");
+}
+
+/// NVRAM bytes a mount of `fs`'s image reads, after a clean unmount or a crash.
+fn mount_reads(fs: Fs, crash: bool) -> (u64, Fs) {
+    let (flash, nv) = if crash {
+        let (mut flash, nv) = fs.into_parts();
+        flash.power_cycle().unwrap();
+        (flash, nv)
+    } else {
+        fs.unmount_parts().unwrap()
+    };
+    let nv = nv.unwrap();
+    let before = nv.stats().bytes_read;
+    let fs = mount_parts(flash, Some(nv)).unwrap();
+    (fs.nvram().unwrap().stats.bytes_read - before, fs)
+}
+
+/// After a clean unmount a mount reads no file's offsets (what the unmount saved stands
+/// in for them): the NVRAM it reads does not grow with the data. After a crash it walks
+/// every offset structure, as it must.
+#[test]
+fn a_mount_after_a_clean_unmount_reads_no_file_offsets() {
+    let dev = Dev::Small;
+    let mut reads = Vec::new();
+    for size in [4096usize, 1 << 20] {
+        let mut fs = fresh(dev);
+        let ino = fs.create(ROOT_INO, b"f", file()).unwrap().ino;
+        fs.write(ino, 0, &pattern(7, size)).unwrap();
+        fs.fsync(ino).unwrap();
+        let (clean, mut fs) = mount_reads(fs, false);
+        assert_eq!(fs.mount_method(), MountMethod::Nvram);
+        assert_bytes(&read_all(&mut fs, ino).unwrap(), &pattern(7, size), "clean");
+        let (crash, mut fs) = mount_reads(fs, true);
+        assert_bytes(&read_all(&mut fs, ino).unwrap(), &pattern(7, size), "crash");
+        assert_fsck(&mut fs, "after the crash");
+        reads.push((clean, crash));
+    }
+    let [(small_clean, small_crash), (big_clean, big_crash)] = reads[..] else {
+        unreachable!()
+    };
+    // The file's size is in its record: a few bytes more at most.
+    assert!(
+        big_clean.abs_diff(small_clean) < 32,
+        "clean mounts read {small_clean} and {big_clean} bytes"
+    );
+    // 1 MiB of 512-byte chunks is 35 offset structures of 256 bytes.
+    assert!(
+        big_crash > small_crash + 30 * 256,
+        "crash mounts read {small_crash} and {big_crash} bytes"
+    );
+}
+
+/// Everything a file system does to a file whose map a mount left in the NVRAM: read,
+/// overwrite, truncate, punch, seek, link, rename over it, unlink it, and clean the
+/// blocks it lives in, with nothing loading it first. Each must load it, then answer as
+/// if it had never been left; the image stays clean through a crash and a remount.
+#[test]
+fn files_left_unread_by_a_mount_load_on_first_use() {
+    let dev = Dev::Small;
+    let c = dev.chunk();
+    let mut fs = fresh(dev);
+    let mut data: Vec<(Ino, Vec<u8>)> = Vec::new();
+    for i in 0..12u64 {
+        let ino = fs
+            .create(ROOT_INO, format!("f{i}").as_bytes(), file())
+            .unwrap()
+            .ino;
+        let d = pattern(i, 40 * c + 100);
+        fs.write(ino, 0, &d).unwrap();
+        fs.fsync(ino).unwrap();
+        data.push((ino, d));
+    }
+    // Fill most of the device with a file that is deleted again: cleaning has work.
+    let filler = fs.create(ROOT_INO, b"filler", file()).unwrap().ino;
+    let free = fs.statfs().free_chunks as usize;
+    fs.write(filler, 0, &pattern(99, (free - 40) * c)).unwrap();
+    fs.unlink(ROOT_INO, b"filler").unwrap();
+    fs.sync().unwrap();
+    let mut fs = clean_remount(fs);
+
+    // read through the shared path: refused until loaded, then right.
+    let (i0, d0) = data[0].clone();
+    let mut buf = vec![0u8; 10];
+    assert!(fs.read_shared(i0, 0, &mut buf).is_err());
+    assert_bytes(&read_all(&mut fs, i0).unwrap(), &d0, "read");
+    assert!(fs.read_shared(i0, 0, &mut buf).is_ok());
+    // overwrite the middle
+    let (i1, d1) = &mut data[1];
+    fs.write(*i1, 5 * c as u64, &[0xab; 700]).unwrap();
+    d1[5 * c..5 * c + 700].fill(0xab);
+    // truncate
+    let (i2, d2) = &mut data[2];
+    let set = SetAttr {
+        size: Some(3 * c as u64 + 1),
+        ..SetAttr::default()
+    };
+    fs.setattr(*i2, set).unwrap();
+    d2.truncate(3 * c + 1);
+    // punch
+    let (i3, d3) = &mut data[3];
+    fs.punch_hole(*i3, 2 * c as u64, 4 * c as u64).unwrap();
+    d3[2 * c..6 * c].fill(0);
+    // seek
+    let (i4, _) = data[4];
+    assert_eq!(fs.seek_hole(i4, 0).unwrap(), 40 * c as u64 + 100);
+    // link, then unlink the first name
+    let (i5, _) = data[5];
+    fs.link(i5, ROOT_INO, b"second").unwrap();
+    fs.unlink(ROOT_INO, b"f5").unwrap();
+    // rename over an unread file: it goes, its pages with it
+    fs.rename(ROOT_INO, b"f6", ROOT_INO, b"f7", RenameMode::Replace)
+        .unwrap();
+    let (i6, d6) = data.remove(6);
+    let (i7, _) = data.remove(6);
+    data.push((i6, d6));
+    // unlink an unread file
+    fs.unlink(ROOT_INO, b"f8").unwrap();
+    let (i8, _) = data.remove(6);
+    // clean every block worth cleaning: the owners of the pages moved are unread
+    fs.gc(u32::MAX).unwrap();
+    assert!(fs.stats().blocks_cleaned > 0, "nothing was cleaned");
+    assert!(fs.getattr(i7).is_err(), "the renamed-over file lives on");
+    assert!(fs.getattr(i8).is_err(), "the unlinked file lives on");
+
+    let check = |fs: &mut Fs, data: &[(Ino, Vec<u8>)], ctx: &str| {
+        assert_fsck(fs, ctx);
+        for (ino, d) in data {
+            assert_bytes(&read_all(fs, *ino).unwrap(), d, ctx);
+        }
+    };
+    check(&mut fs, &data, "after the ops");
+    fs.sync().unwrap();
+    let mut fs = crash_remount(fs);
+    check(&mut fs, &data, "after a crash");
+    let mut fs = clean_remount(fs);
+    check(&mut fs, &data, "after a clean remount");
+}
+
+/// A tree of `n` files under nested directories, each file fsync'd.
+fn tree(fs: &mut Fs, n: u64) {
+    let a = fs.create(ROOT_INO, b"a", dir()).unwrap().ino;
+    let b = fs.create(a, b"b", dir()).unwrap().ino;
+    for i in 0..n {
+        let parent = [ROOT_INO, a, b][i as usize % 3];
+        let ino = fs
+            .create(parent, format!("f{i}").as_bytes(), file())
+            .unwrap()
+            .ino;
+        fs.write(ino, 0, &pattern(i, 600)).unwrap();
+        fs.fsync(ino).unwrap();
+    }
+}
+
+/// After a clean unmount a mount puts no object but the root in RAM (the saved index
+/// stands in for the walk): the NVRAM it reads does not grow with the objects stored, the
+/// paper's "constant mount time". After a crash it reads every inode and record.
+#[test]
+fn a_clean_mount_reads_the_same_however_many_objects() {
+    let dev = Dev::Small;
+    let mut reads = Vec::new();
+    for n in [2u64, 400] {
+        let mut fs = fresh(dev);
+        tree(&mut fs, n);
+        let (clean, mut fs) = mount_reads(fs, false);
+        assert_eq!(
+            fs.statfs().objects,
+            n + 2,
+            "{n} files: statfs before any lookup"
+        );
+        assert_fsck(&mut fs, "after a clean mount");
+        let (crash, mut fs) = mount_reads(fs, true);
+        assert_fsck(&mut fs, "after a crash");
+        reads.push((clean, crash));
+    }
+    let [(few_clean, few_crash), (many_clean, many_crash)] = reads[..] else {
+        unreachable!()
+    };
+    // The root's entry is found by a binary search of the index: 40 bytes a probe.
+    assert!(
+        many_clean.abs_diff(few_clean) <= 10 * 40,
+        "clean mounts read {few_clean} and {many_clean} bytes"
+    );
+    // Each file is an inode (32 bytes) and a record of a hundred or so.
+    assert!(
+        many_crash > few_crash + 398 * 100,
+        "crash mounts read {few_crash} and {many_crash} bytes"
+    );
+}
+
+/// Objects a clean mount left in the NVRAM come into RAM when a call first reaches them,
+/// by name or by number, with what the unmount knew: link counts, attribute sets,
+/// subdirectory counts, fallocated chunks, directory contents. Namespace changes on
+/// directories never looked into stay exact through remounts and a crash.
+#[test]
+fn objects_left_in_nvram_load_on_first_use() {
+    let dev = Dev::Small;
+    let mut fs = fresh(dev);
+    let a = fs.create(ROOT_INO, b"a", dir()).unwrap().ino;
+    let b = fs.create(a, b"b", dir()).unwrap().ino;
+    let c = fs.create(b, b"c", dir()).unwrap().ino;
+    let deep = fs.create(c, b"deep", file()).unwrap().ino;
+    fs.write(deep, 0, &pattern(1, 5000)).unwrap();
+    let d = fs.create(ROOT_INO, b"d", dir()).unwrap().ino;
+    fs.link(deep, d, b"hl").unwrap();
+    let x = fs.create(a, b"x", file()).unwrap().ino;
+    fs.setxattr(x, b"user.k", b"value", XattrMode::Set).unwrap();
+    let e = fs.create(ROOT_INO, b"e", dir()).unwrap().ino;
+    for i in 0..3 {
+        fs.create(e, format!("k{i}").as_bytes(), file()).unwrap();
+    }
+    let res = fs.create(ROOT_INO, b"res", file()).unwrap().ino;
+    fs.fallocate(res, 0, 64 * 1024, false).unwrap();
+    let s = fs
+        .create(ROOT_INO, b"s", symlink(b"a/b/c/deep"))
+        .unwrap()
+        .ino;
+    fs.sync().unwrap();
+    let tree_before = dentries(&mut fs).unwrap();
+    let stat_before = fs.statfs();
+    let attr_before = fs.getattr(deep).unwrap();
+
+    let mut fs = clean_remount(fs);
+    // Counts known before any object is read.
+    let st = fs.statfs();
+    assert_eq!(
+        (st.objects, st.free_chunks),
+        (stat_before.objects, stat_before.free_chunks),
+        "statfs (objects, free with the reservation counted)"
+    );
+    // By number, never looked up: the file, with its hard link counted.
+    let attr = fs.getattr(deep).unwrap();
+    assert_eq!((attr.nlink, attr.size), (2, 5000));
+    assert_eq!(attr.nlink, attr_before.nlink);
+    assert_bytes(&read_all(&mut fs, deep).unwrap(), &pattern(1, 5000), "deep");
+    assert_eq!(fs.getxattr(x, b"user.k").unwrap(), b"value");
+    assert_eq!(fs.readlink(s).unwrap(), b"a/b/c/deep");
+    assert_eq!(fs.getattr(a).unwrap().nlink, 3, "a has one subdirectory");
+    // A directory never looked into is not empty.
+    assert!(matches!(fs.rmdir(ROOT_INO, b"e"), Err(FsError::NotEmpty)));
+    // Move a directory whose children were never read, then reach them through it.
+    let mut fs = clean_remount(fs);
+    fs.rename(ROOT_INO, b"a", ROOT_INO, b"z", RenameMode::NoReplace)
+        .unwrap();
+    let got = fs.resolve("/z/b/c/deep").unwrap();
+    assert_eq!(got, deep);
+    assert_eq!(fs.resolve("/z/b").unwrap(), b);
+    // Unlink the hard link (its file never looked up by name in this mount).
+    let mut fs = clean_remount(fs);
+    fs.unlink(d, b"hl").unwrap();
+    assert_eq!(fs.getattr(deep).unwrap().nlink, 1);
+    assert_eq!(fs.getattr(res).unwrap().size, 64 * 1024);
+    let mut expect = tree_before.clone();
+    expect.remove(&(d, b"hl".to_vec()));
+    let ino_a = expect.remove(&(ROOT_INO, b"a".to_vec())).unwrap();
+    expect.insert((ROOT_INO, b"z".to_vec()), ino_a);
+    let mut fs = clean_remount(fs);
+    let shown = |fs: &mut Fs| show_dentries(&dentries(fs).unwrap());
+    assert_eq!(shown(&mut fs), show_dentries(&expect), "remounted");
+    assert_fsck(&mut fs, "remounted");
+    let mut fs = crash_remount(fs);
+    assert_eq!(shown(&mut fs), show_dentries(&expect), "after a crash");
+    assert_eq!(fs.getxattr(x, b"user.k").unwrap(), b"value");
+    assert_bytes(&read_all(&mut fs, deep).unwrap(), &pattern(1, 5000), "deep");
+    assert!(fs.resolve("/e/k2").is_ok());
+    assert_fsck(&mut fs, "after a crash");
+    let _ = e;
+}
+
+/// A damaged saved state gives clear errors when an object is reached through it, never
+/// a panic or a wrong object: a flipped byte in its checked head, map or extents makes the
+/// mount walk instead; one in the index (entries and child lists carry their own CRCs) is
+/// a `CorruptNvram` error from the call that reaches it.
+#[test]
+fn a_damaged_saved_state_is_an_error_not_a_wrong_tree() {
+    let dev = Dev::Small;
+    let mut fs = fresh(dev);
+    tree(&mut fs, 30);
+    let want = dentries(&mut fs).unwrap();
+    let (flash, nv) = fs.unmount_parts().unwrap();
+    let mut flash = flash.into_inner();
+    let mut nv = nv.unwrap();
+    let mut word = [0u8; 8];
+    nv.read(4096 + 496, &mut word).unwrap();
+    let state = u64::from_le_bytes(word);
+    assert_ne!(state, 0, "a clean unmount saves its state");
+    nv.read(state + 8, &mut word).unwrap();
+    let room = u64::from_le_bytes(word);
+    let mut image = vec![0u8; (state + room) as usize];
+    nv.read(0, &mut image).unwrap();
+    let (mut walked, mut refused) = (0, 0);
+    for k in 0..300u64 {
+        let at = (state + k * room / 300) as usize;
+        let mut bad = image.clone();
+        bad[at] ^= 1 << (k % 8);
+        let mut nv2 = ram_nvram();
+        nv2.write(0, &bad).unwrap();
+        nv2.persist_all().unwrap();
+        let f = clone_device(&mut flash);
+        let mut fs =
+            FileSystem::mount_with_nvram(nandkit_flash::StripedFlash::new(f), nv2, opts()).unwrap();
+        if fs.nvram().unwrap().saved_state_bytes == 0 {
+            walked += 1;
+        }
+        match dentries(&mut fs) {
+            Ok(t) => assert_eq!(show_dentries(&t), show_dentries(&want), "byte {at}"),
+            Err(e) => {
+                assert!(matches!(e, FsError::CorruptNvram(_)), "byte {at}: {e}");
+                assert!(!fs.fsck().is_clean(), "byte {at}: fsck saw nothing");
+                refused += 1;
+            }
+        }
+    }
+    assert!(
+        walked > 10 && refused > 10,
+        "walked {walked}, refused {refused}"
+    );
+}

@@ -1,0 +1,6 @@
+//! All of this crate's integration tests, one binary: linking one test
+//! executable instead of one per file is most of what a fresh `cargo test` costs.
+mod common;
+mod idle_clean;
+mod report;
+mod workloads;
