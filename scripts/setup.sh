@@ -10,8 +10,9 @@ need_apt=()
 #   setfacl          POSIX ACL checks in crates/cli/tests/all/fuse_acl.rs (also getfacl, chacl)
 #   sqlite3, git     real programs the FUSE integration test runs on a mount
 #   fio, bindfs      measuring the FUSE path against a pass-through file system
+#   g++              builds libFuzzer for scripts/fuzz.sh (the libfuzzer-sys crate)
 for pair in fusermount3:fuse3 pkg-config:pkg-config setfattr:attr setfacl:acl \
-            sqlite3:sqlite3 git:git fio:fio bindfs:bindfs; do
+            sqlite3:sqlite3 git:git fio:fio bindfs:bindfs g++:g++; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || need_apt+=("${pair#*:}")
 done
 
@@ -33,4 +34,7 @@ command -v cargo >/dev/null 2>&1 || {
   exit 1
 }
 cargo fetch --locked 2>/dev/null || cargo fetch
+# The fuzz crate (fuzz/, not a workspace member) has its own lock file.
+cargo fetch --locked --manifest-path fuzz/Cargo.toml 2>/dev/null ||
+  cargo fetch --manifest-path fuzz/Cargo.toml
 echo "setup: done"

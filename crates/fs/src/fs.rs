@@ -223,6 +223,16 @@ pub struct FileSystem<F: Flash> {
     /// `forget_unnamed`): still on flash or in NVRAM until a writable mount deletes them,
     /// which fsck says instead of calling them leaks.
     pub(crate) unnamed_left: Vec<Ino>,
+    /// Pages of blocks a scan found open that fail their checks although good data or
+    /// header pages were written after them, so no power cut tore them: a program that
+    /// failed (its page written again elsewhere) or damage since it was written, which
+    /// cannot be told apart, nor can the file that held the page. fsck notes them.
+    pub(crate) unexplained_pages: Vec<u32>,
+    /// Objects a scan found under a directory that is missing, moved to lost+found (see
+    /// `lost_found`), with the directory they named, until a writable mount writes it.
+    pub(crate) adopted: Vec<(Ino, Ino)>,
+    /// Data pages a scan found of objects with neither a header nor a tombstone, by object.
+    pub(crate) headerless_pages: std::collections::BTreeMap<Ino, u32>,
     /// Where headers go (axis 1). Taken out while it works on the file system.
     pub(crate) metadata: Option<Box<dyn MetadataStore<F>>>,
     /// The pages of a hole being punched, while its header is written (see `punch`).
@@ -285,6 +295,9 @@ impl<F: Flash> FileSystem<F> {
             repairs: Vec::new(),
             to_seal: Vec::new(),
             unnamed_left: Vec::new(),
+            unexplained_pages: Vec::new(),
+            adopted: Vec::new(),
+            headerless_pages: std::collections::BTreeMap::new(),
             metadata: Some(crate::meta::make(config_metadata)),
         })
     }

@@ -302,6 +302,35 @@ impl<F: Flash> FileSystem<F> {
             self.check_placement(&mut r, &pages);
         }
         self.check_tree(&mut r, &inos);
+        for &(ino, gone) in &self.adopted {
+            p(
+                &mut r,
+                format!(
+                    "object {ino}: the directory {gone} it is in is missing (its headers are lost): a writable mount moves it to /lost+found/#{ino}"
+                ),
+            );
+        }
+        if !self.headerless_pages.is_empty() {
+            let pages: u32 = self.headerless_pages.values().sum();
+            let shown: Vec<String> = self
+                .headerless_pages
+                .iter()
+                .take(10)
+                .map(|(o, n)| format!("{o} ({n})"))
+                .collect();
+            r.notes.push(format!(
+                "{pages} data pages belong to {} objects with no header (pages by object: {}{}): stale pages of deleted files, or files whose headers were lost; they are not restored",
+                self.headerless_pages.len(),
+                shown.join(", "),
+                if self.headerless_pages.len() > 10 { ", ..." } else { "" }
+            ));
+        }
+        for &pno in &self.unexplained_pages {
+            r.notes.push(format!(
+                "page {pno} (block {}) fails its checks though pages written after it do not: a program that failed and was written again elsewhere, or damage since it was written, in which case a file lost a chunk here (which one its tags no longer say)",
+                pno / self.layout.pages_per_block
+            ));
+        }
         if !on_flash {
             let mut store = self.metadata.take().expect("a metadata store");
             let found = store.check(self);
@@ -309,7 +338,7 @@ impl<F: Flash> FileSystem<F> {
             for s in found.problems {
                 p(&mut r, s);
             }
-            r.notes = found.notes;
+            r.notes.extend(found.notes);
         }
         r
     }

@@ -38,6 +38,7 @@ pub mod inspect;
 pub mod layout;
 mod lazy;
 mod links;
+pub mod lost_found;
 pub mod mapping;
 pub mod meta;
 mod namespace;

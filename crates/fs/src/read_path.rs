@@ -50,6 +50,7 @@ impl<F: Flash> FileSystem<F> {
             Err(FlashError::Uncorrectable { .. }) => false,
             Err(e) => return Err(self.fail(e)),
         };
+        self.note_tag_correction(pno, &oob);
         Ok((page, oob, ok))
     }
 
@@ -63,6 +64,21 @@ impl<F: Flash> FileSystem<F> {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .push(b);
+        }
+    }
+
+    /// Tags read with a flipped bit corrected (see `format::tags`): the block is flagged
+    /// for a scrub like a page whose data ECC corrected many bits, so cleaning rewrites
+    /// it before a second bit flips.
+    fn note_tag_correction(&self, pno: u32, oob: &[u8]) {
+        if Tags::corrected(self.layout.tag_bytes(oob), self.layout.tags) {
+            self.note_ecc(
+                pno,
+                EccReport {
+                    scrub: true,
+                    ..EccReport::default()
+                },
+            );
         }
     }
 
@@ -88,7 +104,10 @@ impl<F: Flash> FileSystem<F> {
         self.settle()?;
         let addr = self.layout.page_addr(pno);
         match self.dev.get_mut().read_oob(addr, &mut oob) {
-            Ok(_) => Ok(self.layout.decode_tags(&oob)),
+            Ok(_) => {
+                self.note_tag_correction(pno, &oob);
+                Ok(self.layout.decode_tags(&oob))
+            }
             Err(FlashError::Uncorrectable { .. }) => Ok(TagRead::Garbage),
             Err(e) => Err(self.fail(e)),
         }

@@ -222,6 +222,7 @@ impl<F: Flash> FileSystem<F> {
             self.repairs.push(ino);
         }
         self.ensure_root();
+        self.adopt_disconnected();
         self.link_tree();
         let versions: HashMap<Ino, u64> = newest.iter().map(|(&i, h)| (i, h.version)).collect();
         self.attach_xattr_sets(&versions);
@@ -285,7 +286,7 @@ impl<F: Flash> FileSystem<F> {
 
     /// Every name each object claims: its record's names when loaded, else the parent
     /// its facts say (names themselves are loaded later).
-    fn parents_claimed(&self, ino: Ino) -> Vec<Ino> {
+    pub(crate) fn parents_claimed(&self, ino: Ino) -> Vec<Ino> {
         let o = &self.objects[&ino];
         match &o.details {
             Some(d) => d.names.iter().map(|n| n.parent).collect(),
@@ -399,6 +400,9 @@ impl<F: Flash> FileSystem<F> {
         let mut best: HashMap<(Ino, u32), Chunk> = HashMap::new();
         for ch in chunks {
             let Some(o) = self.objects.get_mut(&ch.obj) else {
+                if !self.tombstones.contains_key(&ch.obj) {
+                    *self.headerless_pages.entry(ch.obj).or_insert(0) += 1;
+                }
                 continue;
             };
             if !has_data(o.kind) || u64::from(ch.n_bytes) > c {
@@ -479,6 +483,8 @@ impl<F: Flash> FileSystem<F> {
                 }
             }
         }
+        // Written: what was moved to lost+found is where fsck expects it now.
+        self.adopted.clear();
         Ok(())
     }
 

@@ -110,6 +110,9 @@ impl<F: Flash> FileSystem<F> {
         self.links.clear();
         self.xattr_sets.clear();
         self.reserves.clear();
+        self.unexplained_pages.clear();
+        self.adopted.clear();
+        self.headerless_pages.clear();
         self.next_serial = 1;
         self.next_ino = crate::types::ROOT_INO + 1;
         self.alloc_cursor = 0;
@@ -457,6 +460,9 @@ impl<F: Flash> FileSystem<F> {
         // A summary page that ends a segment (it does not reach back to page 0): if
         // nothing is programmed after it, the block was sealed there.
         let mut segment_end = None;
+        // Pages that fail their checks, until a good data or header page after them shows
+        // they were not the page a power cut tore (see `unexplained_pages`).
+        let mut failed = Vec::new();
         for page in 0..ppb {
             let pno = self.layout.pno(b, page);
             let (data, oob, ok) = self.read_full(pno)?;
@@ -467,8 +473,12 @@ impl<F: Flash> FileSystem<F> {
             programmed = page + 1;
             segment_end = None;
             let Some(read) = self.parse_page(data, &oob, ok).filter(|r| !r.damaged) else {
-                continue; // torn or damaged
+                failed.push(pno); // torn or damaged
+                continue;
             };
+            if matches!(read.tags, Tags::Data(_) | Tags::Header(_)) {
+                self.unexplained_pages.append(&mut failed);
+            }
             match read.tags {
                 Tags::Special(s) if s.kind == SpecialKind::Checkpoint => {
                     return Ok(Shape::Checkpoint)

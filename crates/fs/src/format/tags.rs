@@ -4,7 +4,12 @@
 //!
 //! - **Large** (34 bytes; 2 KiB and larger pages): kind, object, chunk (or, for a header,
 //!   its parent), byte count (or the file size), a full 64-bit serial, the data's CRC32C,
-//!   the start of the run a block's last page ends, and a CRC32C of the tags.
+//!   the start of the run a block's last page ends, and a CRC32C of the tags. One flipped
+//!   bit is corrected (as YAFFS2 corrects its packed tags with a Hamming code): the
+//!   chip's ECC covers only the data, and a page whose tags fail is a page whose owner
+//!   is unknown, so its data would be lost to whichever file held it. CRC32C over 30
+//!   bytes has a Hamming distance of at least 6, so one flip maps back to one tag only
+//!   (`correct_one_bit` checks that no second candidate matches).
 //! - **Small** (8 bytes; 512-byte pages with MTD's 6 bytes of Hamming ECC): 20-bit object,
 //!   18-bit chunk, the low 14 bits of the serial, a "partial chunk" bit (the byte count is
 //!   then in band, in the chunk's last bytes), and an 11-bit check (the low bits of a
@@ -316,6 +321,38 @@ impl Tags {
     }
 
     fn decode_large(b: &[u8]) -> Option<Tags> {
+        Self::decode_large_exact(b).or_else(|| Self::correct_one_bit(b))
+    }
+
+    /// The tags `b` held before one bit of them flipped, if exactly one flip explains
+    /// them.
+    fn correct_one_bit(b: &[u8]) -> Option<Tags> {
+        let mut fixed = [0u8; LARGE_TAG_BYTES];
+        fixed.copy_from_slice(b.get(..LARGE_TAG_BYTES)?);
+        let mut found = None;
+        for bit in 0..LARGE_TAG_BYTES * 8 {
+            fixed[bit / 8] ^= 1 << (bit % 8);
+            if let Some(t) = Self::decode_large_exact(&fixed) {
+                if found.is_some() {
+                    return None; // two explanations: trust neither
+                }
+                found = Some(t);
+            }
+            fixed[bit / 8] ^= 1 << (bit % 8);
+        }
+        found
+    }
+
+    /// Did reading these tags take a correction (the block should be refreshed)?
+    pub fn corrected(b: &[u8], layout: TagLayout) -> bool {
+        layout == TagLayout::Large
+            && b.len() >= LARGE_TAG_BYTES
+            && !b[..LARGE_TAG_BYTES].iter().all(|&x| x == 0xFF)
+            && Self::decode_large_exact(b).is_none()
+            && Self::correct_one_bit(b).is_some()
+    }
+
+    fn decode_large_exact(b: &[u8]) -> Option<Tags> {
         let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
         if crc(&b[..30]) != u32_at(30) || b[0] >> 4 != FORMAT_VERSION {
             return None;
@@ -507,18 +544,26 @@ mod tests {
             }),
         ];
         for t in all {
-            let mut b = t.encode(TagLayout::Large, 2048);
+            let b = t.encode(TagLayout::Large, 2048);
             assert_eq!(b.len(), LARGE_TAG_BYTES);
             assert_eq!(Tags::decode(&b, TagLayout::Large, 2048), TagRead::Valid(t));
+            let decode = |b: &[u8]| Tags::decode(b, TagLayout::Large, 2048);
             for i in 0..b.len() {
-                b[i] ^= 0x10;
-                assert_eq!(
-                    Tags::decode(&b, TagLayout::Large, 2048),
-                    TagRead::Garbage,
-                    "{t:?} byte {i}"
-                );
-                b[i] ^= 0x10;
+                let j = (i + 7) % LARGE_TAG_BYTES;
+                // One flipped bit is corrected (and said to be), two are not.
+                let mut one = b.clone();
+                one[i] ^= 0x10;
+                assert_eq!(decode(&one), TagRead::Valid(t), "{t:?} one bit of byte {i}");
+                assert!(Tags::corrected(&one, TagLayout::Large));
+                let mut two = one.clone();
+                two[i] ^= 0x20;
+                assert_eq!(decode(&two), TagRead::Garbage, "{t:?} two bits of byte {i}");
+                two[i] ^= 0x20;
+                two[j] ^= 0x01;
+                assert_eq!(decode(&two), TagRead::Garbage, "{t:?} bytes {i} and {j}");
+                assert!(!Tags::corrected(&two, TagLayout::Large));
             }
+            assert!(!Tags::corrected(&b, TagLayout::Large));
         }
         assert_eq!(
             Tags::decode(&[0xFF; 34], TagLayout::Large, 2048),

@@ -1,0 +1,102 @@
+//! lost+found: objects a scan finds whose directory is gone.
+//!
+//! A directory is deleted only once it is empty, after each child's name-less header, so
+//! a live object naming a directory that has no header at all lost it to damage (a block
+//! erased or unreadable). Dropping such an object's names would make the mount delete it
+//! with everything under it, files nobody deleted. Instead, as fsck tools do, it is given
+//! the name `#<number>` in `/lost+found` (made if missing, mode 0700), and keeps its data
+//! and, for a directory, its whole subtree. A writable mount writes the new names; fsck
+//! on a mount that has not (read-only) reports each object it would move.
+//!
+//! Data pages whose object has no header at all are another matter: a deleted file's stale
+//! pages stay on flash after its tombstone is gone, and look the same as a file whose
+//! headers were lost. They are counted (`headerless_pages`) and fsck notes them, but they
+//! are not brought back: that could return deleted data to anyone who can read
+//! lost+found.
+
+use nandkit_flash::Flash;
+
+use crate::format::record::{Name, Record};
+use crate::fs::FileSystem;
+use crate::object::{Details, Object};
+use crate::types::{Ino, Kind, ROOT_INO};
+
+/// The directory's name under the root.
+pub const LOST_FOUND: &[u8] = b"lost+found";
+
+impl<F: Flash> FileSystem<F> {
+    /// Gives every object whose claimed directories are all missing a name in
+    /// `/lost+found` (see the module comment). Runs before the tree is linked.
+    pub(crate) fn adopt_disconnected(&mut self) {
+        let mut lost: Vec<(Ino, Ino)> = Vec::new();
+        for (&ino, o) in &self.objects {
+            if ino == ROOT_INO || o.kind == Kind::Xattrs {
+                continue;
+            }
+            let claimed = self.parents_claimed(ino);
+            let missing = |p: &Ino| self.objects.get(p).is_none_or(|d| d.kind != Kind::Dir);
+            if !claimed.is_empty() && claimed.iter().all(missing) {
+                lost.push((ino, claimed[0]));
+            }
+        }
+        if lost.is_empty() {
+            return;
+        }
+        lost.sort_unstable();
+        let lf = self.lost_found_dir();
+        for (ino, gone) in lost {
+            if self.load(ino).is_err() {
+                continue; // its header does not read: the tree drops it, fsck says so
+            }
+            let Some(o) = self.objects.get_mut(&ino) else {
+                continue;
+            };
+            let d = o.d_mut();
+            d.names = vec![Name {
+                parent: lf,
+                name: format!("#{ino}").into_bytes().into_boxed_slice(),
+            }];
+            o.parent = lf;
+            o.set_dirty(true);
+            self.repairs.push(ino);
+            self.adopted.push((ino, gone));
+        }
+    }
+
+    /// The root's `lost+found` directory, made (in RAM, written by the repairs) if the
+    /// root has none.
+    fn lost_found_dir(&mut self) -> Ino {
+        let mut under_root: Vec<Ino> = self
+            .objects
+            .iter()
+            .filter(|(_, o)| o.kind == Kind::Dir && o.parent == ROOT_INO)
+            .map(|(&i, _)| i)
+            .collect();
+        under_root.sort_unstable();
+        for ino in under_root {
+            if self.load(ino).is_ok()
+                && self.objects[&ino]
+                    .d()
+                    .names
+                    .iter()
+                    .any(|n| n.parent == ROOT_INO && &*n.name == LOST_FOUND)
+            {
+                return ino;
+            }
+        }
+        let ino = self.next_ino;
+        self.next_ino += 1;
+        let mut rec = Record::bare(Kind::Dir, 0o700, self.now());
+        rec.names = vec![Name {
+            parent: ROOT_INO,
+            name: LOST_FOUND.into(),
+        }];
+        let mut o = Object::new(Kind::Dir, self.config.mapping, self.layout.map_shape());
+        o.details = Some(Box::new(Details::from_record(rec)));
+        o.parent = ROOT_INO;
+        o.set_dirty(true);
+        self.objects.insert(ino, o);
+        self.repairs.push(ino);
+        ino
+    }
+}

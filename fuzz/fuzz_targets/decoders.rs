@@ -1,0 +1,42 @@
+//! Every decoder of bytes read from flash, fed arbitrary bytes: none may panic or hang,
+//! and what one accepts must encode back to bytes it decodes the same way (a decoder that
+//! accepts something its encoder cannot write would let damage through as data).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use nandkit_fs::format::anchor::{CheckpointPointer, FsRecord};
+use nandkit_fs::format::checkpoint::CheckpointImage;
+use nandkit_fs::format::record::{decode_xattrs, encode_xattrs, Record};
+use nandkit_fs::format::special::Special;
+use nandkit_fs::format::summary::Summary;
+use nandkit_fs::format::tags::{TagLayout, TagRead, Tags};
+
+fuzz_target!(|data: &[u8]| {
+    for (layout, page) in [(TagLayout::Large, 2048), (TagLayout::Small, 512)] {
+        if let TagRead::Valid(t) = Tags::decode(data, layout, page) {
+            let again = t.encode(layout, page);
+            assert_eq!(Tags::decode(&again, layout, page), TagRead::Valid(t));
+        }
+    }
+    if let Some(r) = Record::decode(data) {
+        assert_eq!(Record::decode(&r.encode()), Some(r));
+    }
+    if let Some(s) = Special::decode(data) {
+        for page in [512usize, 2048, 4096] {
+            let _ = Summary::from_special(&s, page as u32, page);
+        }
+    }
+    if let Some(x) = decode_xattrs(data) {
+        assert_eq!(decode_xattrs(&encode_xattrs(&x)), Some(x));
+    }
+    if let Some(r) = FsRecord::decode(data) {
+        assert_eq!(FsRecord::decode(&r.encode()), Some(r));
+    }
+    let _ = FsRecord::decode_any_version(data);
+    if let Some(p) = CheckpointPointer::decode(data) {
+        assert_eq!(CheckpointPointer::decode(&p.encode()), Some(p));
+    }
+    for (page, ppb) in [(2048u32, 64u32), (512, 32)] {
+        let _ = CheckpointImage::decode(data, page, ppb);
+    }
+});

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing (libFuzzer) of what nandkit reads from flash and NVRAM.
+#
+#   scripts/fuzz.sh                 # every target for 60 s each
+#   scripts/fuzz.sh decoders 3600   # one target for an hour
+#   scripts/fuzz.sh --short         # what CI runs: 20 s per target
+#
+# Targets (fuzz/fuzz_targets): `decoders` (tags, records, summaries, checkpoint, anchor
+# entries, attribute sets: no panic, and what decodes re-encodes to the same), `image`
+# (whole images and minv NVRAM damaged by the input, mounted, walked, written, fsck'd).
+# The corpus grows in fuzz/corpus/TARGET (seeded from real images the first time); a
+# crash is written to fuzz/artifacts/TARGET and the run fails.
+#
+# Built with the stable toolchain: coverage comes from LLVM's SanitizerCoverage pass
+# (rustc's -C passes, as cargo-fuzz passes it), libFuzzer from the libfuzzer-sys crate
+# (a C++ compiler builds it: g++ from build-essential, see scripts/setup.sh).
+set -euo pipefail
+cd "$(dirname "$0")/../fuzz"
+
+secs=60
+targets=(decoders image)
+case "${1:-}" in
+  --short) secs=20 ;;
+  "") ;;
+  *) targets=("$1"); secs="${2:-60}" ;;
+esac
+
+export RUSTFLAGS="--cfg fuzzing -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
+-Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
+-Cllvm-args=-sanitizer-coverage-trace-compares"
+# An explicit target keeps the instrumentation out of build scripts.
+host=$(rustc -vV | sed -n 's/^host: //p')
+cargo build --release --quiet --bins --target "$host"
+bin="target/$host/release"
+if [ ! -d corpus/decoders ] || [ ! -d corpus/image ]; then
+  NANDKIT_FUZZ_SEED=corpus "$bin/image" 2>/dev/null
+fi
+
+for t in "${targets[@]}"; do
+  mkdir -p "corpus/$t" "artifacts/$t"
+  echo "fuzz: $t for ${secs} s (corpus fuzz/corpus/$t)"
+  "$bin/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+    -artifact_prefix="artifacts/$t/" -print_final_stats=1 "corpus/$t" 2>&1 |
+    grep -E "^(#[0-9]+ *DONE|stat::number_of_executed_units|stat::peak_rss|==[0-9]+== ERROR|SUMMARY|INFO: seed corpus)" || true
+  if ls "artifacts/$t"/crash-* "artifacts/$t"/timeout-* "artifacts/$t"/oom-* >/dev/null 2>&1; then
+    echo "fuzz: $t found a failure:" artifacts/$t/*
+    exit 1
+  fi
+done
