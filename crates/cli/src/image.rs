@@ -505,10 +505,23 @@ fn unescape_mount_field(field: &str) -> String {
 /// Where a nandkit mount of this image is, if one is up.
 pub fn mounted_at(image: &Path) -> Option<PathBuf> {
     let want = canonical(image);
+    // By the file too, not only by name: a hard link (or a bind mount's other path) to a
+    // mounted image is the same image, and would otherwise wait for the lock a minute.
+    let id = file_id(image);
     mounts()
         .into_iter()
-        .find(|m| m.fstype == FUSE_TYPE && Path::new(&m.source) == want)
+        .find(|m| {
+            m.fstype == FUSE_TYPE
+                && (Path::new(&m.source) == want
+                    || id.is_some() && file_id(Path::new(&m.source)) == id)
+        })
         .map(|m| m.mountpoint)
+}
+
+/// (device, inode) of a file: which file it is, whatever the name.
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 /// Opens an existing image with errors that name the file and say what to do.

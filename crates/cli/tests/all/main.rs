@@ -6,6 +6,7 @@ mod common;
 mod fs_cli;
 mod fuse_acl;
 mod fuse_conformance;
+mod fuse_image_lock;
 mod fuse_mount;
 mod fuse_punch;
 mod fuse_semantics;

@@ -2013,6 +2013,13 @@ fn crash_on_worn_blocks() {
     for (_, profile) in OTHER_PROFILES {
         worn_sweep_as(Dev::Tiny, profile, stride * 3);
     }
+}
+
+/// `crash_on_worn_blocks` on the striped array and the small-page device (a test of its
+/// own, so the two halves run in parallel).
+#[test]
+fn crash_on_worn_blocks_array_and_small() {
+    let stride = if long() { 1 } else { 5 };
     // Batches over 4 chips: a failed page in the middle of a batch, the rest programmed.
     worn_sweep_as(Dev::Array, yaffs, stride + 2);
     // Tags in band (512-byte pages), more sparsely.
@@ -2124,8 +2131,10 @@ fn hybrid(dev: Dev) -> FsConfig {
 /// included.
 #[test]
 fn crash_mnfs_and_hybrid_every_flash_op() {
-    for profile in [mnfs as Profile, hybrid] {
-        for dev in Dev::ALL {
+    // (mnfs on the small-page device: `crash_mnfs_every_flash_op`, the same workloads
+    // and more.)
+    for (profile, devs) in [(mnfs as Profile, &[Dev::Tiny][..]), (hybrid, &Dev::ALL[..])] {
+        for &dev in devs {
             for (name, w, seed) in [
                 ("small-files", small_files as Workload, 1),
                 ("big-file", big_file, 2),
@@ -2207,6 +2216,12 @@ fn crash_during_cleaning_mnfs_and_hybrid() {
     // erase, and 7 is prime to 32, so the cuts still fall at every page of a copy.
     let shards = if long() { 1 } else { 7 };
     cleaning_sweep_as(Dev::Small, mnfs, gc_workload, 0, shards);
+}
+
+/// Hybrid's half of `crash_during_cleaning_mnfs_and_hybrid` (its own test: they run in
+/// parallel).
+#[test]
+fn crash_during_cleaning_hybrid() {
     cleaning_sweep_as(Dev::Small, hybrid, gc_workload, 0, 1);
 }
 
