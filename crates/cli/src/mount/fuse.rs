@@ -261,6 +261,18 @@ impl NandFuse {
         self.invalidations.request(ino.0);
     }
 
+    /// Has the kernel hand over its dirty pages of `ino` before the daemon answers from
+    /// what it stores: SEEK_DATA / SEEK_HOLE reach the daemon without the kernel writing
+    /// back first, and bytes in the cache are data. The invalidation thread asks the kernel
+    /// to drop the file's pages, which writes each dirty one back to the daemon first (as
+    /// the commit thread does); another request thread serves those writes while this one
+    /// waits, which it does for at most a second: with `-o threads=1` nobody can serve them
+    /// meanwhile, so the answer comes from what is stored (the drop still happens).
+    fn write_back_now(&self, ino: INodeNo) {
+        self.invalidations.request(ino.0);
+        self.invalidations.wait();
+    }
+
     /// With the write-back cache the kernel owns a file's size: a write it accepted into
     /// its cache grew the size there, and it keeps that size even when the write-back is
     /// refused (it never asks the daemon for the size of a file it caches). So the stored
@@ -292,29 +304,34 @@ impl NandFuse {
 
     /// What a change to `ino` takes away (see `privs`): its file capability, and the
     /// setuid/setgid bits `perm_after` says go (given the bits and the file's group).
+    /// Whether anything went: the kernel's copy of the mode (and ctime) is then stale,
+    /// unless the reply carries the attributes (see `Invalidations::attrs_changed`).
     fn drop_privileges(
         &self,
         fs: &mut FileSystem<StripedDevice>,
         ino: Ino,
         perm_after: impl FnOnce(u32, u32) -> Option<u32>,
-    ) -> Result<(), FsError> {
+    ) -> Result<bool, FsError> {
         if !self.killpriv {
-            return Ok(());
+            return Ok(false);
         }
+        let mut dropped = false;
         if fs.has_xattrs(ino) {
             match fs.removexattr(ino, privs::capability_name()) {
-                Ok(()) | Err(FsError::NoData) => {}
+                Ok(()) => dropped = true,
+                Err(FsError::NoData) => {}
                 Err(e) => return Err(e),
             }
         }
         let a = fs.getattr(ino)?;
         if a.kind == Kind::Dir || a.perm & (libc::S_ISUID | libc::S_ISGID) == 0 {
-            return Ok(());
+            return Ok(dropped);
         }
-        if let Some(perm) = perm_after(a.perm, a.gid) {
+        if let Some(perm) = perm_after(a.perm, a.gid).filter(|&p| p != a.perm) {
             acl::set_perm(fs, ino, perm)?;
+            dropped = true;
         }
-        Ok(())
+        Ok(dropped)
     }
 
     /// copy_file_range: up to `len` bytes (at most `COPY_MAX` a call; the caller asks
@@ -337,6 +354,7 @@ impl NandFuse {
             return Err(Errno::EINVAL);
         }
         let mut done = 0u64;
+        let mut dropped = false;
         let mut buf = vec![0u8; COPY_STEP.min(len) as usize];
         while done < len {
             let step = (len - done).min(COPY_STEP) as usize;
@@ -346,7 +364,8 @@ impl NandFuse {
                     return Ok(0);
                 }
                 if done == 0 {
-                    self.drop_privileges(fs, dst, |perm, gid| who.perm_after_change(perm, gid))?;
+                    dropped = self
+                        .drop_privileges(fs, dst, |perm, gid| who.perm_after_change(perm, gid))?;
                 }
                 fs.write(dst, to, &buf[..n])
             });
@@ -361,6 +380,9 @@ impl NandFuse {
                 Err(_) if done > 0 => break,
                 Err(e) => return Err(e),
             }
+        }
+        if dropped {
+            self.invalidations.attrs_changed(u64::from(dst));
         }
         Ok(done as u32)
     }
@@ -775,14 +797,20 @@ impl Filesystem for NandFuse {
         let opened = ino32(ino).and_then(|i| {
             self.with_fs(|fs| {
                 fs.open(i)?;
+                let moved = reads && fs.atime_due(i);
                 if reads && !self.opts.read_only {
                     fs.access(i)?;
                 }
-                Ok(self.room_for_cache(fs))
+                Ok((self.room_for_cache(fs), moved))
             })
         });
         match opened {
-            Ok(room) => {
+            Ok((room, moved)) => {
+                // The kernel decides access times of reads from its cache by its own
+                // rules (relatime, whatever this mount's policy): ours must win.
+                if moved {
+                    self.invalidations.attrs_changed(ino.0);
+                }
                 if writes(flags.0) {
                     self.writers.opened(ino.0);
                 }
@@ -829,7 +857,9 @@ impl Filesystem for NandFuse {
                 };
                 if due {
                     // The bytes are read; a file unlinked meanwhile has no time left to move.
-                    let _ = self.with_fs(|fs| fs.access(i));
+                    if self.with_fs(|fs| fs.access(i)).is_ok() {
+                        self.invalidations.attrs_changed(ino.0);
+                    }
                 }
                 Ok(n)
             });
@@ -860,10 +890,11 @@ impl Filesystem for NandFuse {
         // kernel's. (Without the cache the kernel leaves the times to us.)
         let from_cache = self.opts.writeback && write_flags.contains(WriteFlags::FUSE_WRITE_CACHE);
         let who = caller(req);
+        let mut dropped = false;
         let written = ino32(ino).and_then(|i| {
             self.with_fs(|fs| {
                 // Before the data, as Linux does: a write never lands with privileges kept.
-                self.drop_privileges(fs, i, |perm, gid| {
+                dropped = self.drop_privileges(fs, i, |perm, gid| {
                     kill.then(|| privs::after_change(perm, || who.in_group(gid)))
                         .flatten()
                 })?;
@@ -874,6 +905,9 @@ impl Filesystem for NandFuse {
                 }
             })
         });
+        if dropped {
+            self.invalidations.attrs_changed(ino.0);
+        }
         let refused = !matches!(written, Ok(n) if n == data.len());
         // Only a write from the page cache grew the kernel's size before we saw it (a
         // direct write that fails leaves the size alone).
@@ -1178,13 +1212,15 @@ impl Filesystem for NandFuse {
         let keep_size = mode & libc::FALLOC_FL_KEEP_SIZE != 0;
         let op = mode & !libc::FALLOC_FL_KEEP_SIZE;
         let who = caller(req);
+        let mut dropped = false;
         let r = ino32(ino).and_then(|i| {
             if op != 0 && mode != PUNCH && op != libc::FALLOC_FL_ZERO_RANGE {
                 return Err(Errno::EOPNOTSUPP);
             }
             self.with_fs(|fs| {
                 // As Linux's file_modified: privileges go before the file changes.
-                self.drop_privileges(fs, i, |perm, gid| who.perm_after_change(perm, gid))?;
+                dropped =
+                    self.drop_privileges(fs, i, |perm, gid| who.perm_after_change(perm, gid))?;
                 if op == 0 {
                     fs.fallocate(i, offset, length, keep_size)
                 } else if mode == PUNCH {
@@ -1194,6 +1230,9 @@ impl Filesystem for NandFuse {
                 }
             })
         });
+        if dropped {
+            self.invalidations.attrs_changed(ino.0);
+        }
         Self::reply_empty(reply, r);
     }
 
@@ -1207,6 +1246,9 @@ impl Filesystem for NandFuse {
         whence: i32,
         reply: ReplyLseek,
     ) {
+        if self.opts.writeback && self.writers.has(ino.0) {
+            self.write_back_now(ino);
+        }
         let r = ino32(ino).and_then(|i| {
             let Ok(offset) = u64::try_from(offset) else {
                 return Err(Errno::ENXIO);

@@ -435,7 +435,7 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
             };
             anyhow::anyhow!("mounting FUSE on {}: {e}{hint}", p.mountpoint.display())
         })?;
-    invalidations.start(session.notifier())?;
+    invalidations.start(session.notifier(), session.notifier())?;
     if p.config.fuse.writeback {
         let limit = p
             .config
