@@ -32,6 +32,7 @@ use super::commit::Writers;
 use super::idle_clean::Activity;
 use super::invalidate::Invalidations;
 use super::privs::{self, Caller};
+use super::refused::{self, Refused};
 use super::space_guard::SpaceGuard;
 use nandkit_fs::{
     AtimePolicy, Attr, FileSystem, FsError, Ino, Kind, NewObject, RenameMode, SetAttr, Time,
@@ -95,6 +96,8 @@ pub struct NandFuse {
     guard: Arc<OnceLock<SpaceGuard>>,
     /// When requests come, for the idle cleaner.
     activity: Arc<Activity>,
+    /// Refused write-backs still to be reported at write(2) (see `refused`).
+    refused: Refused,
 }
 
 /// Does an open with these flags write?
@@ -227,7 +230,14 @@ impl NandFuse {
             posix_acl: false,
             guard,
             activity,
+            refused: Refused::default(),
         }
+    }
+
+    /// A new file handle for an open with `flags` (see `refused::handle`).
+    fn file_handle(&self, flags: i32) -> FileHandle {
+        let n = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        FileHandle(refused::handle(n, writes(flags)))
     }
 
     /// Whether the room left covers what the kernel may hold dirty (see `space_guard`),
@@ -595,7 +605,17 @@ impl Filesystem for NandFuse {
         }
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+    fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+        // With a handle open for writing: possibly a cached write(2) asking (see `refused`).
+        if fh.is_some_and(|fh| refused::writes(fh.0)) {
+            let room = || {
+                self.with_fs(|fs| Ok(self.room_for_cache(fs)))
+                    .unwrap_or(false)
+            };
+            if let Some(e) = self.refused.pending(ino.0, room) {
+                return reply.error(Errno::from_i32(e));
+            }
+        }
         match ino32(ino).and_then(|i| self.with_fs(|fs| fs.getattr(i))) {
             Ok(a) => reply.attr(&self.opts.attr_ttl, &self.attr(&a)),
             Err(e) => reply.error(e),
@@ -814,7 +834,7 @@ impl Filesystem for NandFuse {
                 if writes(flags.0) {
                     self.writers.opened(ino.0);
                 }
-                reply.opened(FileHandle(0), self.open_flags(flags.0, room))
+                reply.opened(self.file_handle(flags.0), self.open_flags(flags.0, room))
             }
             Err(e) => reply.error(e),
         }
@@ -913,6 +933,13 @@ impl Filesystem for NandFuse {
         // direct write that fails leaves the size alone).
         if refused && from_cache {
             self.keep_kernel_size(ino, offset + data.len() as u64);
+            // The writer hears of it at its next write(2) (see `refused`); the page drop
+            // below also makes the kernel ask for the attributes again.
+            let errno = match &written {
+                Err(e) => e.code(),
+                Ok(_) => libc::ENOSPC,
+            };
+            self.refused.record(ino.0, errno);
         }
         match written {
             Ok(n) => reply.written(n as u32),
@@ -949,6 +976,9 @@ impl Filesystem for NandFuse {
     ) {
         if writes(flags.0) {
             self.writers.closed(ino.0);
+            if !self.writers.has(ino.0) {
+                self.refused.forget(ino.0);
+            }
         }
         let r = ino32(ino).and_then(|i| self.with_fs(|fs| fs.release(i)));
         Self::reply_empty(reply, r);
@@ -1185,7 +1215,7 @@ impl Filesystem for NandFuse {
                     &self.opts.attr_ttl,
                     &self.attr(&a),
                     Generation(0),
-                    FileHandle(0),
+                    self.file_handle(flags),
                     self.open_flags(flags, room),
                 )
             }

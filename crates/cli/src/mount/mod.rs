@@ -30,6 +30,7 @@ mod idle_clean;
 mod invalidate;
 mod options;
 mod privs;
+mod refused;
 mod space_guard;
 
 use std::ffi::CString;
