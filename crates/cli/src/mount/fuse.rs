@@ -928,6 +928,13 @@ impl Filesystem for NandFuse {
         if dropped {
             self.invalidations.attrs_changed(ino.0);
         }
+        // A write-back stored in part is refused as a whole: the kernel takes a short
+        // count for a write-back as success, so the writer would never hear of the rest
+        // (fsync and close would succeed with a hole in the file). What was stored stays.
+        let written = match written {
+            Ok(n) if from_cache && n < data.len() => Err(Errno::ENOSPC),
+            w => w,
+        };
         let refused = !matches!(written, Ok(n) if n == data.len());
         // Only a write from the page cache grew the kernel's size before we saw it (a
         // direct write that fails leaves the size alone).
@@ -937,9 +944,12 @@ impl Filesystem for NandFuse {
             // below also makes the kernel ask for the attributes again.
             let errno = match &written {
                 Err(e) => e.code(),
-                Ok(_) => libc::ENOSPC,
+                Ok(_) => libc::EIO,
             };
             self.refused.record(ino.0, errno);
+            // Before the reply, so even a write(2) right after the fsync that waited for
+            // this write-back asks (the page drop comes later, from its thread).
+            self.invalidations.attrs_changed(ino.0);
         }
         match written {
             Ok(n) => reply.written(n as u32),

@@ -11,8 +11,13 @@
 //! them (GETATTR with the writer's file handle, `fuse_update_attributes` in
 //! `fuse_cache_write_iter`); an error there is what write(2) returns. So after a refused
 //! write-back the daemon records the error here and has the kernel forget the file's
-//! attributes (and pages; see `invalidate`); the next write(2) through a handle open for
-//! writing asks, and gets the error. Attributes asked without a handle (stat, fstat) and
+//! attributes before it replies to the write-back (its pages follow, see `invalidate`);
+//! the next write(2) through a handle open for writing asks, and gets the error.
+//!
+//! Past the largest file the format holds (EFBIG) this is all that can be done under the
+//! cache: the first write(2) there never reaches the daemon, and FUSE cannot lower the
+//! kernel's limit for the mount (its `s_maxbytes`, the largest size the kernel handles;
+//! the FUSE_INIT reply has no field for it), so it is refused at write-back. Attributes asked without a handle (stat, fstat) and
 //! through handles open only for reading are answered as usual. The kernel keeps its copy
 //! stale while it gets errors, so every later write(2) asks again: ENOSPC is answered
 //! until the room left covers what the kernel may hold dirty again (see `space_guard`),

@@ -254,3 +254,36 @@ fn a_writer_that_never_syncs_hears_enospc_at_write() {
     m.unmount();
     rig.fsck_clean();
 }
+
+/// Past the largest file the format holds, under the write-back cache: the kernel takes
+/// the first write into its cache (FUSE cannot tell it the largest size: its limit for
+/// every FUSE mount is the largest the kernel handles), fsync reports EFBIG, and from
+/// then on write(2) through the open is refused with EFBIG too, instead of succeeding
+/// with nothing stored.
+#[test]
+fn a_write_past_the_largest_file_is_refused_once_written_back() {
+    if !fuse_ready("a_write_past_the_largest_file_is_refused_once_written_back") {
+        return;
+    }
+    let rig = Rig::new(&["--geometry", "mlc-1g", "--device-size", "64MiB"]);
+    let m = rig.mount(&[]);
+    let f = OpenOptions::new()
+        .create_new(true)
+        .read(true)
+        .write(true)
+        .open(rig.path("big"))
+        .unwrap();
+    let far = 1u64 << 60;
+    let code = |r: std::io::Result<()>| r.map_err(|e| e.raw_os_error());
+    // Cached: nothing to refuse it yet.
+    code(std::os::unix::fs::FileExt::write_all_at(&f, b"x", far)).unwrap();
+    assert_eq!(code(f.sync_all()), Err(Some(libc::EFBIG)));
+    assert_eq!(
+        code(std::os::unix::fs::FileExt::write_all_at(&f, b"y", far)),
+        Err(Some(libc::EFBIG)),
+        "write(2) after the refused write-back"
+    );
+    drop(f);
+    m.unmount();
+    rig.fsck_clean();
+}
