@@ -46,6 +46,11 @@ impl Writers {
         }
     }
 
+    /// Is `ino` open for writing (so the kernel may hold dirty pages of it)?
+    pub fn has(&self, ino: u64) -> bool {
+        self.0.lock().is_ok_and(|m| m.contains_key(&ino))
+    }
+
     fn inodes(&self) -> Vec<u64> {
         self.0
             .lock()

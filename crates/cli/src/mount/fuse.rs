@@ -32,6 +32,7 @@ use super::commit::Writers;
 use super::idle_clean::Activity;
 use super::invalidate::Invalidations;
 use super::privs::{self, Caller};
+use super::refused::{self, Refused};
 use super::space_guard::SpaceGuard;
 use nandkit_fs::{
     AtimePolicy, Attr, FileSystem, FsError, Ino, Kind, NewObject, RenameMode, SetAttr, Time,
@@ -95,6 +96,8 @@ pub struct NandFuse {
     guard: Arc<OnceLock<SpaceGuard>>,
     /// When requests come, for the idle cleaner.
     activity: Arc<Activity>,
+    /// Refused write-backs still to be reported at write(2) (see `refused`).
+    refused: Refused,
 }
 
 /// Does an open with these flags write?
@@ -227,7 +230,14 @@ impl NandFuse {
             posix_acl: false,
             guard,
             activity,
+            refused: Refused::default(),
         }
+    }
+
+    /// A new file handle for an open with `flags` (see `refused::handle`).
+    fn file_handle(&self, flags: i32) -> FileHandle {
+        let n = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        FileHandle(refused::handle(n, writes(flags)))
     }
 
     /// Whether the room left covers what the kernel may hold dirty (see `space_guard`),
@@ -261,6 +271,18 @@ impl NandFuse {
         self.invalidations.request(ino.0);
     }
 
+    /// Has the kernel hand over its dirty pages of `ino` before the daemon answers from
+    /// what it stores: SEEK_DATA / SEEK_HOLE reach the daemon without the kernel writing
+    /// back first, and bytes in the cache are data. The invalidation thread asks the kernel
+    /// to drop the file's pages, which writes each dirty one back to the daemon first (as
+    /// the commit thread does); another request thread serves those writes while this one
+    /// waits, which it does for at most a second: with `-o threads=1` nobody can serve them
+    /// meanwhile, so the answer comes from what is stored (the drop still happens).
+    fn write_back_now(&self, ino: INodeNo) {
+        self.invalidations.request(ino.0);
+        self.invalidations.wait();
+    }
+
     /// With the write-back cache the kernel owns a file's size: a write it accepted into
     /// its cache grew the size there, and it keeps that size even when the write-back is
     /// refused (it never asks the daemon for the size of a file it caches). So the stored
@@ -292,29 +314,34 @@ impl NandFuse {
 
     /// What a change to `ino` takes away (see `privs`): its file capability, and the
     /// setuid/setgid bits `perm_after` says go (given the bits and the file's group).
+    /// Whether anything went: the kernel's copy of the mode (and ctime) is then stale,
+    /// unless the reply carries the attributes (see `Invalidations::attrs_changed`).
     fn drop_privileges(
         &self,
         fs: &mut FileSystem<StripedDevice>,
         ino: Ino,
         perm_after: impl FnOnce(u32, u32) -> Option<u32>,
-    ) -> Result<(), FsError> {
+    ) -> Result<bool, FsError> {
         if !self.killpriv {
-            return Ok(());
+            return Ok(false);
         }
+        let mut dropped = false;
         if fs.has_xattrs(ino) {
             match fs.removexattr(ino, privs::capability_name()) {
-                Ok(()) | Err(FsError::NoData) => {}
+                Ok(()) => dropped = true,
+                Err(FsError::NoData) => {}
                 Err(e) => return Err(e),
             }
         }
         let a = fs.getattr(ino)?;
         if a.kind == Kind::Dir || a.perm & (libc::S_ISUID | libc::S_ISGID) == 0 {
-            return Ok(());
+            return Ok(dropped);
         }
-        if let Some(perm) = perm_after(a.perm, a.gid) {
+        if let Some(perm) = perm_after(a.perm, a.gid).filter(|&p| p != a.perm) {
             acl::set_perm(fs, ino, perm)?;
+            dropped = true;
         }
-        Ok(())
+        Ok(dropped)
     }
 
     /// copy_file_range: up to `len` bytes (at most `COPY_MAX` a call; the caller asks
@@ -337,6 +364,7 @@ impl NandFuse {
             return Err(Errno::EINVAL);
         }
         let mut done = 0u64;
+        let mut dropped = false;
         let mut buf = vec![0u8; COPY_STEP.min(len) as usize];
         while done < len {
             let step = (len - done).min(COPY_STEP) as usize;
@@ -346,7 +374,8 @@ impl NandFuse {
                     return Ok(0);
                 }
                 if done == 0 {
-                    self.drop_privileges(fs, dst, |perm, gid| who.perm_after_change(perm, gid))?;
+                    dropped = self
+                        .drop_privileges(fs, dst, |perm, gid| who.perm_after_change(perm, gid))?;
                 }
                 fs.write(dst, to, &buf[..n])
             });
@@ -361,6 +390,9 @@ impl NandFuse {
                 Err(_) if done > 0 => break,
                 Err(e) => return Err(e),
             }
+        }
+        if dropped {
+            self.invalidations.attrs_changed(u64::from(dst));
         }
         Ok(done as u32)
     }
@@ -573,7 +605,17 @@ impl Filesystem for NandFuse {
         }
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+    fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+        // With a handle open for writing: possibly a cached write(2) asking (see `refused`).
+        if fh.is_some_and(|fh| refused::writes(fh.0)) {
+            let room = || {
+                self.with_fs(|fs| Ok(self.room_for_cache(fs)))
+                    .unwrap_or(false)
+            };
+            if let Some(e) = self.refused.pending(ino.0, room) {
+                return reply.error(Errno::from_i32(e));
+            }
+        }
         match ino32(ino).and_then(|i| self.with_fs(|fs| fs.getattr(i))) {
             Ok(a) => reply.attr(&self.opts.attr_ttl, &self.attr(&a)),
             Err(e) => reply.error(e),
@@ -775,18 +817,24 @@ impl Filesystem for NandFuse {
         let opened = ino32(ino).and_then(|i| {
             self.with_fs(|fs| {
                 fs.open(i)?;
+                let moved = reads && fs.atime_due(i);
                 if reads && !self.opts.read_only {
                     fs.access(i)?;
                 }
-                Ok(self.room_for_cache(fs))
+                Ok((self.room_for_cache(fs), moved))
             })
         });
         match opened {
-            Ok(room) => {
+            Ok((room, moved)) => {
+                // The kernel decides access times of reads from its cache by its own
+                // rules (relatime, whatever this mount's policy): ours must win.
+                if moved {
+                    self.invalidations.attrs_changed(ino.0);
+                }
                 if writes(flags.0) {
                     self.writers.opened(ino.0);
                 }
-                reply.opened(FileHandle(0), self.open_flags(flags.0, room))
+                reply.opened(self.file_handle(flags.0), self.open_flags(flags.0, room))
             }
             Err(e) => reply.error(e),
         }
@@ -829,7 +877,9 @@ impl Filesystem for NandFuse {
                 };
                 if due {
                     // The bytes are read; a file unlinked meanwhile has no time left to move.
-                    let _ = self.with_fs(|fs| fs.access(i));
+                    if self.with_fs(|fs| fs.access(i)).is_ok() {
+                        self.invalidations.attrs_changed(ino.0);
+                    }
                 }
                 Ok(n)
             });
@@ -860,10 +910,11 @@ impl Filesystem for NandFuse {
         // kernel's. (Without the cache the kernel leaves the times to us.)
         let from_cache = self.opts.writeback && write_flags.contains(WriteFlags::FUSE_WRITE_CACHE);
         let who = caller(req);
+        let mut dropped = false;
         let written = ino32(ino).and_then(|i| {
             self.with_fs(|fs| {
                 // Before the data, as Linux does: a write never lands with privileges kept.
-                self.drop_privileges(fs, i, |perm, gid| {
+                dropped = self.drop_privileges(fs, i, |perm, gid| {
                     kill.then(|| privs::after_change(perm, || who.in_group(gid)))
                         .flatten()
                 })?;
@@ -874,11 +925,31 @@ impl Filesystem for NandFuse {
                 }
             })
         });
+        if dropped {
+            self.invalidations.attrs_changed(ino.0);
+        }
+        // A write-back stored in part is refused as a whole: the kernel takes a short
+        // count for a write-back as success, so the writer would never hear of the rest
+        // (fsync and close would succeed with a hole in the file). What was stored stays.
+        let written = match written {
+            Ok(n) if from_cache && n < data.len() => Err(Errno::ENOSPC),
+            w => w,
+        };
         let refused = !matches!(written, Ok(n) if n == data.len());
         // Only a write from the page cache grew the kernel's size before we saw it (a
         // direct write that fails leaves the size alone).
         if refused && from_cache {
             self.keep_kernel_size(ino, offset + data.len() as u64);
+            // The writer hears of it at its next write(2) (see `refused`); the page drop
+            // below also makes the kernel ask for the attributes again.
+            let errno = match &written {
+                Err(e) => e.code(),
+                Ok(_) => libc::EIO,
+            };
+            self.refused.record(ino.0, errno);
+            // Before the reply, so even a write(2) right after the fsync that waited for
+            // this write-back asks (the page drop comes later, from its thread).
+            self.invalidations.attrs_changed(ino.0);
         }
         match written {
             Ok(n) => reply.written(n as u32),
@@ -915,6 +986,9 @@ impl Filesystem for NandFuse {
     ) {
         if writes(flags.0) {
             self.writers.closed(ino.0);
+            if !self.writers.has(ino.0) {
+                self.refused.forget(ino.0);
+            }
         }
         let r = ino32(ino).and_then(|i| self.with_fs(|fs| fs.release(i)));
         Self::reply_empty(reply, r);
@@ -1151,7 +1225,7 @@ impl Filesystem for NandFuse {
                     &self.opts.attr_ttl,
                     &self.attr(&a),
                     Generation(0),
-                    FileHandle(0),
+                    self.file_handle(flags),
                     self.open_flags(flags, room),
                 )
             }
@@ -1178,13 +1252,15 @@ impl Filesystem for NandFuse {
         let keep_size = mode & libc::FALLOC_FL_KEEP_SIZE != 0;
         let op = mode & !libc::FALLOC_FL_KEEP_SIZE;
         let who = caller(req);
+        let mut dropped = false;
         let r = ino32(ino).and_then(|i| {
             if op != 0 && mode != PUNCH && op != libc::FALLOC_FL_ZERO_RANGE {
                 return Err(Errno::EOPNOTSUPP);
             }
             self.with_fs(|fs| {
                 // As Linux's file_modified: privileges go before the file changes.
-                self.drop_privileges(fs, i, |perm, gid| who.perm_after_change(perm, gid))?;
+                dropped =
+                    self.drop_privileges(fs, i, |perm, gid| who.perm_after_change(perm, gid))?;
                 if op == 0 {
                     fs.fallocate(i, offset, length, keep_size)
                 } else if mode == PUNCH {
@@ -1194,6 +1270,9 @@ impl Filesystem for NandFuse {
                 }
             })
         });
+        if dropped {
+            self.invalidations.attrs_changed(ino.0);
+        }
         Self::reply_empty(reply, r);
     }
 
@@ -1207,6 +1286,9 @@ impl Filesystem for NandFuse {
         whence: i32,
         reply: ReplyLseek,
     ) {
+        if self.opts.writeback && self.writers.has(ino.0) {
+            self.write_back_now(ino);
+        }
         let r = ino32(ino).and_then(|i| {
             let Ok(offset) = u64::try_from(offset) else {
                 return Err(Errno::ENXIO);

@@ -10,13 +10,22 @@
 //! The commit thread uses the same notification to have the kernel write back dirty pages
 //! (the kernel writes a dirty page to the daemon before it drops it; see `commit`).
 //!
+//! Attributes the daemon changes on its own (setgid cleared by a write, an access time moved
+//! by a read) are another matter: the kernel keeps its copy for the attribute timeout, so
+//! the handler tells it to forget that copy (`attrs_changed`) before it replies, and the
+//! caller's next `stat` asks the daemon. That notification is sent from the handler itself:
+//! with a negative offset the kernel only marks the inode's attributes stale (no page is
+//! touched, no lock a request holds is taken, nothing waits for the daemon), so it cannot
+//! wait on a reply the handler has yet to send, and it is done when the handler's reply goes
+//! out: the caller cannot see the old attributes after its call returns.
+//!
 //! Ordering: the drop comes after the writer's reply, so `open` waits (briefly, bounded)
 //! for queued drops before it answers. A reader that opens a file after the refused
 //! write-back finished then reads what is stored. A reader that held the file open
 //! throughout may still race, as it could with a local disk file system and a writer.
 
 use std::sync::mpsc::{channel, Sender};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
 /// How long `open` waits for queued drops. Dropping pages can wait on a page lock held by
@@ -30,6 +39,8 @@ pub struct Invalidations {
     /// Queued drops not yet done.
     pending: Mutex<u64>,
     drained: Condvar,
+    /// For `attrs_changed`, sent from the calling thread.
+    direct: OnceLock<fuser::Notifier>,
 }
 
 impl Invalidations {
@@ -45,6 +56,19 @@ impl Invalidations {
             if tx.send(ino).is_err() {
                 self.done();
             }
+        }
+    }
+
+    /// The daemon changed attributes of `ino` the kernel did not ask it to change: has the
+    /// kernel forget its copy now, from the calling thread (see the module comment).
+    pub fn attrs_changed(&self, ino: u64) {
+        let Some(n) = self.direct.get() else {
+            return;
+        };
+        // Offset -1: attributes only, no pages. ENOENT (the kernel no longer has the
+        // inode, so nothing is cached) is taken as done by fuser.
+        if let Err(e) = n.inval_inode(fuser::INodeNo(ino), -1, 0) {
+            eprintln!("nandkit: could not refresh the attributes of {ino}: {e}");
         }
     }
 
@@ -71,7 +95,13 @@ impl Invalidations {
     }
 
     /// Starts the thread that tells the kernel, through `notifier`, to drop what queued.
-    pub fn start(self: &std::sync::Arc<Self>, notifier: fuser::Notifier) -> anyhow::Result<()> {
+    /// `direct` serves `attrs_changed`.
+    pub fn start(
+        self: &std::sync::Arc<Self>,
+        notifier: fuser::Notifier,
+        direct: fuser::Notifier,
+    ) -> anyhow::Result<()> {
+        let _ = self.direct.set(direct);
         let (tx, rx) = channel::<u64>();
         if let Ok(mut q) = self.queue.lock() {
             *q = Some(tx);

@@ -30,6 +30,7 @@ mod idle_clean;
 mod invalidate;
 mod options;
 mod privs;
+mod refused;
 mod space_guard;
 
 use std::ffi::CString;
@@ -435,7 +436,7 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
             };
             anyhow::anyhow!("mounting FUSE on {}: {e}{hint}", p.mountpoint.display())
         })?;
-    invalidations.start(session.notifier())?;
+    invalidations.start(session.notifier(), session.notifier())?;
     if p.config.fuse.writeback {
         let limit = p
             .config

@@ -19,7 +19,8 @@
 //!   goes on writing until the device is full, the kernel may hold up to `bound` bytes
 //!   the daemon then refuses at write-back; the rules of a refused write-back apply: the
 //!   error comes from fsync and close, the refused pages are dropped so readers see what
-//!   is stored, and the range is a hole. (Lowering the kernel's limit as the room shrinks
+//!   is stored, and the range is a hole. The writer's next write(2) fails with ENOSPC
+//!   too (see `refused`), so a writer that never closes stops within that bound. (Lowering the kernel's limit as the room shrinks
 //!   was tried: the kernel's limit throttles writers, it does not refuse them, so a long
 //!   writer crawled at the end and got the same error at close, only much later.)
 //!

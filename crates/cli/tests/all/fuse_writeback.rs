@@ -202,3 +202,88 @@ fn dirty_limit_is_set_and_checked() {
     m.unmount();
     rig.fsck_clean();
 }
+
+/// A writer that opened with room to spare and never closes nor syncs: once the device is
+/// full its write-backs are refused, and write(2) itself says so (ENOSPC) before it has
+/// put more than the dirty limit (and the guard's slack) beyond what the device holds.
+/// It used to write on forever, every byte accepted, the loss reported only at close
+/// (generic/015). The loop is bounded at four times the device, so it cannot hang.
+#[test]
+fn a_writer_that_never_syncs_hears_enospc_at_write() {
+    if !fuse_ready("a_writer_that_never_syncs_hears_enospc_at_write") {
+        return;
+    }
+    let rig = Rig::new(&["--geometry", "mlc-1g", "--device-size", "32MiB"]);
+    let m = rig.mount(&[]);
+    let (total, free) = space(&rig.mnt);
+    let bound = bdi_value(&rig.mnt, "max_bytes");
+    let mut f = File::create(rig.path("log")).unwrap();
+    let chunk = vec![0xa5_u8; 64 << 10];
+    let mut accepted = 0u64;
+    let err = loop {
+        assert!(
+            accepted < 4 * total,
+            "{accepted} bytes accepted on a {total}-byte device, no error"
+        );
+        match f.write(&chunk) {
+            Ok(n) => accepted += n as u64,
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(err.raw_os_error(), Some(libc::ENOSPC), "write: {err}");
+    // The guard's slack (an eighth of the bound, at least 1 MiB) covers the kernel's
+    // overshoot of its own limit.
+    let slack = (bound / 8).max(MIB);
+    assert!(
+        accepted <= free + bound + slack,
+        "{accepted} bytes accepted: {free} free, dirty limit {bound}"
+    );
+    // Still refused while the device stays full.
+    assert_eq!(
+        f.write(&chunk).map_err(|e| e.raw_os_error()),
+        Err(Some(libc::ENOSPC))
+    );
+    // close reports the lost write-back too.
+    let fd = std::os::fd::IntoRawFd::into_raw_fd(f);
+    // SAFETY: closing a descriptor we own.
+    assert_ne!(
+        unsafe { libc::close(fd) },
+        0,
+        "close after a refused write-back"
+    );
+    m.unmount();
+    rig.fsck_clean();
+}
+
+/// Past the largest file the format holds, under the write-back cache: the kernel takes
+/// the first write into its cache (FUSE cannot tell it the largest size: its limit for
+/// every FUSE mount is the largest the kernel handles), fsync reports EFBIG, and from
+/// then on write(2) through the open is refused with EFBIG too, instead of succeeding
+/// with nothing stored.
+#[test]
+fn a_write_past_the_largest_file_is_refused_once_written_back() {
+    if !fuse_ready("a_write_past_the_largest_file_is_refused_once_written_back") {
+        return;
+    }
+    let rig = Rig::new(&["--geometry", "mlc-1g", "--device-size", "64MiB"]);
+    let m = rig.mount(&[]);
+    let f = OpenOptions::new()
+        .create_new(true)
+        .read(true)
+        .write(true)
+        .open(rig.path("big"))
+        .unwrap();
+    let far = 1u64 << 60;
+    let code = |r: std::io::Result<()>| r.map_err(|e| e.raw_os_error());
+    // Cached: nothing to refuse it yet.
+    code(std::os::unix::fs::FileExt::write_all_at(&f, b"x", far)).unwrap();
+    assert_eq!(code(f.sync_all()), Err(Some(libc::EFBIG)));
+    assert_eq!(
+        code(std::os::unix::fs::FileExt::write_all_at(&f, b"y", far)),
+        Err(Some(libc::EFBIG)),
+        "write(2) after the refused write-back"
+    );
+    drop(f);
+    m.unmount();
+    rig.fsck_clean();
+}

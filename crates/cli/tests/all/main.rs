@@ -5,6 +5,7 @@ mod cli;
 mod common;
 mod fs_cli;
 mod fuse_acl;
+mod fuse_cache_view;
 mod fuse_conformance;
 mod fuse_image_lock;
 mod fuse_mount;
