@@ -30,6 +30,7 @@ use nandkit_flash::StripedDevice;
 use super::acl;
 use super::commit::Writers;
 use super::idle_clean::Activity;
+use super::image_guard::ImageGuard;
 use super::invalidate::Invalidations;
 use super::privs::{self, Caller};
 use super::refused::{self, Refused};
@@ -96,6 +97,8 @@ pub struct NandFuse {
     guard: Arc<OnceLock<SpaceGuard>>,
     /// When requests come, for the idle cleaner.
     activity: Arc<Activity>,
+    /// The image file's length, checked at every request (see `image_guard`).
+    image: Option<ImageGuard>,
     /// Refused write-backs still to be reported at write(2) (see `refused`).
     refused: Refused,
 }
@@ -231,7 +234,14 @@ impl NandFuse {
             guard,
             activity,
             refused: Refused::default(),
+            image: None,
         }
+    }
+
+    /// Watches the image file for shrinking under the mount (see `image_guard`).
+    pub fn with_image_guard(mut self, guard: Option<ImageGuard>) -> Self {
+        self.image = guard;
+        self
     }
 
     /// A new file handle for an open with `flags` (see `refused::handle`).
@@ -404,6 +414,7 @@ impl NandFuse {
         f: impl FnOnce(&mut FileSystem<StripedDevice>) -> Result<T, FsError>,
     ) -> Result<T, Errno> {
         self.activity.touch();
+        self.check_image()?;
         let mut guard = self.fs.write().map_err(|_| Errno::EIO)?;
         let fs = guard.as_mut().ok_or(Errno::EIO)?;
         let out = f(fs).map_err(|e| errno(&e));
@@ -418,11 +429,21 @@ impl NandFuse {
         f: impl FnOnce(&FileSystem<StripedDevice>) -> Result<T, FsError>,
     ) -> Result<T, Errno> {
         self.activity.touch();
+        self.check_image()?;
         let guard = self.fs.read().map_err(|_| Errno::EIO)?;
         let fs = guard.as_ref().ok_or(Errno::EIO)?;
         let out = f(fs).map_err(|e| errno(&e));
         self.activity.touch();
         out
+    }
+
+    /// EIO once the image file has shrunk under the mount: the file system's memory map
+    /// of it must not be touched again.
+    fn check_image(&self) -> Result<(), Errno> {
+        match &self.image {
+            Some(g) if !g.intact() => Err(Errno::EIO),
+            _ => Ok(()),
+        }
     }
 
     /// fsync and fsyncdir: the object's data and header reach flash (nothing to do on a

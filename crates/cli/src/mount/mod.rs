@@ -27,6 +27,7 @@ mod clock;
 mod commit;
 mod fuse;
 mod idle_clean;
+mod image_guard;
 mod invalidate;
 mod options;
 mod privs;
@@ -419,7 +420,8 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
         Arc::clone(&writers),
         Arc::clone(&guard),
         Arc::clone(&activity),
-    );
+    )
+    .with_image_guard(image_guard::ImageGuard::new(&p.image).ok());
 
     // Signals are taken by one thread (below); every thread fuser starts inherits the mask.
     let signals = block_signals()?;

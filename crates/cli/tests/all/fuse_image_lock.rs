@@ -33,3 +33,43 @@ fn a_hard_link_to_a_mounted_image_is_refused_at_once() {
     m.unmount();
     rig.fsck_clean();
 }
+
+/// The image truncated under a live mount: the daemon says so in its log once and answers
+/// EIO (it no longer touches its memory map of the file, which would kill it with
+/// SIGBUS), and the mount still unmounts.
+#[test]
+fn an_image_truncated_under_the_mount_gives_eio_and_a_log_line() {
+    if !fuse_ready("an_image_truncated_under_the_mount_gives_eio_and_a_log_line") {
+        return;
+    }
+    let rig = Rig::new(&["--geometry", "tiny"]);
+    let log = rig.dir.path().join("daemon.log");
+    let o = nandkit(&["mount", s(&rig.img), s(&rig.mnt), "--log", s(&log)]);
+    assert!(o.status.success(), "mount: {}", text(&o.stderr));
+    wait_until("the mount", std::time::Duration::from_secs(20), || {
+        is_mounted(&rig.mnt)
+    });
+    let m = Mounted {
+        mnt: rig.mnt.clone(),
+        done: false,
+    };
+    std::fs::write(rig.path("f"), b"before").unwrap();
+    let len = std::fs::metadata(&rig.img).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&rig.img)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    for _ in 0..2 {
+        let e = std::fs::write(rig.path("g"), b"after").unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        text.matches("shrank").count(),
+        1,
+        "the log says it once: {text}"
+    );
+    m.unmount();
+}
