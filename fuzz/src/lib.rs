@@ -30,22 +30,20 @@ pub fn options() -> MountOptions {
 }
 
 pub fn populate<F: nandkit_flash::Flash>(fs: &mut FileSystem<F>) {
-    let new = |kind, perm| NewObject {
-        kind,
-        perm,
-        uid: 0,
-        gid: 0,
-        rdev: 0,
-        target: b"",
+    let dir = NewObject {
+        kind: Kind::Dir,
+        perm: 0o755,
+        ..NewObject::regular_file()
     };
-    let d = fs
-        .create(ROOT_INO, b"d", new(Kind::Dir, 0o755))
-        .unwrap()
-        .ino;
+    let d = fs.create(ROOT_INO, b"d", dir).unwrap().ino;
     for i in 0..12u32 {
         let parent = if i % 2 == 0 { ROOT_INO } else { d };
         let f = fs
-            .create(parent, format!("f{i}").as_bytes(), new(Kind::File, 0o644))
+            .create(
+                parent,
+                format!("f{i}").as_bytes(),
+                NewObject::regular_file(),
+            )
             .unwrap()
             .ino;
         let data: Vec<u8> = (0..(i as usize * 1500))
@@ -173,15 +171,7 @@ pub fn walk<F: nandkit_flash::Flash>(fs: &mut FileSystem<F>) {
 pub fn exercise<F: nandkit_flash::Flash>(mut fs: FileSystem<F>) {
     let _ = fs.fsck();
     walk(&mut fs);
-    let file = NewObject {
-        kind: Kind::File,
-        perm: 0o644,
-        uid: 0,
-        gid: 0,
-        rdev: 0,
-        target: b"",
-    };
-    if let Ok(f) = fs.create(ROOT_INO, b"new", file) {
+    if let Ok(f) = fs.create(ROOT_INO, b"new", NewObject::regular_file()) {
         let _ = fs.write(f.ino, 0, &[7u8; 5000]);
         let _ = fs.fsync(f.ino);
     }

@@ -7,9 +7,8 @@
 //! - the access time a read moved shows at once (generic/003);
 //! - SEEK_DATA / SEEK_HOLE count bytes still in the page cache as data.
 
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::os::unix::fs::{FileExt, PermissionsExt};
-use std::os::unix::io::AsRawFd;
 use std::process::Command;
 use std::time::Duration;
 
@@ -140,16 +139,6 @@ fn coarse_now() -> (i64, i64) {
         0
     );
     (ts.tv_sec, ts.tv_nsec)
-}
-
-fn seek(f: &File, off: u64, whence: i32) -> Result<u64, i32> {
-    // SAFETY: lseek(2) on an open descriptor.
-    let r = unsafe { libc::lseek(f.as_raw_fd(), off as i64, whence) };
-    if r < 0 {
-        Err(std::io::Error::last_os_error().raw_os_error().unwrap())
-    } else {
-        Ok(r as u64)
-    }
 }
 
 /// Bytes written and not yet written back (no fsync, no close) are data to SEEK_DATA and

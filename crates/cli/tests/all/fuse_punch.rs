@@ -40,16 +40,6 @@ fn fallocate(f: &File, mode: i32, off: u64, len: u64) -> Result<(), i32> {
     }
 }
 
-fn seek(f: &File, off: u64, whence: i32) -> Result<u64, i32> {
-    // SAFETY: lseek(2) on an open descriptor.
-    let r = unsafe { libc::lseek(f.as_raw_fd(), off as i64, whence) };
-    if r < 0 {
-        Err(std::io::Error::last_os_error().raw_os_error().unwrap())
-    } else {
-        Ok(r as u64)
-    }
-}
-
 /// Free bytes as `statvfs` (what df shows) gives them.
 fn free_bytes(path: &std::path::Path) -> u64 {
     let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();

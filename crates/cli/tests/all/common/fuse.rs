@@ -327,3 +327,15 @@ pub fn wait_child(child: &mut Child, timeout: Duration) -> std::process::ExitSta
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// lseek(2) on an open file: the offset, or the errno.
+pub fn seek(f: &std::fs::File, off: u64, whence: i32) -> Result<u64, i32> {
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: lseek(2) on an open descriptor.
+    let r = unsafe { libc::lseek(f.as_raw_fd(), off as i64, whence) };
+    if r < 0 {
+        Err(std::io::Error::last_os_error().raw_os_error().unwrap())
+    } else {
+        Ok(r as u64)
+    }
+}
