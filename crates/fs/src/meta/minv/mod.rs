@@ -1,6 +1,8 @@
 //! MiNV's metadata store (DESIGN axis 1; paper: minvfs-nvram-metadata): every piece of
 //! metadata lives in byte-addressable NVRAM, flash holds file data only, and a mount reads
-//! the NVRAM and nothing on flash.
+//! the NVRAM and, of flash, only the file system record (one page: its id must be the one
+//! the NVRAM's superblock holds, so an NVRAM is never used with another file system's
+//! flash).
 //!
 //! The structures (layout in [`layout`]): a superblock, a status word per flash block, an
 //! inode hash table, fixed-size inodes, each object's header record (the same record the
@@ -62,7 +64,7 @@ use crate::object::{LOST_PAGE, NO_PAGE};
 use crate::rebuild::has_data;
 use crate::types::{Ino, ROOT_INO};
 
-pub use self::layout::{model_constants, object_bytes, SpaceConstants, SPACE};
+pub use self::layout::{min_nvram_bytes, model_constants, object_bytes, SpaceConstants, SPACE};
 pub(crate) use recover::mount;
 
 /// An allocation in the heap.
@@ -117,6 +119,11 @@ pub struct Minv {
     high_water: u64,
     /// Flash pages of the device.
     pages: u64,
+    /// The saved state's word (`save::CLEAN_OFF`) is still set in the NVRAM: a writable
+    /// mount after a clean unmount clears it right before its first NVRAM write, not at
+    /// mount, so a mount that writes nothing (it met damage, say) leaves the NVRAM as
+    /// fsck last saw it.
+    clean_word: bool,
 }
 
 /// Maps NVRAM failures; a lost power marks the file system dead like a flash power cut.
@@ -136,6 +143,7 @@ impl Minv {
             &fs.layout,
             fs.anchors.blocks,
             nv.size_bytes(),
+            fs.anchors.fs_id,
             &fs.config,
         )?;
         let mut head = sb.encode();
@@ -158,6 +166,7 @@ impl Minv {
             dead: Vec::new(),
             high_water: 0,
             pages: u64::from(fs.layout.blocks) * u64::from(fs.layout.pages_per_block),
+            clean_word: false,
         })
     }
 
@@ -170,11 +179,24 @@ impl Minv {
         self.regions.fixed_bytes() + self.heap.in_use_bytes()
     }
 
+    /// Before the first NVRAM write after a clean mount: the saved state stops describing
+    /// the NVRAM, so its word goes first (persisted). Every write below comes through here.
+    fn unclean(&mut self) -> std::result::Result<(), NvramError> {
+        if self.clean_word {
+            self.nv.write_u64(save::CLEAN_OFF, 0)?;
+            self.nv.persist(save::CLEAN_OFF, 8)?;
+            self.clean_word = false;
+        }
+        Ok(())
+    }
+
     fn store(&mut self, off: u64, value: u64) -> std::result::Result<(), NvramError> {
+        self.unclean()?;
         self.nv.write_u64(off, value)
     }
 
     fn store_persist(&mut self, off: u64, value: u64) -> std::result::Result<(), NvramError> {
+        self.unclean()?;
         self.nv.write_u64(off, value)?;
         self.nv.persist(off, 8)
     }
@@ -190,8 +212,8 @@ impl Minv {
         let mut padded = bytes.to_vec();
         padded.resize(len as usize, 0);
         let out = self
-            .nv
-            .write(off, &padded)
+            .unclean()
+            .and_then(|_| self.nv.write(off, &padded))
             .and_then(|_| self.nv.persist(off, len));
         if let Err(e) = out {
             self.heap.release(off, len);
@@ -305,6 +327,8 @@ impl Minv {
     /// and the heap's free extents, then points the clean word at them (see `save`). No
     /// room in the heap: nothing is saved and the next mount walks everything.
     fn save_state<F: Flash>(&mut self, fs: &FileSystem<F>) -> Result<()> {
+        // The new state may go where the old one was: the old one's word goes first.
+        self.unclean().map_err(|e| nv_err(fs, e))?;
         // A truncate publishes its record before RAM drops the chunks past the new end,
         // so slots past a file's end can outlive it until the file's next header write.
         // The saved state must describe every slot exactly: clear those now. A page in
