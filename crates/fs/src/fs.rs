@@ -209,6 +209,9 @@ pub struct FileSystem<F: Flash> {
     /// read on first use that fails its checks): from then on the file system is read-only
     /// and its unmount writes nothing and fails, so the store stays as fsck saw it.
     pub(crate) damaged: Option<String>,
+    /// Chunks changed since the metadata store last published a file's map (see
+    /// `touched`), for the files the store tracks.
+    pub(crate) touched: HashMap<Ino, crate::touched::Touched>,
     /// Set when the device failed under us (power lost): every call fails from then on.
     /// Atomic because a shared reader can be the one to see the loss.
     pub(crate) dead: AtomicBool,
@@ -283,6 +286,7 @@ impl<F: Flash> FileSystem<F> {
             clock,
             read_only: false,
             damaged: None,
+            touched: HashMap::new(),
             dead: AtomicBool::new(false),
             scrub_later: Mutex::new(Vec::new()),
             stats: FsStats::default(),

@@ -320,6 +320,8 @@ impl Minv {
             }
         }
         fs.unloaded.remove(&ino);
+        // RAM's map is the published one: from here on, note changes.
+        fs.track(ino);
         Ok(())
     }
 
@@ -561,8 +563,47 @@ impl Minv {
     }
 
     /// The page slots of `ino` that differ from its chunk map in RAM: (to publish now,
-    /// to clear after the record).
+    /// to clear after the record). A file whose changes RAM tracks (`touched`) costs what
+    /// changed; any other, its whole map.
     fn slot_changes<F: Flash>(fs: &FileSystem<F>, n: Option<&NvInode>, ino: Ino) -> SlotDiff {
+        let tracked = match (fs.objects.get(&ino), fs.touched.get(&ino), n) {
+            (Some(o), Some(t), Some(n)) if has_data(o.kind) => Some((o, t, n)),
+            _ => None,
+        };
+        let Some((o, t, n)) = tracked else {
+            return Self::all_slot_changes(fs, n, ino);
+        };
+        let mut diff = SlotDiff::default();
+        let mut clear = BTreeSet::new();
+        for &c in &t.chunks {
+            match o.chunks.get(c) {
+                NO_PAGE if n.slots.contains_key(&c) => {
+                    clear.insert(c);
+                }
+                NO_PAGE => {}
+                p if n.slots.get(&c) != Some(&p) => diff.set.push((c, p)),
+                _ => {}
+            }
+        }
+        if let Some(cut) = t.cut {
+            for (&c, _) in n.slots.range(cut..) {
+                if o.chunks.get(c) == NO_PAGE {
+                    clear.insert(c);
+                }
+            }
+        }
+        diff.clear = clear.into_iter().map(|c| (c, NO_PAGE)).collect();
+        // Every test run checks the tracking against the whole map.
+        debug_assert_eq!(
+            diff,
+            Self::all_slot_changes(fs, Some(n), ino),
+            "object {ino}: a chunk map change was not tracked"
+        );
+        diff
+    }
+
+    /// `slot_changes` by comparing the whole chunk map with the published slots.
+    fn all_slot_changes<F: Flash>(fs: &FileSystem<F>, n: Option<&NvInode>, ino: Ino) -> SlotDiff {
         let ram: Vec<(u32, u32)> = match fs.objects.get(&ino) {
             Some(o) if has_data(o.kind) => o.chunks.entries(),
             _ => Vec::new(),
@@ -645,6 +686,10 @@ impl Minv {
             );
         }
         let out = self.publish(fs, ino, rec, &bytes, &diff, new);
+        if out.is_ok() && fs.objects.get(&ino).is_some_and(|o| has_data(o.kind)) && !unloaded {
+            // The published slots are the map in RAM now: from here on, note changes.
+            fs.track(ino);
+        }
         if out.is_err() && new {
             // Never linked: give back what it took.
             if let Some(n) = self.inodes.get(&ino) {
@@ -815,7 +860,7 @@ fn status_of(state: crate::blocks::BlockState) -> layout::NvBlock {
     }
 }
 
-#[derive(Default)]
+#[derive(Debug, Default, PartialEq, Eq)]
 struct SlotDiff {
     set: Vec<(u32, u32)>,
     clear: Vec<(u32, u32)>,
