@@ -124,6 +124,9 @@ pub struct Minv {
     /// mount, so a mount that writes nothing (it met damage, say) leaves the NVRAM as
     /// fsck last saw it.
     clean_word: bool,
+    /// Chunks header writes compared between RAM's maps and the published slots (see
+    /// `slot_changes`): what a close costs in host time grows with this.
+    slots_compared: u64,
 }
 
 /// Maps NVRAM failures; a lost power marks the file system dead like a flash power cut.
@@ -167,6 +170,7 @@ impl Minv {
             high_water: 0,
             pages: u64::from(fs.layout.blocks) * u64::from(fs.layout.pages_per_block),
             clean_word: false,
+            slots_compared: 0,
         })
     }
 
@@ -343,7 +347,8 @@ impl Minv {
             .collect();
         inos.sort_unstable();
         for ino in inos {
-            let diff = Self::slot_changes(fs, self.inodes.get(&ino), ino);
+            let (diff, compared) = Self::slot_changes(fs, self.inodes.get(&ino), ino);
+            self.slots_compared += compared;
             if !diff.set.is_empty() {
                 return Ok(());
             }
@@ -563,16 +568,23 @@ impl Minv {
     }
 
     /// The page slots of `ino` that differ from its chunk map in RAM: (to publish now,
-    /// to clear after the record). A file whose changes RAM tracks (`touched`) costs what
-    /// changed; any other, its whole map.
-    fn slot_changes<F: Flash>(fs: &FileSystem<F>, n: Option<&NvInode>, ino: Ino) -> SlotDiff {
+    /// to clear after the record), and how many chunks it compared. A file whose changes
+    /// RAM tracks (`touched`) costs what changed; any other, its whole map.
+    fn slot_changes<F: Flash>(
+        fs: &FileSystem<F>,
+        n: Option<&NvInode>,
+        ino: Ino,
+    ) -> (SlotDiff, u64) {
         let tracked = match (fs.objects.get(&ino), fs.touched.get(&ino), n) {
             (Some(o), Some(t), Some(n)) if has_data(o.kind) => Some((o, t, n)),
             _ => None,
         };
         let Some((o, t, n)) = tracked else {
-            return Self::all_slot_changes(fs, n, ino);
+            let whole = fs.objects.get(&ino).map_or(0, |o| o.chunks.mapped());
+            let published = n.map_or(0, |n| n.slots.len() as u64);
+            return (Self::all_slot_changes(fs, n, ino), whole + published);
         };
+        let mut compared = t.chunks.len() as u64;
         let mut diff = SlotDiff::default();
         let mut clear = BTreeSet::new();
         for &c in &t.chunks {
@@ -587,6 +599,7 @@ impl Minv {
         }
         if let Some(cut) = t.cut {
             for (&c, _) in n.slots.range(cut..) {
+                compared += 1;
                 if o.chunks.get(c) == NO_PAGE {
                     clear.insert(c);
                 }
@@ -599,7 +612,7 @@ impl Minv {
             Self::all_slot_changes(fs, Some(n), ino),
             "object {ino}: a chunk map change was not tracked"
         );
-        diff
+        (diff, compared)
     }
 
     /// `slot_changes` by comparing the whole chunk map with the published slots.
@@ -659,7 +672,9 @@ impl Minv {
             );
             SlotDiff::default()
         } else {
-            Self::slot_changes(fs, self.inodes.get(&ino), ino)
+            let (diff, compared) = Self::slot_changes(fs, self.inodes.get(&ino), ino);
+            self.slots_compared += compared;
+            diff
         };
         let new = !self.inodes.contains_key(&ino);
         if new && u64::from(ino) >= self.high_water {
@@ -961,6 +976,7 @@ impl<F: Flash> MetadataStore<F> for Minv {
             stats: self.nv.stats(),
             bytes_in_use: self.bytes_in_use(),
             saved_state_bytes: self.lazy.as_ref().map_or(0, |l| l.region_bytes()),
+            slots_compared: self.slots_compared,
             size_bytes: self.nv.size_bytes(),
             power_lost: self.nv.power_lost(),
         })
@@ -982,6 +998,9 @@ pub struct NvramReport {
     /// Of `bytes_in_use`: a clean unmount's saved state that objects are still read from
     /// (freed once every object is in RAM).
     pub saved_state_bytes: u64,
+    /// Chunks the header writes since mount compared between RAM's chunk maps and the
+    /// published page slots: a close costs what changed, not the file's size.
+    pub slots_compared: u64,
     pub bytes_in_use: u64,
     pub size_bytes: u64,
     pub power_lost: bool,

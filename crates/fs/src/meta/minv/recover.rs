@@ -430,6 +430,7 @@ fn mount_inner<F: Flash>(
         high_water,
         pages,
         clean_word: word_set && !options.read_only,
+        slots_compared: 0,
     };
     if let Some(entries) = log {
         if !options.read_only {
@@ -508,6 +509,7 @@ fn mount_lazy<F: Flash>(
         // before: a mount that writes nothing leaves the NVRAM as it found it). The
         // state's room stays taken while objects are still read from it.
         clean_word: !options.read_only,
+        slots_compared: 0,
     };
     fs.next_serial = s.next_serial;
     fs.next_ino = (crate::types::ROOT_INO + 1).max(u32::try_from(high_water).unwrap_or(u32::MAX));
