@@ -109,11 +109,22 @@ pub fn make(args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
     if image.is_dir() {
         bail!("{}: is a directory, not a flash image", image.display());
     }
+    if !image.exists() || args.device.given() {
+        // The device is the one asked for: a too small NVRAM is refused before any file
+        // is made (for an existing image, `format` checks against its device).
+        args.nvram.check(wanted.geometry)?;
+    }
     if !image.exists() {
+        // A mkfs that fails leaves nothing it made: the image, its sidecar, the NVRAM.
+        let mut made = Made::default();
+        made.add(image.to_path_buf());
+        made.add(nandkit_flash::backend::file::sidecar_path(image));
         let dev = FlashDevice::create_image(image, wanted, false, DeviceOptions::default())
             .with_context(|| format!("creating flash image {}", image.display()))?;
         let _lock = image::lock(image, Access::Write)?;
-        return format(image, dev, args, true);
+        let report = format(image, dev, args, true, &mut made)?;
+        made.keep();
+        return Ok(report);
     }
 
     let _lock = image::lock(image, Access::Write)?;
@@ -140,18 +151,57 @@ pub fn make(args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
         drop(dev);
         return recreate(image, wanted, args);
     }
+    let mut made = Made::default();
     if !args.force {
         refuse_if_in_use(image, dev)?;
         let dev = image::open_device(image, DeviceOptions::default())?;
-        return format(image, dev, args, false);
+        let report = format(image, dev, args, false, &mut made)?;
+        made.keep();
+        return Ok(report);
     }
-    format(image, dev, args, false)
+    let report = format(image, dev, args, false, &mut made)?;
+    made.keep();
+    Ok(report)
 }
 
+/// An image recreated replaces one that was there: a failure after this cannot bring
+/// the old one back (the new NVRAM image, if mkfs made it, is still removed).
 fn recreate(image: &Path, config: DeviceConfig, args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
     let dev = FlashDevice::create_image(image, config, true, DeviceOptions::default())
         .with_context(|| format!("recreating flash image {}", image.display()))?;
-    format(image, dev, args, true)
+    let mut made = Made::default();
+    let report = format(image, dev, args, true, &mut made)?;
+    made.keep();
+    Ok(report)
+}
+
+/// Files this mkfs made, removed if it fails (dropped without `keep`), so a failed mkfs
+/// leaves nothing that a later one would refuse to replace without --force.
+#[derive(Default)]
+struct Made {
+    paths: Vec<PathBuf>,
+}
+
+impl Made {
+    fn add(&mut self, path: PathBuf) {
+        self.paths.push(path);
+    }
+
+    fn keep(mut self) {
+        self.paths.clear();
+    }
+}
+
+impl Drop for Made {
+    fn drop(&mut self) {
+        for p in &self.paths {
+            if let Err(e) = std::fs::remove_file(p) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    eprintln!("nandkit mkfs: cannot remove {}: {e}", p.display());
+                }
+            }
+        }
+    }
 }
 
 /// Fails if any page of the image was ever programmed: it holds a file system or data.
@@ -192,8 +242,11 @@ fn format(
     dev: FlashDevice,
     args: &MkfsArgs,
     created: bool,
+    made: &mut Made,
 ) -> anyhow::Result<MkfsReport> {
     let device = dev.config().clone();
+    // Before anything is erased: the NVRAM must fit this device.
+    args.nvram.check(device.geometry)?;
     // The file system sees the chips as one striped device (MA).
     let dev = nandkit_flash::StripedFlash::new(dev);
     let config = args.fs.config(&dev)?;
@@ -210,7 +263,10 @@ fn format(
             path.display(),
             config.profile
         ),
-        (true, Some(_)) => {
+        (true, Some(path)) => {
+            if !path.exists() {
+                made.add(path.clone());
+            }
             let nv = args.nvram.create(args.force)?.expect("a path was given");
             FileSystem::format_with_nvram(dev, nv, config, Arc::new(SystemClock))
         }

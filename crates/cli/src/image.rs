@@ -577,13 +577,22 @@ pub fn mount_with(
         None => FileSystem::mount(dev, options).map_err(|e| mount_error(image, e)),
         Some(path) => {
             let nv = crate::nvram_args::open(path)?;
-            FileSystem::mount_with_nvram(dev, nv, options).map_err(|e| {
+            let fs = FileSystem::mount_with_nvram(dev, nv, options).map_err(|e| {
                 anyhow::Error::new(e).context(format!(
                     "mounting {} with the NVRAM image {}",
                     image.display(),
                     path.display()
                 ))
-            })
+            })?;
+            if fs.fs_id().is_none() {
+                eprintln!(
+                    "nandkit: {} and {} carry no file system id (made before ids): nothing \
+                     checks that this NVRAM image belongs to this flash image",
+                    image.display(),
+                    path.display()
+                );
+            }
+            Ok(fs)
         }
     }
 }

@@ -39,15 +39,41 @@ impl Default for NewNvramArgs {
 }
 
 impl NewNvramArgs {
+    /// The new NVRAM image's configuration (preset, then size).
+    fn config(&self) -> anyhow::Result<nandkit_nvram::NvramConfig> {
+        let mut config = nandkit_nvram::preset(&self.nvram_preset)?;
+        if let Some(size) = self.nvram_size {
+            config = config.with_size_bytes(size)?;
+        }
+        Ok(config)
+    }
+
+    /// Refuses, before any file is touched, flags that cannot make an NVRAM image for a
+    /// flash device of geometry `g` (a bad preset, or too small to format).
+    pub fn check(&self, g: nandkit_flash::Geometry) -> anyhow::Result<()> {
+        if self.nvram.is_none() {
+            return Ok(());
+        }
+        // The file system sees the chips as one striped device, and counts its blocks.
+        let blocks = nandkit_fs::layout::Layout::new(g.striped())?.blocks;
+        let size = self.config()?.size_bytes;
+        let least = nandkit_fs::meta::minv::min_nvram_bytes(blocks);
+        if size < least {
+            bail!(
+                "an NVRAM of {size} bytes cannot hold a minv file system on this device: its \
+                 {blocks} erase blocks need at least {least} bytes of NVRAM before the first \
+                 file (give a larger --nvram-size)"
+            );
+        }
+        Ok(())
+    }
+
     /// Creates the NVRAM image (refusing to replace one unless `force`).
     pub fn create(&self, force: bool) -> anyhow::Result<Option<Nvram>> {
         let Some(path) = &self.nvram else {
             return Ok(None);
         };
-        let mut config = nandkit_nvram::preset(&self.nvram_preset)?;
-        if let Some(size) = self.nvram_size {
-            config = config.with_size_bytes(size)?;
-        }
+        let config = self.config()?;
         if path.exists() && !force {
             bail!(
                 "{}: an NVRAM image exists already (--force replaces it, losing the metadata \

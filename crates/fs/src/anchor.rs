@@ -29,6 +29,9 @@ pub struct Anchors {
     /// Next free page of the current anchor block.
     pub next_page: u32,
     pub record: Option<FsRecord>,
+    /// The file system's id (see `FsRecord::fs_id`; 0: none), written into every copy
+    /// of the record.
+    pub fs_id: u128,
 }
 
 impl<F: Flash> FileSystem<F> {
@@ -41,12 +44,13 @@ impl<F: Flash> FileSystem<F> {
             pages_per_block: g.pages_per_block,
             blocks: self.layout.blocks,
             config_json: serde_json::to_vec(&self.config).expect("config serialises"),
+            fs_id: self.anchors.fs_id,
         }
     }
 
     /// mkfs: the first two good (erased) blocks become the anchors, each with a copy of the
-    /// file system record.
-    pub(crate) fn write_anchors_at_format(&mut self) -> Result<()> {
+    /// file system record, which carries the new file system's id `fs_id`.
+    pub(crate) fn write_anchors_at_format(&mut self, fs_id: u128) -> Result<()> {
         let mut chosen = Vec::new();
         for b in 0..self.layout.blocks {
             if self.blocks.get(b).state == BlockState::Empty {
@@ -65,6 +69,7 @@ impl<F: Flash> FileSystem<F> {
             current: 0,
             next_page: 1,
             record: None,
+            fs_id,
         };
         let record = self.fs_record();
         if Special::capacity(self.layout.chunk_bytes as usize) < record.encode().len() {
@@ -207,10 +212,33 @@ impl<F: Flash> FileSystem<F> {
             epochs,
             current,
             next_page: 1,
+            fs_id: record.fs_id,
             record: Some(record),
         };
         self.anchors.next_page = self.anchor_write_point()?;
         Ok(())
+    }
+
+    /// The file system record in page 0 of anchor block `blocks[0]`, else of
+    /// `blocks[1]` (a copy that is bad, unreadable or not a record is skipped): how a
+    /// `minv` mount, which reads nothing else on flash, learns which file system the
+    /// flash holds. `None`: neither copy is there.
+    pub(crate) fn record_at(&mut self, blocks: [u32; 2]) -> Result<Option<FsRecord>> {
+        for blk in blocks {
+            if blk >= self.layout.blocks
+                || self.dev.get_mut().is_bad(self.layout.block_addr(blk))?
+            {
+                continue;
+            }
+            if let Some(s) = self.read_anchor_page(blk, 0)? {
+                if s.index == 0 {
+                    if let Some(r) = FsRecord::decode(&s.payload) {
+                        return Ok(Some(r));
+                    }
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// Refuses an image of another format with a clear message.

@@ -220,6 +220,7 @@ impl<F: Flash> FileSystem<F> {
             return;
         }
         o.chunks.set(d.chunk, replaced);
+        self.touch_chunk(d.obj, d.chunk);
         self.reserves
             .chunk_changed(d.obj, d.chunk, failed, replaced);
         if replaced != NO_PAGE && replaced != LOST_PAGE {

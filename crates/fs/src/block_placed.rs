@@ -227,6 +227,7 @@ impl<F: Flash> FileSystem<F> {
         };
         let old = o.chunks.set(chunk, pno);
         o.saw_chunk(chunk);
+        self.touch_chunk(ino, chunk);
         self.reserves.chunk_changed(ino, chunk, old, pno);
         if is_page(old) && old != pno {
             self.blocks.invalidate(old);
@@ -243,6 +244,7 @@ impl<F: Flash> FileSystem<F> {
             return false;
         };
         o.saw_chunk(first + n - 1);
+        self.touch_run(ino, first, n);
         for j in 0..n {
             let was = old.get(j as usize).copied().unwrap_or(NO_PAGE);
             self.blocks.set_valid(page + j);

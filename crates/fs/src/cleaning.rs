@@ -213,6 +213,9 @@ impl<F: Flash> FileSystem<F> {
                         found = true;
                     }
                 }
+                if found {
+                    self.touch_chunk(d.obj, d.chunk);
+                }
             }
             Tags::Header(h) => {
                 if let Some(o) = self.objects.get_mut(&h.obj) {
@@ -241,6 +244,7 @@ impl<F: Flash> FileSystem<F> {
         let _ = self.map_all();
         self.blocks.invalidate(pno);
         let mut lost_headers = Vec::new();
+        let mut lost_chunks = Vec::new();
         for (&ino, o) in self.objects.iter_mut() {
             if o.header == pno {
                 o.header = NO_PAGE;
@@ -251,11 +255,15 @@ impl<F: Flash> FileSystem<F> {
                 for (chunk, c) in o.chunks.entries() {
                     if c == pno {
                         o.chunks.set(chunk, LOST_PAGE);
+                        lost_chunks.push((ino, chunk));
                     }
                 }
             }
         }
         self.repairs.extend(lost_headers);
+        for (ino, chunk) in lost_chunks {
+            self.touch_chunk(ino, chunk);
+        }
         self.tombstones.retain(|_, t| t.page != pno);
     }
 

@@ -65,37 +65,46 @@ pub enum FsError {
          with (--nvram FILE)"
     )]
     NeedsNvram,
+    /// A `minv` NVRAM image given with a flash image it was not made with (mkfs writes
+    /// one random file system id on both).
+    #[error(
+        "the NVRAM image belongs to another file system: the NVRAM image holds file system \
+         {nvram}, the flash image holds file system {flash}; give the NVRAM image mkfs made \
+         with this flash image"
+    )]
+    NvramMismatch { nvram: String, flash: String },
 }
 
 impl FsError {
     /// The errno this error reports through POSIX interfaces (FUSE).
     pub fn errno(&self) -> i32 {
         match self {
-            FsError::NotFound => 2,            // ENOENT
-            FsError::Exists => 17,             // EEXIST
-            FsError::NotDir => 20,             // ENOTDIR
-            FsError::IsDir => 21,              // EISDIR
-            FsError::NotEmpty => 39,           // ENOTEMPTY
-            FsError::NoSpace => 28,            // ENOSPC
-            FsError::NoObjectNumbers(_) => 28, // ENOSPC
-            FsError::NameTooLong => 36,        // ENAMETOOLONG
-            FsError::TooBig => 27,             // EFBIG
-            FsError::ValueTooBig => 7,         // E2BIG
-            FsError::NoDevice => 19,           // ENODEV
-            FsError::Invalid(_) => 22,         // EINVAL
-            FsError::Io(_) => 5,               // EIO
-            FsError::ReadOnly => 30,           // EROFS
-            FsError::NotPermitted => 1,        // EPERM
-            FsError::TooManyLinks => 31,       // EMLINK
-            FsError::NoData => 61,             // ENODATA
-            FsError::NotSupported(_) => 95,    // EOPNOTSUPP
-            FsError::NoSuchOffset => 6,        // ENXIO
-            FsError::NotFormatted(_) => 22,    // EINVAL
-            FsError::OldFormat { .. } => 22,   // EINVAL
-            FsError::Flash(_) => 5,            // EIO
-            FsError::Nvram(_) => 5,            // EIO
-            FsError::CorruptNvram(_) => 117,   // EUCLEAN
-            FsError::NeedsNvram => 22,         // EINVAL
+            FsError::NotFound => 2,              // ENOENT
+            FsError::Exists => 17,               // EEXIST
+            FsError::NotDir => 20,               // ENOTDIR
+            FsError::IsDir => 21,                // EISDIR
+            FsError::NotEmpty => 39,             // ENOTEMPTY
+            FsError::NoSpace => 28,              // ENOSPC
+            FsError::NoObjectNumbers(_) => 28,   // ENOSPC
+            FsError::NameTooLong => 36,          // ENAMETOOLONG
+            FsError::TooBig => 27,               // EFBIG
+            FsError::ValueTooBig => 7,           // E2BIG
+            FsError::NoDevice => 19,             // ENODEV
+            FsError::Invalid(_) => 22,           // EINVAL
+            FsError::Io(_) => 5,                 // EIO
+            FsError::ReadOnly => 30,             // EROFS
+            FsError::NotPermitted => 1,          // EPERM
+            FsError::TooManyLinks => 31,         // EMLINK
+            FsError::NoData => 61,               // ENODATA
+            FsError::NotSupported(_) => 95,      // EOPNOTSUPP
+            FsError::NoSuchOffset => 6,          // ENXIO
+            FsError::NotFormatted(_) => 22,      // EINVAL
+            FsError::OldFormat { .. } => 22,     // EINVAL
+            FsError::Flash(_) => 5,              // EIO
+            FsError::Nvram(_) => 5,              // EIO
+            FsError::CorruptNvram(_) => 117,     // EUCLEAN
+            FsError::NeedsNvram => 22,           // EINVAL
+            FsError::NvramMismatch { .. } => 22, // EINVAL
         }
     }
 }

@@ -347,6 +347,7 @@ impl<F: Flash> FileSystem<F> {
         }
         let old = o.chunks.set(chunk, pno);
         o.saw_chunk(chunk);
+        self.touch_chunk(ino, chunk);
         self.reserves.chunk_changed(ino, chunk, old, pno);
         if old != NO_PAGE && old != LOST_PAGE {
             self.blocks.invalidate(old);
@@ -443,6 +444,7 @@ impl<F: Flash> FileSystem<F> {
         for pno in o.chunks.truncate(keep_chunks).into_iter().rev() {
             self.blocks.invalidate(pno);
         }
+        self.touch_cut(ino, keep_chunks);
         self.recount_reserve(ino);
         if self.block_placed() {
             self.placed_after_shrink(ino)?;

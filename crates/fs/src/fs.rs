@@ -205,6 +205,13 @@ pub struct FileSystem<F: Flash> {
     pub(crate) checkpoint_blocks: Vec<u32>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) read_only: bool,
+    /// Damage a writable mount met in its metadata store after mounting (a `minv` object
+    /// read on first use that fails its checks): from then on the file system is read-only
+    /// and its unmount writes nothing and fails, so the store stays as fsck saw it.
+    pub(crate) damaged: Option<String>,
+    /// Chunks changed since the metadata store last published a file's map (see
+    /// `touched`), for the files the store tracks.
+    pub(crate) touched: HashMap<Ino, crate::touched::Touched>,
     /// Set when the device failed under us (power lost): every call fails from then on.
     /// Atomic because a shared reader can be the one to see the loss.
     pub(crate) dead: AtomicBool,
@@ -288,6 +295,8 @@ impl<F: Flash> FileSystem<F> {
             checkpoint_blocks: Vec::new(),
             clock,
             read_only: false,
+            damaged: None,
+            touched: HashMap::new(),
             dead: AtomicBool::new(false),
             scrub_later: Mutex::new(Vec::new()),
             stats: FsStats::default(),
@@ -347,7 +356,9 @@ impl<F: Flash> FileSystem<F> {
         if fs.blocks.good_blocks() < fs.config.reserve_blocks + 6 {
             return Err(FsError::NoSpace);
         }
-        fs.write_anchors_at_format()?;
+        // Random, so two file systems never share one (0 means "none": skip it).
+        let fs_id = rand::random::<u128>().max(1);
+        fs.write_anchors_at_format(fs_id)?;
         if let Some(nv) = nvram {
             let store = crate::meta::minv::Minv::format(nv, &fs)?;
             fs.metadata = Some(Box::new(store));
@@ -476,6 +487,12 @@ impl<F: Flash> FileSystem<F> {
     }
 
     fn unmount_all(mut self) -> Result<(F, bool, Option<nandkit_nvram::Nvram>)> {
+        if let Some(why) = self.damaged.take() {
+            return Err(FsError::CorruptNvram(format!(
+                "{why} (found after mounting: the file system turned read-only then, and \
+                 this unmount wrote nothing; run fsck)"
+            )));
+        }
         let mut written = false;
         if !self.read_only {
             // What the unmount saves covers every object: the store's index is rebuilt.
@@ -560,6 +577,14 @@ impl<F: Flash> FileSystem<F> {
         let mut store = self.metadata.take().expect("a metadata store");
         let out = f(store.as_mut(), self);
         self.metadata = Some(store);
+        if let Err(FsError::CorruptNvram(why)) = &out {
+            if !self.read_only {
+                // Writing on would build on what may be wrong, and a failed unmount
+                // would leave a store that no longer shows fsck the damage: stop here.
+                self.damaged = Some(why.clone());
+                self.read_only = true;
+            }
+        }
         out
     }
 
@@ -614,6 +639,12 @@ impl<F: Flash> FileSystem<F> {
 
     pub fn mount_method(&self) -> MountMethod {
         self.mount_method
+    }
+
+    /// The file system's id, random at mkfs, as its record on flash gives it (None: made
+    /// before ids existed). A `minv` NVRAM image carries the same id.
+    pub fn fs_id(&self) -> Option<u128> {
+        Some(self.anchors.fs_id).filter(|&id| id != 0)
     }
 
     pub fn chunk_bytes(&self) -> u32 {

@@ -169,6 +169,7 @@ impl<F: Flash> FileSystem<F> {
                 self.blocks.invalidate_unlisted(pno);
             }
         }
+        self.touch_cut(ino, 0);
         self.caches.remove(&ino);
         self.reserves.remove(ino);
     }

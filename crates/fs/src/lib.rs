@@ -53,6 +53,7 @@ mod scan;
 mod scan_every_page;
 mod scan_ibat;
 mod seek;
+mod touched;
 pub mod types;
 mod write_path;
 mod xattr;

@@ -277,6 +277,7 @@ impl<F: Flash> FileSystem<F> {
         let Some(o) = self.objects.remove(&ino) else {
             return;
         };
+        self.untrack(ino);
         self.allocator.forget(ino);
         debug_assert!(o.details.as_ref().is_none_or(|d| d.names.is_empty()));
         if o.kind == Kind::HardLink {

@@ -178,13 +178,18 @@ impl<F: Flash> FileSystem<F> {
             let serial = self.next_serial;
             let o = self.obj_mut(ino)?;
             let mut pages = Vec::new();
+            let mut cleared = Vec::new();
             for (chunk, pno) in o.chunks.entries() {
                 if chunk >= a && chunk < b {
                     o.chunks.set(chunk, NO_PAGE);
+                    cleared.push(chunk);
                     if pno != LOST_PAGE {
                         pages.push(pno);
                     }
                 }
+            }
+            for chunk in cleared {
+                self.touch_chunk(ino, chunk);
             }
             self.punching.extend(pages);
             self.recount_reserve(ino);

@@ -12,5 +12,6 @@ mod fuse_mount;
 mod fuse_punch;
 mod fuse_semantics;
 mod fuse_writeback;
+mod minv_cli;
 mod model_cmd;
 mod reproduce;

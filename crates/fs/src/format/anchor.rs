@@ -22,6 +22,9 @@ pub struct FsRecord {
     pub blocks: u32,
     /// `FsConfig` as JSON.
     pub config_json: Vec<u8>,
+    /// The file system's id, random at mkfs (0: none, a record made before ids). A
+    /// `minv` NVRAM image carries it too, so a mount can tell it belongs to this flash.
+    pub fs_id: u128,
 }
 
 impl FsRecord {
@@ -40,6 +43,10 @@ impl FsRecord {
         }
         b.put_varint(self.config_json.len() as u64);
         b.extend_from_slice(&self.config_json);
+        // Last and optional, so records made before ids read as they always did.
+        if self.fs_id != 0 {
+            b.extend_from_slice(&self.fs_id.to_le_bytes());
+        }
         b
     }
 
@@ -63,6 +70,11 @@ impl FsRecord {
             (r.u32()?, r.u32()?, r.u32()?, r.u32()?);
         let n = r.count(1)?;
         let config_json = r.take(n)?.to_vec();
+        let fs_id = match r.left() {
+            0 => 0,
+            16 => u128::from_le_bytes(r.take(16)?.try_into().ok()?),
+            _ => return None,
+        };
         (r.left() == 0).then_some((
             version,
             FsRecord {
@@ -72,6 +84,7 @@ impl FsRecord {
                 pages_per_block,
                 blocks,
                 config_json,
+                fs_id,
             },
         ))
     }
@@ -123,10 +136,16 @@ mod tests {
             pages_per_block: 64,
             blocks: 256,
             config_json: b"{\"profile\":\"yaffs\"}".to_vec(),
+            fs_id: 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210,
         };
         let b = f.encode();
-        assert_eq!(FsRecord::decode(&b), Some(f));
+        assert_eq!(FsRecord::decode(&b), Some(f.clone()));
         assert_eq!(FsRecord::decode(&b[..b.len() - 1]), None);
+        // A record made before ids: no id, still read.
+        let old = FsRecord { fs_id: 0, ..f };
+        let b = old.encode();
+        assert_eq!(FsRecord::decode(&b), Some(old));
+        assert_eq!(FsRecord::decode(&[&b[..], &[0u8; 3]].concat()), None);
         let p = CheckpointPointer {
             id: 77,
             pages: 19,

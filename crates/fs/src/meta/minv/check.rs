@@ -17,6 +17,14 @@ use crate::types::Ino;
 
 pub(super) fn check<F: Flash>(m: &mut Minv, fs: &mut FileSystem<F>) -> StoreCheck {
     let mut notes = Vec::new();
+    if fs.anchors.fs_id == 0 {
+        // A mount checks the two carry the same id; images made before ids carry none.
+        notes.push(
+            "the NVRAM and the flash image carry no file system id (made before ids): \
+             nothing can check that this NVRAM image belongs to this flash image"
+                .into(),
+        );
+    }
     let problems = check_problems(m, fs, &mut notes);
     StoreCheck { problems, notes }
 }

@@ -2,8 +2,9 @@
 //!
 //! ```text
 //! 0       superblock (4 KiB): magic, version, flash geometry, where each region starts,
-//!         the file system configuration (JSON), CRC-32C over all of it. Written at mkfs,
-//!         never changed after.
+//!         the file system's id (the one its flash record holds), the file system
+//!         configuration (JSON), CRC-32C over all of it. Written at mkfs, never changed
+//!         after.
 //! 4096    redo log (512 B): entry count, checksum, up to 31 (offset, value) word stores.
 //! 4608    block status table: one 8-byte word per flash erase block (erased, in use, bad,
 //!         anchor).
@@ -120,6 +121,13 @@ impl Regions {
     }
 }
 
+/// The smallest NVRAM a device of `blocks` erase blocks can be formatted with (its fixed
+/// regions and a minimal heap), so mkfs can refuse a smaller one before it touches a file.
+pub fn min_nvram_bytes(blocks: u32) -> u64 {
+    let buckets_off = round_up(TABLE_OFF + 8 * u64::from(blocks), UNIT);
+    buckets_off + 8 * BUCKETS + 64 * UNIT
+}
+
 pub(crate) fn round_up(x: u64, to: u64) -> u64 {
     x.div_ceil(to) * to
 }
@@ -138,14 +146,21 @@ pub(crate) struct Superblock {
     pub blocks: u32,
     pub anchors: [u32; 2],
     pub nvram_size: u64,
+    /// The id of the file system this NVRAM belongs to, as the flash's record has it (0:
+    /// none, an NVRAM made before ids: bytes 48..64 were zero).
+    pub fs_id: u128,
     pub config_json: Vec<u8>,
 }
+
+/// Where the file system id is in the superblock.
+const FS_ID_OFF: usize = 48;
 
 impl Superblock {
     pub(crate) fn for_layout(
         layout: &Layout,
         anchors: [u32; 2],
         nvram_size: u64,
+        fs_id: u128,
         config: &crate::config::FsConfig,
     ) -> Result<Superblock> {
         let config_json = serde_json::to_vec(config)
@@ -162,6 +177,7 @@ impl Superblock {
             blocks: layout.blocks,
             anchors,
             nvram_size,
+            fs_id,
             config_json,
         })
     }
@@ -178,6 +194,7 @@ impl Superblock {
         put32(&mut b, 32, self.anchors[0]);
         put32(&mut b, 36, self.anchors[1]);
         b[40..48].copy_from_slice(&self.nvram_size.to_le_bytes());
+        b[FS_ID_OFF..FS_ID_OFF + 16].copy_from_slice(&self.fs_id.to_le_bytes());
         b[CONFIG_OFF..CONFIG_OFF + self.config_json.len()].copy_from_slice(&self.config_json);
         let crc = crc32c::crc32c(&Self::covered(&b));
         put32(&mut b, 88, crc);
@@ -223,6 +240,7 @@ impl Superblock {
             blocks: get32(b, 28),
             anchors: [get32(b, 32), get32(b, 36)],
             nvram_size: u64::from_le_bytes(b[40..48].try_into().expect("8 bytes")),
+            fs_id: u128::from_le_bytes(b[FS_ID_OFF..FS_ID_OFF + 16].try_into().expect("16 bytes")),
             config_json: b[CONFIG_OFF..CONFIG_OFF + len].to_vec(),
         })
     }
@@ -332,11 +350,12 @@ mod tests {
             blocks: 4096,
             anchors: [0, 1],
             nvram_size: 1 << 20,
+            fs_id: 0xfeed_f00d_0000_0000_0000_0000_dead_beef,
             config_json: b"{\"profile\":\"minv\"}".to_vec(),
         };
         let b = sb.encode();
         assert_eq!(Superblock::decode(&b).unwrap(), sb);
-        for at in [0, 9, 17, 40, 100] {
+        for at in [0, 9, 17, 40, 50, 63, 100] {
             let mut bad = b.clone();
             bad[at] ^= 1;
             assert!(Superblock::decode(&bad).is_err(), "flip at {at} accepted");
@@ -347,6 +366,10 @@ mod tests {
     #[test]
     fn regions_fit_and_slots_fill_the_structure() {
         let r = Regions::new(4096, 1 << 20).unwrap();
+        // The smallest NVRAM mkfs accepts is the smallest that formats.
+        let least = min_nvram_bytes(4096);
+        assert!(Regions::new(4096, least).is_ok());
+        assert!(Regions::new(4096, least - 1).is_err());
         assert!(r.heap_off > r.buckets_off && r.heap_off.is_multiple_of(UNIT));
         assert_eq!(OFFSETS_HEAD + 4 * u64::from(SLOTS), OFFSETS_BYTES);
         assert!(Regions::new(4096, 4096).is_err());

@@ -1,6 +1,8 @@
 //! MiNV's metadata store (DESIGN axis 1; paper: minvfs-nvram-metadata): every piece of
 //! metadata lives in byte-addressable NVRAM, flash holds file data only, and a mount reads
-//! the NVRAM and nothing on flash.
+//! the NVRAM and, of flash, only the file system record (one page: its id must be the one
+//! the NVRAM's superblock holds, so an NVRAM is never used with another file system's
+//! flash).
 //!
 //! The structures (layout in [`layout`]): a superblock, a status word per flash block, an
 //! inode hash table, fixed-size inodes, each object's header record (the same record the
@@ -62,7 +64,7 @@ use crate::object::{LOST_PAGE, NO_PAGE};
 use crate::rebuild::has_data;
 use crate::types::{Ino, ROOT_INO};
 
-pub use self::layout::{model_constants, object_bytes, SpaceConstants, SPACE};
+pub use self::layout::{min_nvram_bytes, model_constants, object_bytes, SpaceConstants, SPACE};
 pub(crate) use recover::mount;
 
 /// An allocation in the heap.
@@ -117,6 +119,14 @@ pub struct Minv {
     high_water: u64,
     /// Flash pages of the device.
     pages: u64,
+    /// The saved state's word (`save::CLEAN_OFF`) is still set in the NVRAM: a writable
+    /// mount after a clean unmount clears it right before its first NVRAM write, not at
+    /// mount, so a mount that writes nothing (it met damage, say) leaves the NVRAM as
+    /// fsck last saw it.
+    clean_word: bool,
+    /// Chunks header writes compared between RAM's maps and the published slots (see
+    /// `slot_changes`): what a close costs in host time grows with this.
+    slots_compared: u64,
 }
 
 /// Maps NVRAM failures; a lost power marks the file system dead like a flash power cut.
@@ -136,6 +146,7 @@ impl Minv {
             &fs.layout,
             fs.anchors.blocks,
             nv.size_bytes(),
+            fs.anchors.fs_id,
             &fs.config,
         )?;
         let mut head = sb.encode();
@@ -158,6 +169,8 @@ impl Minv {
             dead: Vec::new(),
             high_water: 0,
             pages: u64::from(fs.layout.blocks) * u64::from(fs.layout.pages_per_block),
+            clean_word: false,
+            slots_compared: 0,
         })
     }
 
@@ -170,11 +183,24 @@ impl Minv {
         self.regions.fixed_bytes() + self.heap.in_use_bytes()
     }
 
+    /// Before the first NVRAM write after a clean mount: the saved state stops describing
+    /// the NVRAM, so its word goes first (persisted). Every write below comes through here.
+    fn unclean(&mut self) -> std::result::Result<(), NvramError> {
+        if self.clean_word {
+            self.nv.write_u64(save::CLEAN_OFF, 0)?;
+            self.nv.persist(save::CLEAN_OFF, 8)?;
+            self.clean_word = false;
+        }
+        Ok(())
+    }
+
     fn store(&mut self, off: u64, value: u64) -> std::result::Result<(), NvramError> {
+        self.unclean()?;
         self.nv.write_u64(off, value)
     }
 
     fn store_persist(&mut self, off: u64, value: u64) -> std::result::Result<(), NvramError> {
+        self.unclean()?;
         self.nv.write_u64(off, value)?;
         self.nv.persist(off, 8)
     }
@@ -190,8 +216,8 @@ impl Minv {
         let mut padded = bytes.to_vec();
         padded.resize(len as usize, 0);
         let out = self
-            .nv
-            .write(off, &padded)
+            .unclean()
+            .and_then(|_| self.nv.write(off, &padded))
             .and_then(|_| self.nv.persist(off, len));
         if let Err(e) = out {
             self.heap.release(off, len);
@@ -298,6 +324,8 @@ impl Minv {
             }
         }
         fs.unloaded.remove(&ino);
+        // RAM's map is the published one: from here on, note changes.
+        fs.track(ino);
         Ok(())
     }
 
@@ -305,6 +333,8 @@ impl Minv {
     /// and the heap's free extents, then points the clean word at them (see `save`). No
     /// room in the heap: nothing is saved and the next mount walks everything.
     fn save_state<F: Flash>(&mut self, fs: &FileSystem<F>) -> Result<()> {
+        // The new state may go where the old one was: the old one's word goes first.
+        self.unclean().map_err(|e| nv_err(fs, e))?;
         // A truncate publishes its record before RAM drops the chunks past the new end,
         // so slots past a file's end can outlive it until the file's next header write.
         // The saved state must describe every slot exactly: clear those now. A page in
@@ -317,7 +347,8 @@ impl Minv {
             .collect();
         inos.sort_unstable();
         for ino in inos {
-            let diff = Self::slot_changes(fs, self.inodes.get(&ino), ino);
+            let (diff, compared) = Self::slot_changes(fs, self.inodes.get(&ino), ino);
+            self.slots_compared += compared;
             if !diff.set.is_empty() {
                 return Ok(());
             }
@@ -537,8 +568,55 @@ impl Minv {
     }
 
     /// The page slots of `ino` that differ from its chunk map in RAM: (to publish now,
-    /// to clear after the record).
-    fn slot_changes<F: Flash>(fs: &FileSystem<F>, n: Option<&NvInode>, ino: Ino) -> SlotDiff {
+    /// to clear after the record), and how many chunks it compared. A file whose changes
+    /// RAM tracks (`touched`) costs what changed; any other, its whole map.
+    fn slot_changes<F: Flash>(
+        fs: &FileSystem<F>,
+        n: Option<&NvInode>,
+        ino: Ino,
+    ) -> (SlotDiff, u64) {
+        let tracked = match (fs.objects.get(&ino), fs.touched.get(&ino), n) {
+            (Some(o), Some(t), Some(n)) if has_data(o.kind) => Some((o, t, n)),
+            _ => None,
+        };
+        let Some((o, t, n)) = tracked else {
+            let whole = fs.objects.get(&ino).map_or(0, |o| o.chunks.mapped());
+            let published = n.map_or(0, |n| n.slots.len() as u64);
+            return (Self::all_slot_changes(fs, n, ino), whole + published);
+        };
+        let mut compared = t.chunks.len() as u64;
+        let mut diff = SlotDiff::default();
+        let mut clear = BTreeSet::new();
+        for &c in &t.chunks {
+            match o.chunks.get(c) {
+                NO_PAGE if n.slots.contains_key(&c) => {
+                    clear.insert(c);
+                }
+                NO_PAGE => {}
+                p if n.slots.get(&c) != Some(&p) => diff.set.push((c, p)),
+                _ => {}
+            }
+        }
+        if let Some(cut) = t.cut {
+            for (&c, _) in n.slots.range(cut..) {
+                compared += 1;
+                if o.chunks.get(c) == NO_PAGE {
+                    clear.insert(c);
+                }
+            }
+        }
+        diff.clear = clear.into_iter().map(|c| (c, NO_PAGE)).collect();
+        // Every test run checks the tracking against the whole map.
+        debug_assert_eq!(
+            diff,
+            Self::all_slot_changes(fs, Some(n), ino),
+            "object {ino}: a chunk map change was not tracked"
+        );
+        (diff, compared)
+    }
+
+    /// `slot_changes` by comparing the whole chunk map with the published slots.
+    fn all_slot_changes<F: Flash>(fs: &FileSystem<F>, n: Option<&NvInode>, ino: Ino) -> SlotDiff {
         let ram: Vec<(u32, u32)> = match fs.objects.get(&ino) {
             Some(o) if has_data(o.kind) => o.chunks.entries(),
             _ => Vec::new(),
@@ -594,7 +672,9 @@ impl Minv {
             );
             SlotDiff::default()
         } else {
-            Self::slot_changes(fs, self.inodes.get(&ino), ino)
+            let (diff, compared) = Self::slot_changes(fs, self.inodes.get(&ino), ino);
+            self.slots_compared += compared;
+            diff
         };
         let new = !self.inodes.contains_key(&ino);
         if new && u64::from(ino) >= self.high_water {
@@ -621,6 +701,10 @@ impl Minv {
             );
         }
         let out = self.publish(fs, ino, rec, &bytes, &diff, new);
+        if out.is_ok() && fs.objects.get(&ino).is_some_and(|o| has_data(o.kind)) && !unloaded {
+            // The published slots are the map in RAM now: from here on, note changes.
+            fs.track(ino);
+        }
         if out.is_err() && new {
             // Never linked: give back what it took.
             if let Some(n) = self.inodes.get(&ino) {
@@ -791,7 +875,7 @@ fn status_of(state: crate::blocks::BlockState) -> layout::NvBlock {
     }
 }
 
-#[derive(Default)]
+#[derive(Debug, Default, PartialEq, Eq)]
 struct SlotDiff {
     set: Vec<(u32, u32)>,
     clear: Vec<(u32, u32)>,
@@ -892,6 +976,7 @@ impl<F: Flash> MetadataStore<F> for Minv {
             stats: self.nv.stats(),
             bytes_in_use: self.bytes_in_use(),
             saved_state_bytes: self.lazy.as_ref().map_or(0, |l| l.region_bytes()),
+            slots_compared: self.slots_compared,
             size_bytes: self.nv.size_bytes(),
             power_lost: self.nv.power_lost(),
         })
@@ -913,6 +998,9 @@ pub struct NvramReport {
     /// Of `bytes_in_use`: a clean unmount's saved state that objects are still read from
     /// (freed once every object is in RAM).
     pub saved_state_bytes: u64,
+    /// Chunks the header writes since mount compared between RAM's chunk maps and the
+    /// published page slots: a close costs what changed, not the file's size.
+    pub slots_compared: u64,
     pub bytes_in_use: u64,
     pub size_bytes: u64,
     pub power_lost: bool,

@@ -1,5 +1,6 @@
 //! Mounting from the NVRAM: everything the file system keeps in RAM is rebuilt from the
-//! NVRAM alone; flash is not read.
+//! NVRAM alone; of flash, only the file system record is read, to check that the NVRAM
+//! belongs to this flash (the two carry one id, see `same_file_system`).
 //!
 //! Every pointer is checked before it is followed (inside the heap, aligned, not seen
 //! before) and every record against its checksum, so a damaged NVRAM gives a clear error,
@@ -22,6 +23,7 @@ use super::{Extent, Minv, NvInode};
 use crate::blocks::BlockState;
 use crate::config::FsConfig;
 use crate::error::{FsError, Result};
+use crate::format::anchor::FsRecord;
 use crate::format::Record;
 use crate::fs::{FileSystem, MountMethod, MountOptions};
 use crate::layout::Layout;
@@ -104,6 +106,33 @@ fn superblock<F: Flash>(r: &mut Reader, dev: &F) -> Result<(Superblock, FsConfig
     }
     config.alloc_params.validate()?;
     Ok((sb, config))
+}
+
+/// The file system id, if the NVRAM (`nvram_id`) and the flash's record (`flash`, read
+/// from the anchor blocks the NVRAM names) belong to one file system; else an error
+/// naming both. Images made before ids carry none on either side, and are taken as they
+/// always were (fsck says nothing can check they belong together).
+fn same_file_system(nvram_id: u128, flash: Option<&FsRecord>, anchors: [u32; 2]) -> Result<u128> {
+    let name = |id: u128| match id {
+        0 => "none (made before file system ids)".to_string(),
+        id => format!("{id:032x}"),
+    };
+    let Some(flash) = flash else {
+        return Err(FsError::NvramMismatch {
+            nvram: name(nvram_id),
+            flash: format!(
+                "none: no file system record in blocks {} and {}, where the NVRAM's has it",
+                anchors[0], anchors[1]
+            ),
+        });
+    };
+    if flash.fs_id != nvram_id {
+        return Err(FsError::NvramMismatch {
+            nvram: name(nvram_id),
+            flash: name(flash.fs_id),
+        });
+    }
+    Ok(nvram_id)
 }
 
 /// What the walk of the inode table found.
@@ -316,6 +345,9 @@ fn mount_inner<F: Flash>(
     let mut fs = FileSystem::empty(dev, config, Arc::clone(&options.clock))?;
     fs.read_only = options.read_only;
     fs.anchors.blocks = sb.anchors;
+    // The one flash read of the mount: the record says which file system the flash holds.
+    let record = fs.record_at(sb.anchors)?;
+    fs.anchors.fs_id = same_file_system(sb.fs_id, record.as_ref(), sb.anchors)?;
     let regions = Regions::new(fs.layout.blocks, r.nv.size_bytes())?;
     let log = super::redo::read(r.nv, |o| regions.loggable(o)).map_err(corrupt)?;
     if let Some(entries) = &log {
@@ -381,6 +413,9 @@ fn mount_inner<F: Flash>(
         patch: log.iter().flatten().copied().collect(),
     };
     let found = walk(&mut r, &regions, fs.layout.chunk_bytes, pages)?;
+    // A state this mount did not use (damaged, or its index was) must not outlive the
+    // first change either.
+    let word_set = get64(&r.read(super::save::CLEAN_OFF, 8)?, 0) != 0;
     drop(r);
     let heap = Heap::rebuild(regions.heap_off, regions.heap_end, &found.extents);
     let mut store = Minv {
@@ -394,6 +429,8 @@ fn mount_inner<F: Flash>(
         dead: Vec::new(),
         high_water,
         pages,
+        clean_word: word_set && !options.read_only,
+        slots_compared: 0,
     };
     if let Some(entries) = log {
         if !options.read_only {
@@ -467,14 +504,13 @@ fn mount_lazy<F: Flash>(
         dead: Vec::new(),
         high_water,
         pages,
-    };
-    if !options.read_only {
         // From the first change on, the state no longer describes the NVRAM: a crash must
-        // walk. The state's room stays taken while objects are still read from it.
-        store
-            .store_persist(super::save::CLEAN_OFF, 0)
-            .map_err(FsError::Nvram)?;
-    }
+        // walk, so a writable mount clears the word before it changes anything (and not
+        // before: a mount that writes nothing leaves the NVRAM as it found it). The
+        // state's room stays taken while objects are still read from it.
+        clean_word: !options.read_only,
+        slots_compared: 0,
+    };
     fs.next_serial = s.next_serial;
     fs.next_ino = (crate::types::ROOT_INO + 1).max(u32::try_from(high_water).unwrap_or(u32::MAX));
     fs.lazy_pending = true;

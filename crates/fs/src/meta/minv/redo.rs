@@ -40,6 +40,7 @@ impl Minv {
         }
         assert!(entries.len() <= LOG_ENTRIES, "a redo transaction too big");
         let bytes = encode(entries);
+        self.unclean()?;
         self.nv.write(LOG_OFF + 16, &bytes)?;
         self.nv
             .write_u64(LOG_OFF + 8, check_word(&bytes, entries.len()))?;

@@ -1,0 +1,57 @@
+//! Which chunks of a file changed page since its metadata store last published its map,
+//! for a store that publishes maps piecewise (MiNV's page slots): with this, a close
+//! compares what changed, not the whole map (a file of 12,850 chunks made every close
+//! of a one-chunk write walk 12,850 entries).
+//!
+//! A file is tracked only once the store asks for it (`track`, after it has published
+//! the whole map); until then the store compares the whole map. Every change of a chunk
+//! map in RAM after a mount goes through `touch_chunk` or `touch_cut`.
+
+use std::collections::BTreeSet;
+
+use nandkit_flash::Flash;
+
+use crate::fs::FileSystem;
+use crate::types::Ino;
+
+/// What changed in one file's map since the store last published it.
+#[derive(Debug, Default)]
+pub(crate) struct Touched {
+    /// Chunks whose page was set, moved, lost or cleared.
+    pub chunks: BTreeSet<u32>,
+    /// The lowest `keep` of a truncate since: chunks from it on may have gone.
+    pub cut: Option<u32>,
+}
+
+impl<F: Flash> FileSystem<F> {
+    /// From now on, note the changes of `ino`'s map (its store has just published it).
+    pub(crate) fn track(&mut self, ino: Ino) {
+        self.touched.insert(ino, Touched::default());
+    }
+
+    /// Stop noting `ino`'s changes (its store forgot it).
+    pub(crate) fn untrack(&mut self, ino: Ino) {
+        self.touched.remove(&ino);
+    }
+
+    /// Chunk `chunk` of `ino` now maps elsewhere (or nowhere).
+    pub(crate) fn touch_chunk(&mut self, ino: Ino, chunk: u32) {
+        if let Some(t) = self.touched.get_mut(&ino) {
+            t.chunks.insert(chunk);
+        }
+    }
+
+    /// Chunks `first..first + n` of `ino` map elsewhere.
+    pub(crate) fn touch_run(&mut self, ino: Ino, first: u32, n: u32) {
+        if let Some(t) = self.touched.get_mut(&ino) {
+            t.chunks.extend(first..first.saturating_add(n));
+        }
+    }
+
+    /// `ino`'s map was truncated to its first `keep` chunks.
+    pub(crate) fn touch_cut(&mut self, ino: Ino, keep: u32) {
+        if let Some(t) = self.touched.get_mut(&ino) {
+            t.cut = Some(t.cut.map_or(keep, |c| c.min(keep)));
+        }
+    }
+}
