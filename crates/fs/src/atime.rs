@@ -52,6 +52,12 @@ impl<F: Flash> FileSystem<F> {
         due && d.atime != now
     }
 
+    /// Whether listing a directory moves its access time, as the policy says (`true`, the
+    /// default) or never (`false`: Linux's `nodiratime`).
+    pub fn set_dir_atime(&mut self, on: bool) {
+        self.dir_atime = on;
+    }
+
     /// `ino` was read: moves its access time to now if the policy asks for it.
     pub(crate) fn accessed(&mut self, ino: Ino) -> Result<()> {
         if self.read_only || self.is_dead() || self.atime == AtimePolicy::Never {
@@ -159,5 +165,27 @@ mod tests {
         fs.read(ino, 0, &mut buf).unwrap();
         fs.readdir(ROOT_INO).unwrap();
         assert_eq!(fs.getattr(ino).unwrap().atime, t0);
+    }
+
+    /// `nodiratime`: listing a directory leaves its access time; reading a file in it
+    /// still moves the file's.
+    #[test]
+    fn nodiratime_keeps_directories_as_they_are() {
+        for dir_atime in [true, false] {
+            let mut fs = fs_with(AtimePolicy::Strict);
+            fs.set_dir_atime(dir_atime);
+            let ino = file(&mut fs);
+            let d0 = fs.getattr(ROOT_INO).unwrap().atime;
+            let f0 = fs.getattr(ino).unwrap().atime;
+            fs.readdir(ROOT_INO).unwrap();
+            let mut buf = [0u8; 5];
+            fs.read(ino, 0, &mut buf).unwrap();
+            let moved = fs.getattr(ROOT_INO).unwrap().atime > d0;
+            assert_eq!(
+                moved, dir_atime,
+                "directory atime with diratime={dir_atime}"
+            );
+            assert!(fs.getattr(ino).unwrap().atime > f0, "the file's moves");
+        }
     }
 }

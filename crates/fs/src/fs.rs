@@ -186,6 +186,8 @@ pub struct FileSystem<F: Flash> {
     /// Objects a listing shows that are still only in the store (statfs counts them).
     pub(crate) lazy_uncounted: u64,
     pub(crate) atime: AtimePolicy,
+    /// Whether listing a directory moves its access time (`nodiratime` turns it off).
+    pub(crate) dir_atime: bool,
     pub(crate) anchors: Anchors,
     /// Open block of each write stream.
     pub(crate) streams: Vec<Option<OpenBlock>>,
@@ -287,6 +289,7 @@ impl<F: Flash> FileSystem<F> {
             punching: HashSet::new(),
             batch: Default::default(),
             atime: AtimePolicy::default(),
+            dir_atime: true,
             anchors: Anchors::default(),
             next_serial: 1,
             next_ino: ROOT_INO + 1,

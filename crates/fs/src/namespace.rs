@@ -129,7 +129,9 @@ impl<F: Flash> FileSystem<F> {
             .iter()
             .map(|(n, &i)| (n.clone(), i))
             .collect();
-        self.accessed(dir)?;
+        if self.dir_atime {
+            self.accessed(dir)?;
+        }
         Ok(entries
             .into_iter()
             .filter_map(|(name, holder)| {

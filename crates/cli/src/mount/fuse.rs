@@ -67,6 +67,8 @@ pub struct FuseOptions {
     pub commit: Duration,
     /// When reads update access times (`-o relatime`, `strictatime`, `noatime`).
     pub atime: AtimePolicy,
+    /// Whether listing a directory does too (`-o nodiratime` turns it off).
+    pub dir_atime: bool,
 }
 
 /// A directory listing taken at the first read of a directory handle (and again at each

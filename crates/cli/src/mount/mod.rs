@@ -74,6 +74,8 @@ Mount options (-o, comma-separated or repeated):
                              when reads update access times (default relatime, as on
                              Linux: a file's atime is written with its next header, at
                              most about one header page per file read per day)
+  nodiratime, diratime       whether listing a directory moves its access time too
+                             (default diratime, as on Linux)
   commit=S                   seconds between writing out data of files still open (default
                              5, as ext4). Closed files are written at close, fsync'd ones at
                              fsync; what the daemon holds longer is lost if it is killed
@@ -391,7 +393,7 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
             },
         },
     )?;
-    let fs = image::mount_with(
+    let mut fs = image::mount_with(
         &p.image,
         dev,
         MountOptions {
@@ -402,6 +404,7 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
         },
         p.nvram.as_deref(),
     )?;
+    fs.set_dir_atime(p.config.fuse.dir_atime);
     let chunk_bytes = fs.chunk_bytes();
     let capacity = {
         let s = fs.statfs();

@@ -77,6 +77,7 @@ impl MountConfig {
                 entry_ttl: Duration::from_secs(1),
                 commit: Duration::from_secs(DEFAULT_COMMIT_SECS),
                 atime: AtimePolicy::Relatime,
+                dir_atime: true,
             },
         };
         let mut attr_ttl = None;
@@ -130,6 +131,8 @@ impl MountConfig {
                 ("relatime" | "atime", None) => c.fuse.atime = AtimePolicy::Relatime,
                 ("strictatime", None) => c.fuse.atime = AtimePolicy::Strict,
                 ("noatime", None) => c.fuse.atime = AtimePolicy::Never,
+                ("nodiratime", None) => c.fuse.dir_atime = false,
+                ("diratime", None) => c.fuse.dir_atime = true,
                 ("entry_timeout", Some(v)) => c.fuse.entry_ttl = seconds(key, v)?,
                 (flag, None) => c.flags.push(match flag {
                     "dev" => MountOption::Dev,
@@ -208,6 +211,8 @@ mod tests {
         assert_eq!(d.fuse.commit, Duration::from_secs(30));
         assert_eq!(d.fuse.atime, AtimePolicy::Strict);
         assert_eq!(parse(&[]).unwrap().fuse.atime, AtimePolicy::Relatime);
+        assert!(parse(&[]).unwrap().fuse.dir_atime);
+        assert!(!parse(&["relatime,nodiratime"]).unwrap().fuse.dir_atime);
         assert!(parse(&["commit=0"]).is_err());
         assert!(
             parse(&[]).unwrap().fuse.writeback,
