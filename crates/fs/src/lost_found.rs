@@ -69,19 +69,24 @@ impl<F: Flash> FileSystem<F> {
         let mut under_root: Vec<Ino> = self
             .objects
             .iter()
-            .filter(|(_, o)| o.kind == Kind::Dir && o.parent == ROOT_INO)
+            .filter(|(&i, o)| i != ROOT_INO && o.parent == ROOT_INO)
             .map(|(&i, _)| i)
             .collect();
         under_root.sort_unstable();
+        // The name is taken by something that is not a directory: ours gets its number.
+        let mut name = LOST_FOUND.to_vec();
         for ino in under_root {
-            if self.load(ino).is_ok()
+            let named = self.load(ino).is_ok()
                 && self.objects[&ino]
                     .d()
                     .names
                     .iter()
-                    .any(|n| n.parent == ROOT_INO && &*n.name == LOST_FOUND)
-            {
+                    .any(|n| n.parent == ROOT_INO && &*n.name == LOST_FOUND);
+            if named && self.objects[&ino].kind == Kind::Dir {
                 return ino;
+            }
+            if named {
+                name = format!("lost+found.{}", self.next_ino).into_bytes();
             }
         }
         let ino = self.next_ino;
@@ -89,7 +94,7 @@ impl<F: Flash> FileSystem<F> {
         let mut rec = Record::bare(Kind::Dir, 0o700, self.now());
         rec.names = vec![Name {
             parent: ROOT_INO,
-            name: LOST_FOUND.into(),
+            name: name.into_boxed_slice(),
         }];
         let mut o = Object::new(Kind::Dir, self.config.mapping, self.layout.map_shape());
         o.details = Some(Box::new(Details::from_record(rec)));
