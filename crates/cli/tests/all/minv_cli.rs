@@ -83,7 +83,7 @@ fn a_failed_minv_mkfs_leaves_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
     let img = dir.path().join("x.img");
     let nv = dir.path().join("x.nv");
-    let o = nandkit(&[
+    let args = [
         "mkfs",
         s(&img),
         "--profile",
@@ -92,23 +92,15 @@ fn a_failed_minv_mkfs_leaves_nothing_behind() {
         s(&nv),
         "--nvram-size",
         "1KiB",
-    ]);
+    ];
+    let o = nandkit(&args);
     let err = stderr(&o);
     assert!(!o.status.success(), "a 1 KiB NVRAM was accepted");
     assert!(!err.contains("panicked"), "{err}");
     assert!(err.contains("NVRAM"), "{err}");
     assert_eq!(listing(dir.path()), Vec::<String>::new(), "{err}");
     // Run again: the same error, not a refusal to touch what the first run left.
-    let again = nandkit(&[
-        "mkfs",
-        s(&img),
-        "--profile",
-        "minv",
-        "--nvram",
-        s(&nv),
-        "--nvram-size",
-        "1KiB",
-    ]);
+    let again = nandkit(&args);
     assert_eq!(stderr(&again), err);
 }
 
