@@ -252,7 +252,7 @@ fn format(
     let config = args.fs.config(&dev)?;
     let profile = format!("{}, allocation {}", config.profile, config.allocator.name());
     let in_nvram = config.metadata == nandkit_fs::meta::MetadataKind::Nvram;
-    let fs = match (in_nvram, &args.nvram.nvram) {
+    let mut fs = match (in_nvram, &args.nvram.nvram) {
         (true, None) => bail!(
             "the {} profile keeps its metadata in NVRAM: give --nvram FILE (a new NVRAM \
              image; --nvram-preset and --nvram-size choose it)",
@@ -273,6 +273,19 @@ fn format(
         (false, None) => FileSystem::format(dev, config, Arc::new(SystemClock)),
     }
     .with_context(|| format!("formatting {}", image.display()))?;
+    // As mke2fs does, the root directory belongs to whoever made the file system: a user
+    // who makes an image and mounts it (through fusermount3) can then write in it.
+    // SAFETY: getuid and getgid have no preconditions.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    if (uid, gid) != (0, 0) {
+        let owner = nandkit_fs::SetAttr {
+            uid: Some(uid),
+            gid: Some(gid),
+            ..Default::default()
+        };
+        fs.setattr(nandkit_fs::ROOT_INO, owner)
+            .with_context(|| format!("formatting {}", image.display()))?;
+    }
     let statfs = fs.statfs();
     // A clean unmount leaves a checkpoint, so the first mount needs no scan (a minv file
     // system persists its NVRAM instead).

@@ -31,6 +31,7 @@ use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -68,12 +69,18 @@ impl ImageLock {
     /// image on `mountpoint` (state [`DaemonState::Serving`]). A file that cannot be
     /// written is reported and otherwise ignored: commands then fall back to the mount
     /// table and waiting.
-    pub fn announce(&mut self, image: &Path, mountpoint: &Path) -> Arc<Announcement> {
+    pub fn announce(
+        &mut self,
+        image: &Path,
+        mountpoint: &Path,
+        read_only: bool,
+    ) -> Arc<Announcement> {
         let pid = std::process::id() as i32;
         let owner = Owner {
             pid,
             start: process_start(pid),
             state: DaemonState::Serving,
+            read_only,
             mountpoint: mountpoint.to_path_buf(),
         };
         let announcement = Arc::new(Announcement {
@@ -140,6 +147,7 @@ impl DaemonState {
 /// pid=4242
 /// start=123456
 /// state=unmounting
+/// access=rw
 /// mountpoint=/mnt/nand
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -149,6 +157,9 @@ pub struct Owner {
     /// later process that got the same pid. None if unknown.
     pub start: Option<u64>,
     pub state: DaemonState,
+    /// The daemon mounted the file system read-only (`-o ro`): a remount cannot make it
+    /// writable. A file without the line (an older daemon) is read as read-write.
+    pub read_only: bool,
     pub mountpoint: PathBuf,
 }
 
@@ -158,7 +169,9 @@ impl Owner {
         if let Some(start) = self.start {
             out.push_str(&format!("start={start}\n"));
         }
-        out.push_str(&format!("state={}\nmountpoint=", self.state.name()));
+        out.push_str(&format!("state={}\n", self.state.name()));
+        let access = if self.read_only { "ro" } else { "rw" };
+        out.push_str(&format!("access={access}\nmountpoint="));
         let mut out = out.into_bytes();
         out.extend_from_slice(self.mountpoint.as_os_str().as_bytes());
         out
@@ -171,11 +184,13 @@ impl Owner {
         };
         let head = std::str::from_utf8(head).ok()?;
         let (mut pid, mut start, mut state) = (None, None, None);
+        let mut read_only = false;
         for line in head.lines() {
             match line.split_once('=')? {
                 ("pid", v) => pid = Some(v.parse::<i32>().ok().filter(|&p| p > 0)?),
                 ("start", v) => start = Some(v.parse::<u64>().ok()?),
                 ("state", v) => state = Some(DaemonState::from_name(v)?),
+                ("access", v) => read_only = v == "ro",
                 _ => {} // a later version's field
             }
         }
@@ -183,6 +198,7 @@ impl Owner {
             pid: pid?,
             start,
             state: state?,
+            read_only,
             mountpoint: PathBuf::from(std::ffi::OsStr::from_bytes(mountpoint)),
         })
     }
@@ -352,6 +368,14 @@ pub fn require_exists(image: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Whether waits for another nandkit process go unannounced (`nandkit mount --quiet`, as
+/// mount(8)'s helper: a mount prints nothing unless it fails).
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, Ordering::Relaxed);
+}
+
 /// Takes the image's lock. If a nandkit mount of this image is up and serving, fails at once
 /// and says where. If its daemon is unmounting (after `fusermount3 -u`, it still flushes and
 /// writes its checkpoint), or another nandkit process holds the image (an mkfs), waits for
@@ -367,7 +391,9 @@ fn lock_within(image: &Path, access: Access, limit: Duration) -> anyhow::Result<
         Access::Write => libc::LOCK_EX,
     } | libc::LOCK_NB;
     let start = Instant::now();
-    let (mut said_unmounting, mut said_detached, mut said_waiting) = (false, false, false);
+    // A quiet process has, as it were, said everything already.
+    let quiet = QUIET.load(Ordering::Relaxed);
+    let (mut said_unmounting, mut said_detached, mut said_waiting) = (quiet, quiet, quiet);
     loop {
         // SAFETY: flock on a descriptor this function owns.
         if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
@@ -457,6 +483,8 @@ pub struct MountEntry {
     pub source: String,
     pub mountpoint: PathBuf,
     pub fstype: String,
+    /// The mount's options as /proc/mounts lists them (`rw,nosuid,...,allow_other`).
+    pub options: String,
 }
 
 /// The mount table, or nothing if it cannot be read (not Linux).
@@ -470,10 +498,12 @@ pub fn mounts() -> Vec<MountEntry> {
             let source = unescape_mount_field(f.next()?);
             let mountpoint = PathBuf::from(unescape_mount_field(f.next()?));
             let fstype = f.next()?.to_string();
+            let options = f.next().unwrap_or("").to_string();
             Some(MountEntry {
                 source,
                 mountpoint,
                 fstype,
+                options,
             })
         })
         .collect()
@@ -638,6 +668,7 @@ mod tests {
             pid,
             start: process_start(pid),
             state,
+            read_only: state == DaemonState::Detached,
             mountpoint: PathBuf::from("/mnt/odd\nname=x"),
         }
     }
@@ -780,7 +811,7 @@ mod tests {
         std::fs::write(&img, b"").unwrap();
         let mnt = dir.path().join("m");
         let mut lock = lock_within(&img, Access::Write, Duration::ZERO).unwrap();
-        let a = lock.announce(&img, &mnt);
+        let a = lock.announce(&img, &mnt, false);
         let read = || Owner::parse(&std::fs::read(owner_path(&img)).unwrap()).unwrap();
         assert_eq!(
             (read().state, read().mountpoint),

@@ -124,7 +124,18 @@ fn main() -> ExitCode {
     // (`nandkit dump IMAGE | head`) instead of panicking on a broken pipe.
     // The mount daemon keeps Rust's default (ignored), so a vanished log reader cannot kill
     // it with dirty data in RAM.
-    let cli = Cli::parse();
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let cli = match mount::helper::translate(&argv, root) {
+        None => Cli::parse(),
+        Some(Ok(args)) => Cli::parse_from(args),
+        Some(Err(e)) => {
+            eprintln!("{}: {e}", mount::helper::HELPER_NAME);
+            // mount(8)'s code for a usage error.
+            return ExitCode::from(1);
+        }
+    };
     if !matches!(cli.command, Command::Mount(_)) {
         // SAFETY: restoring the default disposition of SIGPIPE before any thread exists.
         unsafe {

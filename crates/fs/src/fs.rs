@@ -846,8 +846,8 @@ impl<F: Flash> FileSystem<F> {
             d.mtime = t;
             changed = true;
         }
-        if changed {
-            d.ctime = now;
+        if changed || set.ctime.is_some() {
+            d.ctime = set.ctime.unwrap_or(now);
             self.flush_cache(ino)?;
             self.persist(ino, d, Vec::new())?;
         }

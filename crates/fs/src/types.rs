@@ -126,6 +126,11 @@ pub struct SetAttr {
     pub size: Option<u64>,
     pub atime: Option<Time>,
     pub mtime: Option<Time>,
+    /// The change time to store. Only FUSE's write-back cache sends one: the kernel keeps a
+    /// cached file's times itself and hands them over with its writes, and a stat after a
+    /// remount must show what the kernel showed. `None`: the time of this call, if anything
+    /// changed.
+    pub ctime: Option<Time>,
 }
 
 /// `rename` variants (Linux renameat2 flags).

@@ -655,7 +655,7 @@ impl Filesystem for NandFuse {
         size: Option<u64>,
         atime: Option<TimeOrNow>,
         mtime: Option<TimeOrNow>,
-        _ctime: Option<SystemTime>,
+        ctime: Option<SystemTime>,
         _fh: Option<FileHandle>,
         _crtime: Option<SystemTime>,
         _chgtime: Option<SystemTime>,
@@ -670,12 +670,19 @@ impl Filesystem for NandFuse {
             size,
             atime: atime.map(time_or_now),
             mtime: mtime.map(time_or_now),
+            // Sent only by the write-back cache, whose times are the kernel's.
+            ctime: ctime.map(nandkit_time),
         };
         let who = caller(req);
         let r = ino32(ino).and_then(|i| {
             self.with_fs(|fs| {
-                // chown, and chown(-1, -1), which reaches us as a setattr of nothing.
-                let chown = set.uid.is_some() || set.gid.is_some() || set == SetAttr::default();
+                // chown, and chown(-1, -1), which reaches us as a setattr of nothing (but,
+                // under the write-back cache, the kernel's ctime).
+                let nothing = SetAttr {
+                    ctime: None,
+                    ..set.clone()
+                } == SetAttr::default();
+                let chown = set.uid.is_some() || set.gid.is_some() || nothing;
                 if chown && set.perm.is_none() {
                     self.drop_privileges(fs, i, |perm, _| privs::after_chown(perm))?;
                 }
@@ -683,7 +690,7 @@ impl Filesystem for NandFuse {
                     self.drop_privileges(fs, i, |perm, gid| who.perm_after_change(perm, gid))?;
                 }
                 if set == SetAttr::default() {
-                    // Only ctime (or a flag nandkit does not keep): nothing to store.
+                    // Only a flag nandkit does not keep: nothing to store.
                     fs.getattr(i)
                 } else if let Some(perm) = set.perm.filter(|_| self.posix_acl) {
                     // chmod: a stored access ACL follows the mode (the kernel leaves it to

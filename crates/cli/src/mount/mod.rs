@@ -26,12 +26,14 @@ mod bdi;
 mod clock;
 mod commit;
 mod fuse;
+pub mod helper;
 mod idle_clean;
 mod image_guard;
 mod invalidate;
 mod options;
 mod privs;
 mod refused;
+mod remount;
 mod space_guard;
 
 use std::ffi::CString;
@@ -63,8 +65,19 @@ the data is on flash. fsck, info, dump, mkfs and mount run right after `fusermou
 (saying so) while the daemon is still writing its checkpoint; while the image is mounted \
 they refuse it.
 
+As root, mounting an image already served elsewhere makes the second directory show the \
+same file system (a bind mount of the first, one daemon), as a disk mounted twice does.
+
+To use `mount -t fuse.nandkit IMAGE DIR` and /etc/fstab lines (type fuse.nandkit), link \
+this program as mount(8)'s helper: ln -s \"$(command -v nandkit)\" /sbin/mount.fuse.nandkit. \
+It then prints nothing on success and, as root, mounts with suid,dev unless nosuid or nodev \
+is given (mount(8) leaves out its defaults), as libfuse's mount.fuse3 does.
+
 Mount options (-o, comma-separated or repeated):
   ro, rw                     read-only / read-write (default rw)
+  remount                    change a live mount's ro/rw, suid, dev, exec, sync and
+                             dirsync (root only), as `mount -o remount,ro DIR` does.
+                             The daemon serves on; its own settings below stay
   allow_other, allow_root    let other users (or root) in; permissions are checked by the
                              kernel (default_permissions is always on). As a non-root user
                              allow_other needs user_allow_other in /etc/fuse.conf
@@ -143,29 +156,54 @@ pub struct MountArgs {
     /// Where the background daemon writes its messages [default: discarded].
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
+    /// Print nothing on success, and no notes while waiting for another nandkit process
+    /// (as mount(8)'s helper runs it).
+    #[arg(long, short = 'q')]
+    quiet: bool,
+    /// Check the arguments and options, then exit without mounting (mount(8)'s -f).
+    #[arg(long, hide = true)]
+    fake: bool,
 }
 
 /// What the daemon tells the waiting parent: "OK\n", or an error message.
 struct ReadyPipe(File);
 
 pub fn main(args: MountArgs) -> ExitCode {
+    image::set_quiet(args.quiet);
+    if remount::requested(&args.options) {
+        return exit_code(if args.fake {
+            remount::parse(&args.options).map(drop)
+        } else {
+            remount::run(&args.image, &args.mountpoint, &args.options)
+        });
+    }
+    if args.fake {
+        return exit_code(MountConfig::parse(&args.options).map(drop));
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        if let Some(existing) = image::mounted_at(&args.image) {
+            return exit_code(mount_again(&args, &existing));
+        }
+    }
     let prepared = match prepare(&args) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("Error: {e:?}");
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return exit_code(Err(e)),
     };
     if args.foreground {
-        return match serve(&prepared, None) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("Error: {e:?}");
-                ExitCode::FAILURE
-            }
-        };
+        return exit_code(serve(&prepared, None));
     }
     daemonize(&prepared)
+}
+
+fn exit_code(result: anyhow::Result<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error: {e:?}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// Everything checked and resolved before the fork.
@@ -176,29 +214,12 @@ struct Prepared {
     config: MountConfig,
     realtime: bool,
     log: Option<PathBuf>,
+    quiet: bool,
 }
 
 fn prepare(args: &MountArgs) -> anyhow::Result<Prepared> {
     let config = MountConfig::parse(&args.options)?;
-    let mnt = &args.mountpoint;
-    let meta = std::fs::metadata(mnt).with_context(|| format!("mount point {}", mnt.display()))?;
-    if !meta.is_dir() {
-        bail!("mount point {} is not a directory", mnt.display());
-    }
-    let mountpoint = mnt
-        .canonicalize()
-        .with_context(|| format!("mount point {}", mnt.display()))?;
-    if let Some(m) = image::mounts()
-        .into_iter()
-        .find(|m| m.mountpoint == mountpoint)
-    {
-        bail!(
-            "{} is busy: {} ({}) is already mounted there; unmount it first",
-            mountpoint.display(),
-            m.source,
-            m.fstype
-        );
-    }
+    let mountpoint = free_mountpoint(&args.mountpoint)?;
     if args.device.given() && !args.create {
         bail!("--geometry, --chips, --device-size and --seed only apply with --create");
     }
@@ -231,7 +252,59 @@ fn prepare(args: &MountArgs) -> anyhow::Result<Prepared> {
         config,
         realtime: args.realtime,
         log: args.log.clone(),
+        quiet: args.quiet,
     })
+}
+
+/// The mount point, resolved, if it is a directory nothing is mounted on.
+fn free_mountpoint(mnt: &Path) -> anyhow::Result<PathBuf> {
+    let meta = std::fs::metadata(mnt).with_context(|| format!("mount point {}", mnt.display()))?;
+    if !meta.is_dir() {
+        bail!("mount point {} is not a directory", mnt.display());
+    }
+    let mountpoint = mnt
+        .canonicalize()
+        .with_context(|| format!("mount point {}", mnt.display()))?;
+    if let Some(m) = image::mounts()
+        .into_iter()
+        .find(|m| m.mountpoint == mountpoint)
+    {
+        bail!(
+            "{} is busy: {} ({}) is already mounted there; unmount it first",
+            mountpoint.display(),
+            m.source,
+            m.fstype
+        );
+    }
+    Ok(mountpoint)
+}
+
+/// `nandkit mount IMAGE DIR2` as root while IMAGE is served on DIR1: DIR2 shows the same
+/// file system, as a disk's device mounted twice does (see `remount::mount_again`).
+fn mount_again(args: &MountArgs, existing: &Path) -> anyhow::Result<()> {
+    if args.foreground || args.realtime || args.log.is_some() || args.create {
+        bail!(
+            "{} is already served on {} by a running daemon: --foreground, --realtime, \
+             --log and --create do not apply to mounting it again",
+            args.image.display(),
+            existing.display()
+        );
+    }
+    // The daemon's settings are its own: only the kernel's flags may differ here. A bad
+    // option is named before anything else.
+    remount::parse(&args.options)?;
+    let mountpoint = free_mountpoint(&args.mountpoint)?;
+    remount::mount_again(&args.image, existing, &mountpoint, &args.options)?;
+    if !args.quiet {
+        println!(
+            "nandkit: {} is served on {}; {} now shows the same file system (its daemon \
+             ends once both are unmounted)",
+            args.image.display(),
+            existing.display(),
+            mountpoint.display()
+        );
+    }
+    Ok(())
 }
 
 /// Forks; the parent waits for the child's word that the mount is up.
@@ -266,6 +339,9 @@ fn daemonize(p: &Prepared) -> ExitCode {
     let mut msg = String::new();
     let _ = unsafe { File::from_raw_fd(fds[0]) }.read_to_string(&mut msg);
     if msg.starts_with("OK") {
+        if p.quiet {
+            return ExitCode::SUCCESS;
+        }
         println!(
             "nandkit: mounted {} on {} (daemon pid {pid}); unmount with: fusermount3 -u {}",
             p.image.display(),
@@ -461,7 +537,7 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
         }
     }
     // The mount is up: from now on, say what we do with the image.
-    let announcement = lock.announce(&p.image, &p.mountpoint);
+    let announcement = lock.announce(&p.image, &p.mountpoint, p.config.read_only);
     let mnt = p.mountpoint.clone();
     let told = Arc::clone(&announcement);
     std::thread::Builder::new()

@@ -5,6 +5,8 @@
 //!   O_DIRECT write by a user outside the file's group shows at once in `stat`, not
 //!   after the attribute timeout (xfstests generic/683-685, 355);
 //! - the access time a read moved shows at once (generic/003);
+//! - a cached file's change time, which the kernel keeps while it writes, is the one the
+//!   file has after a remount (generic/003);
 //! - SEEK_DATA / SEEK_HOLE count bytes still in the page cache as data.
 
 use std::fs::OpenOptions;
@@ -170,6 +172,40 @@ fn seek_data_sees_bytes_still_in_the_page_cache() {
     assert_eq!(seek(&g, 0, libc::SEEK_HOLE), Ok(0));
     assert_eq!(seek(&g, 1 << 20, libc::SEEK_HOLE), Ok((1 << 20) + 4096));
     drop((f, g));
+    m.unmount();
+    rig.fsck_clean();
+}
+
+/// The kernel keeps a cached file's mtime and ctime itself and sends both with its writes;
+/// the daemon stored the mtime but stamped ctime with its own clock, so `stat` showed
+/// another ctime after a remount (generic/003: "change time has changed for file1 after
+/// remount").
+#[test]
+fn a_cached_files_change_time_survives_a_remount() {
+    if !fuse_ready("a_cached_files_change_time_survives_a_remount") {
+        return;
+    }
+    use std::os::unix::fs::MetadataExt;
+    let rig = Rig::new(&["--geometry", "tiny"]);
+    let m = rig.mount(&[]);
+    let path = rig.path("f");
+    let f = std::fs::File::create(&path).unwrap();
+    // The write lands at a later clock tick than the create (the kernel's clock is coarse:
+    // a few ms a tick), so the kernel's ctime differs from the one the daemon gave.
+    let created = std::time::SystemTime::now();
+    while created.elapsed().unwrap_or_default() < Duration::from_millis(30) {
+        std::hint::spin_loop();
+    }
+    f.write_at(b"aaa", 0).unwrap();
+    drop(f);
+    let times = |p: &std::path::Path| {
+        let m = std::fs::metadata(p).unwrap();
+        (m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec())
+    };
+    let before = times(&path);
+    m.unmount();
+    let m = rig.mount(&[]);
+    assert_eq!(times(&path), before, "(mtime, ctime) after a remount");
     m.unmount();
     rig.fsck_clean();
 }

@@ -896,3 +896,43 @@ fn permissions_are_enforced_for_other_users() {
     m.unmount();
     rig.fsck_clean();
 }
+
+/// The root directory of a new file system belongs to whoever ran mkfs (as mke2fs gives
+/// it): a user who makes an image and mounts it can write there. Before, it was root's,
+/// 0755, and a user's own mount refused them.
+#[test]
+fn the_root_directory_belongs_to_who_made_the_image() {
+    if !fuse_ready("the_root_directory_belongs_to_who_made_the_image") {
+        return;
+    }
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let img = dir.path().join("user.img");
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    // As root, mkfs runs as nobody (65534); otherwise as this user.
+    let (uid, gid) = if unsafe_is_root() {
+        (65534, 65534)
+    } else {
+        unsafe { (libc::getuid(), libc::getgid()) }
+    };
+    let mut mkfs = Command::new(BIN);
+    mkfs.args(["mkfs", s(&img), "--geometry", "tiny"]);
+    if unsafe_is_root() {
+        mkfs.uid(uid).gid(gid);
+    }
+    let o = mkfs.output().unwrap();
+    assert!(o.status.success(), "mkfs: {}", text(&o.stderr));
+    let o = nandkit(&["mount", s(&img), s(&mnt)]);
+    assert!(o.status.success(), "mount: {}", text(&o.stderr));
+    wait_until("the mount", Duration::from_secs(20), || is_mounted(&mnt));
+    let m = Mounted {
+        mnt: mnt.clone(),
+        done: false,
+    };
+    let meta = std::fs::metadata(&mnt).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (uid, gid));
+    assert_eq!(meta.mode() & 0o7777, 0o755);
+    m.unmount();
+}

@@ -10,6 +10,7 @@ mod fuse_conformance;
 mod fuse_image_lock;
 mod fuse_mount;
 mod fuse_punch;
+mod fuse_remount;
 mod fuse_semantics;
 mod fuse_writeback;
 mod minv_cli;
