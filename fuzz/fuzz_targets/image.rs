@@ -5,14 +5,15 @@
 //!
 //! The input is a list of patches: 4 bytes of offset (little-endian, modulo the image or
 //! NVRAM size), 1 byte of length (1-32), then that many bytes XORed in. Its first byte
-//! picks the base. With `NANDKIT_FUZZ_SEED=DIR` it writes the seed corpora instead
-//! (see `nandkit_fuzz::seed`).
+//! picks the base. A read-only mount of each must pass `check_reads`: damage that fsck
+//! does not see must not read as wrong bytes. With `NANDKIT_FUZZ_SEED=DIR` it writes the
+//! seed corpora instead (see `nandkit_fuzz::seed`).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use nandkit_flash::{DeviceOptions, FlashDevice, StripedFlash};
 use nandkit_fs::{FileSystem, MountOptions};
-use nandkit_fuzz::{bases, exercise, meta, options, patch, seed};
+use nandkit_fuzz::{bases, check_reads, exercise, meta, options, patch, seed};
 use nandkit_nvram::Nvram;
 
 fuzz_target!(init: {
@@ -42,23 +43,36 @@ fuzz_target!(init: {
                     read_only,
                     ..options()
                 };
-                if let Ok(fs) = FileSystem::mount(StripedFlash::new(dev), opts) {
+                if let Ok(mut fs) = FileSystem::mount(StripedFlash::new(dev), opts) {
+                    if read_only {
+                        check_reads(&mut fs);
+                    }
                     exercise(fs);
                 }
             }
         }
         _ => {
             let (image, sidecar, nvram) = &b.minv;
-            std::fs::write(&work, image).unwrap();
-            std::fs::write(meta(&work), sidecar).unwrap();
             let mut bytes = nvram.clone();
             patch(&mut bytes, patches);
-            let mut nv = Nvram::new_ram(b.nvram_config.clone()).unwrap();
-            nv.write(0, &bytes).unwrap();
-            nv.persist_all().unwrap();
-            let dev = FlashDevice::open_image(&work, DeviceOptions::default()).unwrap();
-            if let Ok(fs) = FileSystem::mount_with_nvram(StripedFlash::new(dev), nv, options()) {
-                exercise(fs);
+            for read_only in [true, false] {
+                std::fs::write(&work, image).unwrap();
+                std::fs::write(meta(&work), sidecar).unwrap();
+                let mut nv = Nvram::new_ram(b.nvram_config.clone()).unwrap();
+                nv.write(0, &bytes).unwrap();
+                nv.persist_all().unwrap();
+                let dev = FlashDevice::open_image(&work, DeviceOptions::default()).unwrap();
+                let opts = MountOptions {
+                    read_only,
+                    ..options()
+                };
+                if let Ok(mut fs) = FileSystem::mount_with_nvram(StripedFlash::new(dev), nv, opts)
+                {
+                    if read_only {
+                        check_reads(&mut fs);
+                    }
+                    exercise(fs);
+                }
             }
         }
     }

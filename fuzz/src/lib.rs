@@ -46,10 +46,7 @@ pub fn populate<F: nandkit_flash::Flash>(fs: &mut FileSystem<F>) {
             )
             .unwrap()
             .ino;
-        let data: Vec<u8> = (0..(i as usize * 1500))
-            .map(|k| (k as u8) ^ (i as u8))
-            .collect();
-        fs.write(f, 0, &data).unwrap();
+        fs.write(f, 0, &contents(i)).unwrap();
         if i % 3 == 0 {
             fs.fsync(f).unwrap();
         }
@@ -165,6 +162,63 @@ pub fn walk<F: nandkit_flash::Flash>(fs: &mut FileSystem<F>) {
                 }
             }
         }
+    }
+}
+
+/// What `populate` writes to its file number `i`.
+fn contents(i: u32) -> Vec<u8> {
+    (0..(i as usize * 1500))
+        .map(|k| (k as u8) ^ (i as u8))
+        .collect()
+}
+
+/// Where `populate` leaves its file number `i`: f0 was renamed into d as g0, the odd ones
+/// are in d, the even ones in the root.
+fn place(i: u32) -> (bool, String) {
+    match i {
+        0 => (true, "g0".into()),
+        _ => (i % 2 == 1, format!("f{i}")),
+    }
+}
+
+/// The oracle, on a read-only mount of a damaged base: if fsck finds nothing (no problem
+/// and no note), every file `populate` wrote is where it left it and reads back exactly,
+/// or its read fails with an error. Wrong bytes, or a file gone, behind a clean fsck is a
+/// bug: damage let through as data.
+pub fn check_reads<F: nandkit_flash::Flash>(fs: &mut FileSystem<F>) {
+    let report = fs.fsck();
+    if !report.problems.is_empty() || !report.notes.is_empty() {
+        return;
+    }
+    let d = match fs.lookup(ROOT_INO, b"d") {
+        Ok(a) => a.ino,
+        Err(e) => panic!("fsck found nothing, but /d: {e}"),
+    };
+    for i in 0..12 {
+        let (in_d, name) = place(i);
+        let parent = if in_d { d } else { ROOT_INO };
+        let ino = match fs.lookup(parent, name.as_bytes()) {
+            Ok(a) => a.ino,
+            Err(e) => panic!("fsck found nothing, but {name}: {e}"),
+        };
+        let want = contents(i);
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 4096];
+        loop {
+            match fs.read(ino, got.len() as u64, &mut buf) {
+                Ok(0) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                // An error is an answer: the damage was not let through.
+                Err(_) => return,
+            }
+            if got.len() > want.len() {
+                break;
+            }
+        }
+        assert!(
+            got == want,
+            "fsck found nothing, but {name} reads wrong bytes"
+        );
     }
 }
 
