@@ -31,19 +31,23 @@ export RUSTFLAGS="--cfg fuzzing -Cpasses=sancov-module -Cllvm-args=-sanitizer-co
 # An explicit target keeps the instrumentation out of build scripts.
 host=$(rustc -vV | sed -n 's/^host: //p')
 cargo build --release --quiet --bins --target "$host"
-bin="target/$host/release"
+bin="${CARGO_TARGET_DIR:-target}/$host/release"
 if [ ! -d corpus/decoders ] || [ ! -d corpus/image ]; then
   NANDKIT_FUZZ_SEED=corpus "$bin/image" 2>/dev/null
 fi
 
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 for t in "${targets[@]}"; do
   mkdir -p "corpus/$t" "artifacts/$t"
   echo "fuzz: $t for ${secs} s (corpus fuzz/corpus/$t)"
+  status=0
   "$bin/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
-    -artifact_prefix="artifacts/$t/" -print_final_stats=1 "corpus/$t" 2>&1 |
-    grep -E "^(#[0-9]+ *DONE|stat::number_of_executed_units|stat::peak_rss|==[0-9]+== ERROR|SUMMARY|INFO: seed corpus)" || true
-  if ls "artifacts/$t"/crash-* "artifacts/$t"/timeout-* "artifacts/$t"/oom-* >/dev/null 2>&1; then
-    echo "fuzz: $t found a failure:" artifacts/$t/*
+    -artifact_prefix="artifacts/$t/" -print_final_stats=1 "corpus/$t" >"$log" 2>&1 || status=$?
+  grep -E "^(#[0-9]+ *DONE|stat::number_of_executed_units|stat::peak_rss|==[0-9]+== ERROR|SUMMARY|INFO: seed corpus)" "$log" || true
+  if [ "$status" -ne 0 ] || ls "artifacts/$t"/crash-* "artifacts/$t"/timeout-* "artifacts/$t"/oom-* >/dev/null 2>&1; then
+    echo "fuzz: $t failed (exit status $status):" artifacts/$t/*
+    tail -n 40 "$log"
     exit 1
   fi
 done
