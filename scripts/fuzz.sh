@@ -3,7 +3,7 @@
 #
 #   scripts/fuzz.sh                 # every target for 60 s each
 #   scripts/fuzz.sh decoders 3600   # one target for an hour
-#   scripts/fuzz.sh --short         # what CI runs: 10 s per target
+#   scripts/fuzz.sh --short         # what CI runs: 5 s per target
 #
 # Targets (fuzz/fuzz_targets): `decoders` (tags, records, summaries, checkpoint, anchor
 # entries, attribute sets: no panic, and what decodes re-encodes to the same), `image`
@@ -20,7 +20,7 @@ cd "$(dirname "$0")/../fuzz"
 secs=60
 targets=(decoders image)
 case "${1:-}" in
-  --short) secs=10 ;;
+  --short) secs=5 ;;
   "") ;;
   *) targets=("$1"); secs="${2:-60}" ;;
 esac

@@ -19,6 +19,12 @@ fn mount_options(mnt: &Path) -> Vec<String> {
     opts.split(',').map(str::to_string).collect()
 }
 
+/// The command failed, and its message says `why`.
+fn refused(o: &std::process::Output, why: &str) {
+    assert!(!o.status.success(), "succeeded; expected: {why}");
+    assert!(text(&o.stderr).contains(why), "{}", text(&o.stderr));
+}
+
 fn remount(rig: &Rig, image: &Path, opts: &str) -> std::process::Output {
     nandkit(&["mount", "-o", opts, s(image), s(&rig.mnt)])
 }
@@ -36,12 +42,7 @@ fn remount_read_only_and_back() {
     std::fs::write(rig.path("before"), b"cached, not synced").unwrap();
     if !unsafe_is_root() {
         let o = remount(&rig, &rig.img, "remount,ro");
-        assert!(!o.status.success());
-        assert!(
-            text(&o.stderr).contains("needs root"),
-            "{}",
-            text(&o.stderr)
-        );
+        refused(&o, "needs root");
         m.unmount();
         rig.fsck_clean();
         return;
@@ -53,12 +54,7 @@ fn remount_read_only_and_back() {
         .open(rig.path("before"))
         .unwrap();
     let o = remount(&rig, &rig.img, "remount,ro");
-    assert!(!o.status.success());
-    assert!(
-        text(&o.stderr).contains("open for writing"),
-        "{}",
-        text(&o.stderr)
-    );
+    refused(&o, "open for writing");
     drop(open);
 
     let o = remount(&rig, &rig.img, "remount,ro");
@@ -94,17 +90,11 @@ fn remount_read_only_and_back() {
         ("remount,ro", &other, "not"),
     ] {
         let o = remount(&rig, image, opts);
-        assert!(!o.status.success(), "{opts} succeeded");
-        assert!(text(&o.stderr).contains(why), "{opts}: {}", text(&o.stderr));
+        refused(&o, why);
     }
     assert_eq!(mount_options(&rig.mnt)[0], "rw");
     m.unmount();
-    let o = remount(&rig, &rig.img, "remount,ro");
-    assert!(
-        text(&o.stderr).contains("nothing is mounted"),
-        "{}",
-        text(&o.stderr)
-    );
+    refused(&remount(&rig, &rig.img, "remount,ro"), "nothing is mounted");
     rig.fsck_clean();
 
     // Both files are on the image.
@@ -119,12 +109,7 @@ fn remount_read_only_and_back() {
     );
     // The daemon of a read-only mount opened the image read-only: no way to rw.
     let o = remount(&rig, &rig.img, "remount,rw");
-    assert!(!o.status.success());
-    assert!(
-        text(&o.stderr).contains("mounted with -o ro"),
-        "{}",
-        text(&o.stderr)
-    );
+    refused(&o, "mounted with -o ro");
     m.unmount();
     rig.fsck_clean();
 }
@@ -178,8 +163,7 @@ fn answers_mount8_as_its_helper() {
         .args([s(&rig.img), s(&rig.mnt), "-o", "bogus"])
         .output()
         .unwrap();
-    assert!(!o.status.success());
-    assert!(text(&o.stderr).contains("bogus"), "{}", text(&o.stderr));
+    refused(&o, "bogus");
     m.unmount();
     rig.fsck_clean();
 }
@@ -198,12 +182,7 @@ fn a_second_mount_shows_the_same_file_system() {
     std::fs::create_dir(&mnt2).unwrap();
     let o = nandkit(&["mount", s(&rig.img), s(&mnt2), "-o", "ro"]);
     if !unsafe_is_root() {
-        assert!(!o.status.success());
-        assert!(
-            text(&o.stderr).contains("is mounted on"),
-            "{}",
-            text(&o.stderr)
-        );
+        refused(&o, "is mounted on");
         first.unmount();
         rig.fsck_clean();
         return;

@@ -9,7 +9,7 @@
 //! - every byte fsync'd before the cut reads back exactly; bytes changed since may hold
 //!   any value a change since gave them (`FileHistory::check`);
 //! - the recovered file system keeps working: more writes, a clean remount and a crash
-//!   remount later, everything still reads back (after every second cut of a sweep, every
+//!   remount later, everything still reads back (after every third cut of a sweep, every
 //!   cut with `NANDKIT_LONG=1`: it costs more than the recovery and its checks).
 //!
 //! Besides workloads, the cuts hit mkfs, unmount (its sync, the checkpoint and the anchor
@@ -794,15 +794,15 @@ thread_local! {
     static KEEP_WORKING: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
-/// Whether this recovered file system is put back to work: every second one (every one
-/// with `NANDKIT_LONG`). Consecutive cuts alternate, so a sweep still works on after cuts
-/// in every phase of its workload; the work costs about as much again as the recovery.
+/// Whether this recovered file system is put back to work: every third one (every one
+/// with `NANDKIT_LONG`), so a sweep still works on after cuts in every phase of its
+/// workload; the work costs about as much again as the recovery.
 fn keep_working_turn() -> bool {
     let n = KEEP_WORKING.with(|c| {
         c.set(c.get() + 1);
         c.get()
     });
-    long() || n % 2 == 1
+    long() || n % 3 == 1
 }
 
 /// Whether this recovery looks read-only first: every third (every one with
@@ -2031,7 +2031,7 @@ fn crash_on_worn_blocks() {
     let stride = if long() { 1 } else { 5 };
     worn_sweep_as(Dev::Tiny, yaffs, stride);
     for (_, profile) in OTHER_PROFILES {
-        worn_sweep_as(Dev::Tiny, profile, stride * 3);
+        worn_sweep_as(Dev::Tiny, profile, stride * 5);
     }
 }
 
