@@ -24,7 +24,8 @@
 //! other errors (EFBIG past the largest file) until the last writer closes.
 //!
 //! What write(2) accepted before the refusal reached the kernel (at most the mount's
-//! dirty limit, see `space_guard`) is lost, as before; fsync and close report it.
+//! dirty limit, see `space_guard`) is lost, as before; fsync or close report it too if
+//! a write-back failed since the kernel's per-file error flag was last looked at.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

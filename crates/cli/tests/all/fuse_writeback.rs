@@ -243,13 +243,17 @@ fn a_writer_that_never_syncs_hears_enospc_at_write() {
         f.write(&chunk).map_err(|e| e.raw_os_error()),
         Err(Some(libc::ENOSPC))
     );
-    // close reports the lost write-back too.
+    // close may report the lost write-back too, and nothing else: the kernel keeps one
+    // error flag per file for its write-backs, which close reports only if a write-back
+    // failed since something last looked (in one CI run of many, nothing was left to fail
+    // by then: write(2) had told the writer, which is what this test is for).
     let fd = std::os::fd::IntoRawFd::into_raw_fd(f);
     // SAFETY: closing a descriptor we own.
-    assert_ne!(
-        unsafe { libc::close(fd) },
-        0,
-        "close after a refused write-back"
+    let closed = unsafe { libc::close(fd) };
+    let why = std::io::Error::last_os_error().raw_os_error();
+    assert!(
+        closed == 0 || why == Some(libc::ENOSPC),
+        "close after a refused write-back: {closed}, {why:?}"
     );
     m.unmount();
     rig.fsck_clean();
