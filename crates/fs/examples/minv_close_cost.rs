@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use nandkit_flash::{preset, FlashDevice, StripedFlash};
 use nandkit_fs::clock::CountingClock;
-use nandkit_fs::{FileSystem, FsConfig, Kind, NewObject, ROOT_INO};
+use nandkit_fs::{FileSystem, FsConfig, NewObject, ROOT_INO};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -32,15 +32,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Arc::new(CountingClock::new(1_000_000_000)),
     )?;
     let chunk = u64::from(fs.chunk_bytes());
-    let new = NewObject {
-        kind: Kind::File,
-        perm: 0o644,
-        uid: 0,
-        gid: 0,
-        rdev: 0,
-        target: b"",
-    };
-    let ino = fs.create(ROOT_INO, b"big", new)?.ino;
+    let ino = fs.create(ROOT_INO, b"big", NewObject::regular_file())?.ino;
     let data = vec![0x5au8; chunk as usize];
     // The file, one chunk a write, then published.
     fs.open(ino)?;

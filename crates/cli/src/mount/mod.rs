@@ -292,9 +292,9 @@ fn mount_again(args: &MountArgs, existing: &Path) -> anyhow::Result<()> {
     }
     // The daemon's settings are its own: only the kernel's flags may differ here. A bad
     // option is named before anything else.
-    remount::parse(&args.options)?;
+    let flags = remount::parse(&args.options)?;
     let mountpoint = free_mountpoint(&args.mountpoint)?;
-    remount::mount_again(&args.image, existing, &mountpoint, &args.options)?;
+    remount::mount_again(&args.image, existing, &mountpoint, &flags)?;
     if !args.quiet {
         println!(
             "nandkit: {} is served on {}; {} now shows the same file system (its daemon \

@@ -160,9 +160,8 @@ pub fn mount_again(
     image: &Path,
     existing: &Path,
     mountpoint: &Path,
-    options: &[String],
+    r: &Remount,
 ) -> anyhow::Result<()> {
-    let r = parse(options)?;
     let Some(entry) = image::mounts()
         .into_iter()
         .rev()
@@ -174,7 +173,7 @@ pub fn mount_again(
             existing.display()
         );
     };
-    check_fixed(&r, image, existing, &entry.options)?;
+    check_fixed(r, image, existing, &entry.options)?;
     mount_call(Some(existing), mountpoint, libc::MS_BIND).map_err(|e| {
         anyhow::anyhow!(
             "{} is mounted on {}; mounting it on {} too (a bind mount of that one): {e}",

@@ -78,21 +78,26 @@ fn listing(dir: &Path) -> Vec<String> {
     v
 }
 
+/// A minv mkfs that must fail: 1 KiB of NVRAM holds nothing.
+fn too_small_nvram_mkfs<'a>(img: &'a Path, nv: &'a Path) -> [&'a str; 8] {
+    [
+        "mkfs",
+        s(img),
+        "--profile",
+        "minv",
+        "--nvram",
+        s(nv),
+        "--nvram-size",
+        "1KiB",
+    ]
+}
+
 #[test]
 fn a_failed_minv_mkfs_leaves_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
     let img = dir.path().join("x.img");
     let nv = dir.path().join("x.nv");
-    let args = [
-        "mkfs",
-        s(&img),
-        "--profile",
-        "minv",
-        "--nvram",
-        s(&nv),
-        "--nvram-size",
-        "1KiB",
-    ];
+    let args = too_small_nvram_mkfs(&img, &nv);
     let o = nandkit(&args);
     let err = stderr(&o);
     assert!(!o.status.success(), "a 1 KiB NVRAM was accepted");
@@ -113,17 +118,9 @@ fn a_failed_minv_mkfs_leaves_existing_files_as_they_were() {
         .iter()
         .map(|p| std::fs::read(p).unwrap())
         .collect();
-    let o = nandkit(&[
-        "mkfs",
-        s(&img),
-        "--profile",
-        "minv",
-        "--nvram",
-        s(&nv),
-        "--nvram-size",
-        "1KiB",
-        "--force",
-    ]);
+    let mut args = too_small_nvram_mkfs(&img, &nv).to_vec();
+    args.push("--force");
+    let o = nandkit(&args);
     assert!(!o.status.success(), "a 1 KiB NVRAM was accepted");
     let after: Vec<Vec<u8>> = [&img, &meta, &nv]
         .iter()

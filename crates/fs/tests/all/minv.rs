@@ -626,6 +626,20 @@ fn objects_left_in_nvram_load_on_first_use() {
     let _ = e;
 }
 
+/// Where a clean unmount saved its state in the NVRAM (the word at 4096 + 496), how many
+/// bytes it holds, and the NVRAM's bytes up to its end.
+fn saved_state(nv: &mut nandkit_nvram::Nvram) -> (u64, u64, Vec<u8>) {
+    let mut word = [0u8; 8];
+    nv.read(4096 + 496, &mut word).unwrap();
+    let state = u64::from_le_bytes(word);
+    assert_ne!(state, 0, "a clean unmount saves its state");
+    nv.read(state + 8, &mut word).unwrap();
+    let room = u64::from_le_bytes(word);
+    let mut image = vec![0u8; (state + room) as usize];
+    nv.read(0, &mut image).unwrap();
+    (state, room, image)
+}
+
 /// A damaged saved state gives clear errors when an object is reached through it, never
 /// a panic or a wrong object: a flipped byte in its checked head, map or extents makes the
 /// mount walk instead; one in the index (entries and child lists carry their own CRCs) is
@@ -639,14 +653,7 @@ fn a_damaged_saved_state_is_an_error_not_a_wrong_tree() {
     let (flash, nv) = fs.unmount_parts().unwrap();
     let mut flash = flash.into_inner();
     let mut nv = nv.unwrap();
-    let mut word = [0u8; 8];
-    nv.read(4096 + 496, &mut word).unwrap();
-    let state = u64::from_le_bytes(word);
-    assert_ne!(state, 0, "a clean unmount saves its state");
-    nv.read(state + 8, &mut word).unwrap();
-    let room = u64::from_le_bytes(word);
-    let mut image = vec![0u8; (state + room) as usize];
-    nv.read(0, &mut image).unwrap();
+    let (state, room, image) = saved_state(&mut nv);
     let (mut walked, mut refused) = (0, 0);
     for k in 0..300u64 {
         let at = (state + k * room / 300) as usize;
@@ -772,14 +779,7 @@ fn damage_met_after_mounting_stops_every_write() {
     let (flash, nv) = fs.unmount_parts().unwrap();
     let mut flash = flash.into_inner();
     let mut nv = nv.unwrap();
-    let mut word = [0u8; 8];
-    nv.read(4096 + 496, &mut word).unwrap();
-    let state = u64::from_le_bytes(word);
-    assert_ne!(state, 0, "a clean unmount saves its state");
-    nv.read(state + 8, &mut word).unwrap();
-    let room = u64::from_le_bytes(word);
-    let mut image = vec![0u8; (state + room) as usize];
-    nv.read(0, &mut image).unwrap();
+    let (state, _room, image) = saved_state(&mut nv);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("meta.nv");
     let (mut met, mut refused, mut clean) = (0, 0, 0);
