@@ -100,14 +100,14 @@ impl<F: Flash> FileSystem<F> {
                 .records()
                 .iter()
                 .enumerate()
-                .map(|(i, b)| (b, self.blocks.headers_in(i as u32)))
-                .map(|(b, h)| CkptBlock {
+                .map(|(i, b)| CkptBlock {
                     state: state_code(b.state),
                     flags: b.flags,
                     next_page: b.next_page(),
                     base_serial: b.base_serial,
                     overhead: b.overhead(),
-                    header_objs: h.to_vec(),
+                    header_objs: self.blocks.headers_in(i as u32).to_vec(),
+                    data_objs: self.blocks.data.of(i as u32).to_vec(),
                 })
                 .collect(),
             tombstones,
@@ -273,6 +273,7 @@ impl<F: Flash> FileSystem<F> {
                 blk.flags = cb.flags;
             });
             self.blocks.set_headers(b, cb.header_objs.clone());
+            self.blocks.data.set(b, cb.data_objs.clone());
         }
         // Pages owned by objects and tombstones are the valid ones; each at most once.
         let claim = |fs: &mut Self, pno: u32| -> bool {
@@ -385,8 +386,25 @@ impl<F: Flash> FileSystem<F> {
                 Tomb {
                     page,
                     headers_on_flash: headers,
+                    data_blocks: 0,
                 },
             );
+        }
+        let mut data: HashMap<Ino, u32> = HashMap::new();
+        for (_, list) in self.blocks.data.all() {
+            for &ino in list {
+                *data.entry(ino).or_insert(0) += 1;
+            }
+        }
+        for (ino, n) in data {
+            if let Some(o) = self.objects.get_mut(&ino) {
+                o.data_blocks = n;
+            } else if let Some(t) = self.tombstones.get_mut(&ino) {
+                t.data_blocks = n;
+            } else {
+                // Its tombstone was lost to damage before the checkpoint (see `untombed`).
+                self.untombed.insert(ino);
+            }
         }
         // Directories, their children and subdirectory counts.
         let children = self.install_dirs(children);

@@ -156,7 +156,7 @@ impl<F: Flash> FileSystem<F> {
                 };
                 if !self.objects.contains_key(&h.obj)
                     && self.tombstones.get(&h.obj).is_some_and(|t| {
-                        t.page == pno && !self.tomb_needed(h.obj, t.headers_on_flash)
+                        t.page == pno && !self.tomb_needed(h.obj, t.headers_on_flash, t.data_blocks)
                     })
                 {
                     // A tombstone with nothing left to bury: drop it instead of copying.
@@ -264,7 +264,13 @@ impl<F: Flash> FileSystem<F> {
         for (ino, chunk) in lost_chunks {
             self.touch_chunk(ino, chunk);
         }
-        self.tombstones.retain(|_, t| t.page != pno);
+        let untombed = &mut self.untombed;
+        self.tombstones.retain(|&ino, t| {
+            if t.page == pno && t.data_blocks > 0 {
+                untombed.insert(ino);
+            }
+            t.page != pno
+        });
     }
 
     /// Erases a block and returns it to the empty pool; a block that fails goes bad.
@@ -287,7 +293,7 @@ impl<F: Flash> FileSystem<F> {
                     b.flags = 0;
                 });
                 self.blocks.set_state(block, BlockState::Empty);
-                self.forget_headers_in(block);
+                self.forget_owners_in(block);
                 Ok(())
             }
             Err(e) if e.is_media_failure() => self.retire_block(block),
@@ -309,27 +315,31 @@ impl<F: Flash> FileSystem<F> {
         }
         self.blocks.set_state(block, BlockState::Bad);
         self.stats.blocks_retired += 1;
-        self.forget_headers_in(block);
+        self.forget_owners_in(block);
         Ok(())
     }
 
-    /// The header pages of an erased block are gone: count them off, and drop tombstones
-    /// that no longer bury anything.
-    fn forget_headers_in(&mut self, block: u32) {
-        for obj in self.blocks.take_headers(block) {
+    /// The header and data pages of an erased block are gone: count them off, and drop
+    /// tombstones that no longer bury anything.
+    fn forget_owners_in(&mut self, block: u32) {
+        let headers = self.blocks.take_headers(block);
+        let data = self.blocks.data.take(block);
+        let owners = headers.iter().map(|&o| (o, 1, 0));
+        for (obj, h, d) in owners.chain(data.iter().map(|&o| (o, 0, 1))) {
             if let Some(o) = self.objects.get_mut(&obj) {
-                o.headers_on_flash = o.headers_on_flash.saturating_sub(1);
+                o.headers_on_flash = o.headers_on_flash.saturating_sub(h);
+                o.data_blocks = o.data_blocks.saturating_sub(d);
                 continue;
             }
             let Some(t) = self.tombstones.get_mut(&obj) else {
                 continue;
             };
-            t.headers_on_flash = t.headers_on_flash.saturating_sub(1);
-            let left = t.headers_on_flash;
-            if !self.tomb_needed(obj, left) {
-                let page = self.tombstones[&obj].page;
+            t.headers_on_flash = t.headers_on_flash.saturating_sub(h);
+            t.data_blocks = t.data_blocks.saturating_sub(d);
+            let t = *t;
+            if !self.tomb_needed(obj, t.headers_on_flash, t.data_blocks) {
                 self.tombstones.remove(&obj);
-                self.blocks.invalidate(page);
+                self.blocks.invalidate(t.page);
             }
         }
     }

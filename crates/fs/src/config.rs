@@ -163,6 +163,11 @@ pub struct FsConfig {
     /// table).
     #[serde(default)]
     pub records: crate::blocks::RecordsKind,
+    /// A deleted object's tombstone stays on flash until every data page of it is erased,
+    /// so a scan can bring data pages whose header was lost back in lost+found (images
+    /// made before this existed: off, and such pages are only reported).
+    #[serde(default)]
+    pub tombs_cover_data: bool,
 }
 
 impl FsConfig {
@@ -224,6 +229,10 @@ impl FsConfig {
             } else {
                 crate::blocks::RecordsKind::PageTable
             },
+            // Where a mount reads every data page's owner (a page scan): not MNFS, whose
+            // mount reads one spare area per block, nor NVRAM metadata, which loses no
+            // header to a flash block.
+            tombs_cover_data: !in_nvram && name != "mnfs",
         };
         let config = config.with_allocator(allocator, blocks);
         Ok(if name == "mnfs" || name == "hybrid" {

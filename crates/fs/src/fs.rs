@@ -119,11 +119,14 @@ pub struct Dir {
 }
 
 /// A deleted object whose header must stay on flash (as its tombstone) while older
-/// headers of it remain, or a remount would bring it back.
+/// headers of it remain, or a remount would bring it back, and (where the profile tracks
+/// data owners) while data pages of it remain, or a remount would take them for a file
+/// whose header was lost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tomb {
     pub page: u32,
     pub headers_on_flash: u32,
+    pub data_blocks: u32,
 }
 
 /// The open block of a write stream and the summary entries of its pages since its last
@@ -242,6 +245,13 @@ pub struct FileSystem<F: Flash> {
     pub(crate) adopted: Vec<(Ino, Ino)>,
     /// Data pages a scan found of objects with neither a header nor a tombstone, by object.
     pub(crate) headerless_pages: std::collections::BTreeMap<Ino, u32>,
+    /// Deleted objects whose data is still on flash but whose tombstone damage took (its
+    /// page unreadable, or the header lost before the delete): the next scan takes the
+    /// data for a file whose header was lost. fsck notes them.
+    pub(crate) untombed: std::collections::BTreeSet<Ino>,
+    /// Objects a scan made files in lost+found from header-less data pages (see
+    /// `lost_found`), until a writable mount writes their headers.
+    pub(crate) restored: Vec<Ino>,
     /// Where headers go (axis 1). Taken out while it works on the file system.
     pub(crate) metadata: Option<Box<dyn MetadataStore<F>>>,
     /// The pages of a hole being punched, while its header is written (see `punch`).
@@ -310,6 +320,8 @@ impl<F: Flash> FileSystem<F> {
             unexplained_pages: Vec::new(),
             adopted: Vec::new(),
             headerless_pages: std::collections::BTreeMap::new(),
+            restored: Vec::new(),
+            untombed: std::collections::BTreeSet::new(),
             metadata: Some(crate::meta::make(config_metadata)),
         })
     }
@@ -547,6 +559,12 @@ impl<F: Flash> FileSystem<F> {
             self.config.metadata,
             crate::meta::MetadataKind::FlashLog | crate::meta::MetadataKind::Yaffs1Log
         )
+    }
+
+    /// Does this mount track which objects have data pages in which block, keeping a
+    /// deleted object's tombstone until they are all erased (`blocks::data_owners`)?
+    pub(crate) fn tracks_data_owners(&self) -> bool {
+        self.config.tombs_cover_data && self.metadata_on_flash() && !self.block_placed()
     }
 
     /// Does every full block end in a summary of its pages (the YAFFS2-style log)?

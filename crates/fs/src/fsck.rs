@@ -63,7 +63,7 @@ impl FsckReport {
 
 /// Who owns a page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Owner {
+pub(crate) enum Owner {
     Header(Ino),
     Tombstone(Ino),
     Chunk(Ino, u32),
@@ -297,6 +297,11 @@ impl<F: Flash> FileSystem<F> {
             }
         }
         self.account_space(&mut r, &pages);
+        let (problems, notes) = self.check_data_owners(&pages);
+        for s in problems {
+            p(&mut r, s);
+        }
+        r.notes.extend(notes);
         self.check_summaries(&mut r, &pages);
         if self.block_placed() {
             self.check_placement(&mut r, &pages);
@@ -310,6 +315,17 @@ impl<F: Flash> FileSystem<F> {
                 ),
             );
         }
+        for &ino in &self.restored {
+            let o = &self.objects[&ino];
+            p(
+                &mut r,
+                format!(
+                    "object {ino}: {} data chunks ({} bytes) whose header is lost: a writable mount restores them as /lost+found/#{ino}",
+                    o.chunks.entries().len(),
+                    o.size
+                ),
+            );
+        }
         if !self.headerless_pages.is_empty() {
             let pages: u32 = self.headerless_pages.values().sum();
             let shown: Vec<String> = self
@@ -319,10 +335,15 @@ impl<F: Flash> FileSystem<F> {
                 .map(|(o, n)| format!("{o} ({n})"))
                 .collect();
             r.notes.push(format!(
-                "{pages} data pages belong to {} objects with no header (pages by object: {}{}): stale pages of deleted files, or files whose headers were lost; they are not restored",
+                "{pages} data pages belong to {} objects with no header (pages by object: {}{}): {}",
                 self.headerless_pages.len(),
                 shown.join(", "),
-                if self.headerless_pages.len() > 10 { ", ..." } else { "" }
+                if self.headerless_pages.len() > 10 { ", ..." } else { "" },
+                if self.tracks_data_owners() {
+                    "objects made after the newest header on flash (a power cut before their first header), not restored"
+                } else {
+                    "stale pages of deleted files, or files whose headers were lost (an image made before tombstones covered data cannot tell which), not restored"
+                }
             ));
         }
         for &pno in &self.unexplained_pages {

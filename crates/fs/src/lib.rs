@@ -33,6 +33,7 @@ mod floors;
 pub mod format;
 mod fs;
 pub mod fsck;
+mod fsck_data_owners;
 mod holds;
 pub mod inspect;
 pub mod layout;

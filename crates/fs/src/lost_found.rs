@@ -8,11 +8,22 @@
 //! and, for a directory, its whole subtree. A writable mount writes the new names; fsck
 //! on a mount that has not (read-only) reports each object it would move.
 //!
-//! Data pages whose object has no header at all are another matter: a deleted file's stale
-//! pages stay on flash after its tombstone is gone, and look the same as a file whose
-//! headers were lost. They are counted (`headerless_pages`) and fsck notes them, but they
-//! are not brought back: that could return deleted data to anyone who can read
-//! lost+found.
+//! Data pages whose object has no header at all lost it to damage too, where the profile
+//! keeps a deleted object's tombstone until every data page of it is erased
+//! (`FsConfig::tombs_cover_data`): such an object becomes a file `#<number>` in
+//! lost+found, owned by root with mode 0600, holding the newest copy of each chunk found
+//! (its size and kind were in the lost header; a file is the safe guess).
+//!
+//! An object numbered above every header on flash is not brought back: the newest
+//! object's header is kept even as a tombstone (`newest_header_ino`), so this one's
+//! creation never reached its header (a power cut after a long symlink's or attribute
+//! set's payload). It is deleted like any object recovery leaves without a name: a
+//! writable mount writes its tombstone, which then covers its pages.
+//!
+//! On an image made before tombstones covered data, header-less pages are only counted
+//! (`headerless_pages`) and noted by fsck: there a deleted file's stale pages outlive its
+//! tombstone and look the same, and bringing them back could return deleted data to
+//! anyone who can read lost+found.
 
 use nandkit_flash::Flash;
 
@@ -60,6 +71,36 @@ impl<F: Flash> FileSystem<F> {
             o.set_dirty(true);
             self.repairs.push(ino);
             self.adopted.push((ino, gone));
+        }
+    }
+
+    /// Makes each object that has data pages but no header a file in lost+found (see the
+    /// module comment), given with the blocks holding its pages. Runs before the tree is
+    /// linked; its chunks are mapped with everyone else's.
+    pub(crate) fn adopt_headerless(&mut self, found: Vec<(Ino, u32)>) {
+        let mut lf = None;
+        let now = self.now();
+        for (ino, data_blocks) in found {
+            let mut rec = Record::bare(Kind::File, 0o600, now);
+            let unborn = ino > self.newest_header_ino;
+            if !unborn {
+                let dir = *lf.get_or_insert_with(|| self.lost_found_dir());
+                rec.names = vec![Name {
+                    parent: dir,
+                    name: format!("#{ino}").into_bytes().into_boxed_slice(),
+                }];
+            }
+            let mut o = Object::new(Kind::File, self.config.mapping, self.layout.map_shape());
+            o.parent = rec.names.first().map_or(0, |n| n.parent);
+            o.details = Some(Box::new(Details::from_record(rec)));
+            o.data_blocks = data_blocks;
+            o.set_dirty(true);
+            self.objects.insert(ino, o);
+            // Nameless, it is deleted by the repairs (`link_tree` lists it).
+            if !unborn {
+                self.repairs.push(ino);
+                self.restored.push(ino);
+            }
         }
     }
 

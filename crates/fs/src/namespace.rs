@@ -267,10 +267,12 @@ impl<F: Flash> FileSystem<F> {
     }
 
     /// Whether a deleted object's last header must stay on flash as its tombstone: while
-    /// older headers of it remain (they would bring it back), and while its number is the
-    /// highest with a header on flash (see `newest_header_ino`).
-    pub(crate) fn tomb_needed(&self, obj: Ino, headers_on_flash: u32) -> bool {
-        headers_on_flash > 1 || obj >= self.newest_header_ino
+    /// older headers of it remain (they would bring it back), while blocks hold data pages
+    /// of it (a scan would take them for a file whose header was lost, see
+    /// `lost_found`), and while its number is the highest with a header on flash (see
+    /// `newest_header_ino`).
+    pub(crate) fn tomb_needed(&self, obj: Ino, headers_on_flash: u32, data_blocks: u32) -> bool {
+        headers_on_flash > 1 || data_blocks > 0 || obj >= self.newest_header_ino
     }
 
     /// Frees an object whose (name-less) header is already on flash: that header stays as
@@ -307,18 +309,29 @@ impl<F: Flash> FileSystem<F> {
         // Only an emptied directory goes, and emptiness is only known once expanded.
         debug_assert!(!self.unexpanded.contains(&ino), "{ino} deleted unexpanded");
         self.unexpanded.remove(&ino);
-        if let Some(h) = o.header_page() {
-            if self.tomb_needed(ino, o.headers_on_flash) {
-                self.tombstones.insert(
-                    ino,
-                    Tomb {
-                        page: h,
-                        headers_on_flash: o.headers_on_flash,
-                    },
-                );
-            } else {
-                self.blocks.invalidate(h);
+        self.bury_header(ino, &o);
+    }
+
+    /// The header page of a deleted object `o` stays as its tombstone while `tomb_needed`
+    /// says so; otherwise it is stale.
+    pub(crate) fn bury_header(&mut self, ino: Ino, o: &crate::object::Object) {
+        let Some(h) = o.header_page() else {
+            if o.data_blocks > 0 {
+                self.untombed.insert(ino);
             }
+            return;
+        };
+        if self.tomb_needed(ino, o.headers_on_flash, o.data_blocks) {
+            self.tombstones.insert(
+                ino,
+                Tomb {
+                    page: h,
+                    headers_on_flash: o.headers_on_flash,
+                    data_blocks: o.data_blocks,
+                },
+            );
+        } else {
+            self.blocks.invalidate(h);
         }
     }
 

@@ -74,6 +74,9 @@ pub struct Object {
     pub max_chunk_on_flash: u32,
     /// Header pages (any version, not yet erased) of this object on flash.
     pub headers_on_flash: u32,
+    /// Blocks holding data pages of it (any version), where the profile tracks them
+    /// (`blocks::data_owners`): its tombstone must outlive them.
+    pub data_blocks: u32,
     /// Directories: how many subdirectories (for nlink).
     pub subdirs: u32,
     /// Open handles and kernel references (FUSE lookups not yet forgotten): an object
@@ -98,6 +101,7 @@ impl Object {
             parent: 0,
             max_chunk_on_flash: NO_CHUNK,
             headers_on_flash: 0,
+            data_blocks: 0,
             subdirs: 0,
             open: 0,
             kind,

@@ -82,8 +82,19 @@ impl<F: Flash> FileSystem<F> {
         (len as u64).div_ceil(u64::from(self.layout.chunk_bytes))
     }
 
-    /// Forgets an object whose header never reached flash (its chunks are invalid).
+    /// Forgets an object whose header never reached flash (its chunks are invalid). Where
+    /// tombstones cover data, chunks already on flash get one, or a later scan would take
+    /// them for a file whose header was lost (see `lost_found`).
     fn discard_new_object(&mut self, ino: Ino) {
+        let on_flash = self.objects.get(&ino).is_some_and(|o| o.data_blocks > 0);
+        if on_flash && self.tracks_data_owners() && self.load(ino).is_ok() {
+            let mut d = self.objects[&ino].d().clone();
+            d.names.clear();
+            if self.persist(ino, d, Vec::new()).is_ok() {
+                self.delete_object(ino);
+                return;
+            }
+        }
         if let Some(o) = self.objects.remove(&ino) {
             for (_, pno) in o.chunks.entries() {
                 if pno != crate::object::LOST_PAGE {

@@ -58,6 +58,8 @@ impl<F: Flash> FileSystem<F> {
     pub(crate) fn rebuild(&mut self, seen: Vec<Seen>) -> Result<()> {
         let mut headers: HashMap<Ino, Vec<Hdr>> = HashMap::new();
         let mut counts: HashMap<Ino, u32> = HashMap::new();
+        let mut data_blocks: HashMap<Ino, u32> = HashMap::new();
+        let tracks = self.tracks_data_owners();
         let mut chunks: Vec<Chunk> = Vec::new();
         let (mut max_serial, mut max_ino) = (0u64, ROOT_INO);
         for s in seen {
@@ -91,6 +93,12 @@ impl<F: Flash> FileSystem<F> {
                     let serial = serial.full().unwrap_or(0);
                     max_serial = max_serial.max(serial);
                     max_ino = max_ino.max(obj);
+                    if tracks
+                        && s.pno != NO_PAGE
+                        && self.blocks.data.add(self.layout.block_of(s.pno), obj)
+                    {
+                        *data_blocks.entry(obj).or_insert(0) += 1;
+                    }
                     chunks.push(Chunk {
                         pno: s.pno,
                         obj,
@@ -171,13 +179,18 @@ impl<F: Flash> FileSystem<F> {
                 || renamed.get(&ino).is_some_and(|r| !r.1.is_empty())
                 || linked.contains(&ino);
             let headers_on_flash = counts.get(&ino).copied().unwrap_or(0);
+            let data = data_blocks.get(&ino).copied().unwrap_or(0);
             if !alive {
-                if self.tomb_needed(ino, headers_on_flash) && ino != ROOT_INO && h.pno != NO_PAGE {
+                if self.tomb_needed(ino, headers_on_flash, data)
+                    && ino != ROOT_INO
+                    && h.pno != NO_PAGE
+                {
                     self.tombstones.insert(
                         ino,
                         Tomb {
                             page: h.pno,
                             headers_on_flash,
+                            data_blocks: data,
                         },
                     );
                     self.blocks.set_valid(h.pno);
@@ -193,6 +206,7 @@ impl<F: Flash> FileSystem<F> {
             o.size = h.facts.size;
             o.header = h.pno;
             o.headers_on_flash = headers_on_flash;
+            o.data_blocks = data;
             o.parent = h.facts.parent;
             if let Some(r) = &h.record {
                 o.details = Some(Box::new(Details::from_record((**r).clone())));
@@ -220,6 +234,15 @@ impl<F: Flash> FileSystem<F> {
             o.parent = d.names.first().map_or(0, |n| n.parent);
             o.set_dirty(true);
             self.repairs.push(ino);
+        }
+        if tracks {
+            let mut headerless: Vec<(Ino, u32)> = data_blocks
+                .iter()
+                .filter(|(i, _)| !newest.contains_key(i))
+                .map(|(&i, &n)| (i, n))
+                .collect();
+            headerless.sort_unstable();
+            self.adopt_headerless(headerless);
         }
         self.ensure_root();
         self.adopt_disconnected();
@@ -485,6 +508,7 @@ impl<F: Flash> FileSystem<F> {
         }
         // Written: what was moved to lost+found is where fsck expects it now.
         self.adopted.clear();
+        self.restored.clear();
         Ok(())
     }
 
@@ -547,14 +571,7 @@ impl<F: Flash> FileSystem<F> {
                 .is_some_and(|o| o.kind.is_visible());
             if !owner_ok {
                 let o = self.objects.remove(&set).expect("listed");
-                for (_, pno) in o.chunks.entries() {
-                    if pno != crate::object::LOST_PAGE {
-                        self.blocks.invalidate(pno);
-                    }
-                }
-                if let Some(h) = o.header_page() {
-                    self.blocks.invalidate(h);
-                }
+                self.drop_ownerless_set(set, o);
                 continue;
             }
             let version = |i: &Ino| versions.get(i).copied().unwrap_or(0);

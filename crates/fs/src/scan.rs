@@ -113,6 +113,8 @@ impl<F: Flash> FileSystem<F> {
         self.unexplained_pages.clear();
         self.adopted.clear();
         self.headerless_pages.clear();
+        self.restored.clear();
+        self.untombed.clear();
         self.next_serial = 1;
         self.next_ino = crate::types::ROOT_INO + 1;
         self.alloc_cursor = 0;

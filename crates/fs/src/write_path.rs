@@ -198,6 +198,10 @@ impl<F: Flash> FileSystem<F> {
             }
             let (buf, oob) = self.layout.encode_page(&tags, data);
             let addr = self.layout.block_addr(block).page(page);
+            if let Tags::Data(d) = &tags {
+                // Before the program: a page that fails may still read back.
+                self.count_data(block, d.obj);
+            }
             let result = if post {
                 // What the chunk maps to now (the caller repoints it once this returns):
                 // restored if the page can be written nowhere (see `batch::redo`).
@@ -224,9 +228,12 @@ impl<F: Flash> FileSystem<F> {
                     let pno = self.layout.pno(block, page);
                     self.blocks.set_valid(pno);
                     self.allocator.placed(&hint, stream, pno);
-                    if let Tags::Header(h) = &tags {
-                        self.blocks.add_header(block, h.obj);
-                        self.count_header(h.obj);
+                    match &tags {
+                        Tags::Header(h) => {
+                            self.blocks.add_header(block, h.obj);
+                            self.count_header(h.obj);
+                        }
+                        Tags::Data(_) | Tags::Special(_) => {}
                     }
                     if let Some(e) = summaries
                         .then(|| self.summary_entry(&tags, data.len()))
@@ -309,6 +316,18 @@ impl<F: Flash> FileSystem<F> {
             o.headers_on_flash += 1;
         } else if let Some(t) = self.tombstones.get_mut(&ino) {
             t.headers_on_flash += 1;
+        }
+    }
+
+    /// A data page of `ino` was written to `block` (see `blocks::data_owners`).
+    fn count_data(&mut self, block: u32, ino: Ino) {
+        if !self.tracks_data_owners() || !self.blocks.data.add(block, ino) {
+            return;
+        }
+        if let Some(o) = self.objects.get_mut(&ino) {
+            o.data_blocks += 1;
+        } else if let Some(t) = self.tombstones.get_mut(&ino) {
+            t.data_blocks += 1;
         }
     }
 
@@ -581,6 +600,7 @@ impl<F: Flash> FileSystem<F> {
             + u64::from(self.layout.blocks) * 16
             + objects * 40
             + headers * 5
+            + self.blocks.data.pairs() * 5
             + self.blocks.valid_total() * 6;
         let per_block = u64::from(self.layout.pages_per_block)
             * Special::capacity(self.layout.chunk_bytes as usize) as u64;

@@ -185,14 +185,19 @@ impl<F: Flash> FileSystem<F> {
             let _ = self.meta_hook(|store, fs| store.forget(fs, set));
         }
         if let Some(o) = self.objects.remove(&set) {
-            for (_, pno) in o.chunks.entries() {
-                if pno != crate::object::LOST_PAGE {
-                    self.blocks.invalidate(pno);
-                }
-            }
-            if let Some(h) = o.header_page() {
-                self.blocks.invalidate(h);
+            self.drop_ownerless_set(set, o);
+        }
+    }
+
+    /// Frees an attribute set whose owner is gone. Its header, naming that owner, is what
+    /// a scan finds of it, and marks it dead: kept (as a tombstone) while its chunks are
+    /// on flash, which would otherwise look like a file whose header was lost.
+    pub(crate) fn drop_ownerless_set(&mut self, set: Ino, o: crate::object::Object) {
+        for (_, pno) in o.chunks.entries() {
+            if pno != crate::object::LOST_PAGE {
+                self.blocks.invalidate(pno);
             }
         }
+        self.bury_header(set, &o);
     }
 }

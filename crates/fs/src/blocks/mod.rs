@@ -11,12 +11,14 @@
 //! differ in the RAM they take. Which objects have header pages in which block is kept
 //! here, beside either.
 
+pub mod data_owners;
 pub mod headers;
 pub mod ibat;
 pub mod page_table;
 
 use serde::{Deserialize, Serialize};
 
+use data_owners::DataOwners;
 use headers::HeaderOwners;
 use ibat::Ibat;
 use page_table::PageTable;
@@ -219,6 +221,9 @@ enum Records {
 pub struct BlockTable {
     records: Records,
     headers: HeaderOwners,
+    /// Objects with data pages in each block, for profiles whose tombstones outlive
+    /// their data (see `data_owners`); empty for the others.
+    pub data: DataOwners,
     /// Pages made stale and not yet marked deleted on flash, for a log that marks them
     /// (YAFFS1); `None` for every other.
     stale: Option<Vec<u32>>,
@@ -248,6 +253,7 @@ impl BlockTable {
         BlockTable {
             records,
             headers: HeaderOwners::default(),
+            data: DataOwners::default(),
             stale: None,
         }
     }
@@ -455,6 +461,7 @@ impl BlockTable {
     pub fn heap_bytes(&self) -> usize {
         each!(&self.records, t => t.heap_bytes())
             + self.headers.heap_bytes()
+            + self.data.heap_bytes()
             + self.stale.as_ref().map_or(0, |l| l.capacity() * 4)
     }
 

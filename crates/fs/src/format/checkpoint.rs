@@ -1,7 +1,7 @@
 //! The checkpoint stream: the file system's RAM state at a clean unmount, so the next
 //! mount reads it instead of scanning. Compact, like YAFFS2's (an object is about 16
 //! bytes here, without its name: attributes and names are loaded from the object's header
-//! when first needed). The stream is `u32 magic "NCK4"`, `u64 body length`, the body, and
+//! when first needed). The stream is `u32 magic "NCK5"`, `u64 body length`, the body, and
 //! a CRC32C of the body; it is cut into special pages (kind checkpoint) whose frames carry
 //! the checkpoint id and page number.
 
@@ -10,7 +10,9 @@ use super::summary::Summary;
 use super::{crc, Put, Reader};
 use crate::types::{Ino, Kind};
 
-const MAGIC: u32 = 0x344b_434e; // "NCK4"
+/// "NCK5": version 4 had no data owners per block; its checkpoints are not read (the
+/// mount scans instead, which finds them).
+const MAGIC: u32 = 0x354b_434e; // "NCK5"
 /// Marks a lost page (unreadable after a media error) in a chunk run.
 pub const RUN_LOST: u32 = u32::MAX;
 
@@ -28,6 +30,8 @@ pub struct CkptBlock {
     pub overhead: u32,
     /// Objects with header pages (any version) in it.
     pub header_objs: Vec<Ino>,
+    /// Objects with data pages (any version) in it, where the profile tracks them.
+    pub data_objs: Vec<Ino>,
 }
 
 /// A run of a file's chunks on consecutive pages.
@@ -104,6 +108,10 @@ impl CheckpointImage {
             b.put_varint(u64::from(blk.overhead));
             b.put_varint(blk.header_objs.len() as u64);
             for &o in &blk.header_objs {
+                b.put_varint(u64::from(o));
+            }
+            b.put_varint(blk.data_objs.len() as u64);
+            for &o in &blk.data_objs {
                 b.put_varint(u64::from(o));
             }
         }
@@ -203,6 +211,7 @@ impl CheckpointImage {
                 base_serial: 0,
                 overhead: 0,
                 header_objs: Vec::new(),
+                data_objs: Vec::new(),
             };
             if !matches!(state, 0 | 3 | 4) {
                 blk.next_page = r.varint32()?;
@@ -210,6 +219,8 @@ impl CheckpointImage {
                 blk.overhead = r.varint32()?;
                 let m = r.count(1)?;
                 blk.header_objs = (0..m).map(|_| r.varint32()).collect::<Option<Vec<_>>>()?;
+                let m = r.count(1)?;
+                blk.data_objs = (0..m).map(|_| r.varint32()).collect::<Option<Vec<_>>>()?;
             }
             blocks.push(blk);
         }
@@ -323,6 +334,7 @@ mod tests {
                     base_serial: 5,
                     overhead: 1,
                     header_objs: vec![1, 2, 2],
+                    data_objs: vec![2, 5],
                 },
                 CkptBlock {
                     state: 0,
@@ -331,6 +343,7 @@ mod tests {
                     base_serial: 0,
                     overhead: 0,
                     header_objs: vec![],
+                    data_objs: vec![],
                 },
                 CkptBlock {
                     state: 3,
@@ -339,6 +352,7 @@ mod tests {
                     base_serial: 0,
                     overhead: 0,
                     header_objs: vec![],
+                    data_objs: vec![],
                 },
             ],
             tombstones: vec![(9, 100)],

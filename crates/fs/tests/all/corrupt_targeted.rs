@@ -621,3 +621,156 @@ fn files_of_a_lost_directory_go_to_lost_found() {
         );
     }
 }
+
+/// Every block holding a header of one file erased after a crash (damage): the file's data
+/// pages outside those blocks come back as /lost+found/#<number>, byte for byte. A
+/// read-only mount's fsck reports what a writable mount restores; after it, fsck is clean
+/// and a remount keeps the file there.
+#[test]
+fn a_file_whose_headers_are_lost_comes_back_from_its_data() {
+    let tmp = tempfile::tempdir().unwrap();
+    for dev in Dev::ALL {
+        let base = base_image(tmp.path(), dev, false);
+        let (victim, (ino, data)) = base
+            .files
+            .iter()
+            .filter(|(p, (_, d))| !p.starts_with("sub/") && d.len() > 4 * dev.chunk())
+            .max_by_key(|(_, (_, d))| d.len())
+            .map(|(p, v)| (p.clone(), v.clone()))
+            .unwrap();
+        let mut image = Image::read(&base.path, dev);
+        let ppb = image.g.pages_per_block;
+        let hit: Vec<u32> = (0..image.g.blocks_per_chip)
+            .filter(|&b| {
+                (0..ppb).any(
+                    |p| matches!(image.tags(b, p), TagRead::Valid(Tags::Header(h)) if h.obj == ino),
+                )
+            })
+            .collect();
+        assert!(!hit.is_empty(), "{}: no header of {victim}", dev.name());
+        // The chunks of the victim that survive the damage.
+        let mut kept = std::collections::BTreeSet::new();
+        for b in 0..image.g.blocks_per_chip {
+            for p in 0..ppb {
+                if let TagRead::Valid(Tags::Data(d)) = image.tags(b, p) {
+                    if d.obj == ino && !hit.contains(&b) {
+                        kept.insert(d.chunk);
+                    }
+                }
+            }
+        }
+        for &b in &hit {
+            for p in 0..ppb {
+                image.page_mut(b, p).fill(0xFF);
+            }
+        }
+        let work = tmp.path().join("work.img");
+        image.write(&work);
+        copy_image_meta(&base.path, &work);
+        let ctx = format!(
+            "{}: {victim} (object {ino}), blocks {hit:?} erased",
+            dev.name()
+        );
+        assert!(kept.len() > 2, "{ctx}: too few chunks outside: {kept:?}");
+        let mut ro =
+            nandkit_fs::FileSystem::mount(nandkit_flash::StripedFlash::new(open(&work)), ro_opts())
+                .unwrap();
+        let problems = ro.fsck().problems;
+        let said = format!("header is lost: a writable mount restores them as /lost+found/#{ino}");
+        assert!(
+            problems.iter().any(|p| p.contains(&said)),
+            "{ctx}: fsck of the read-only mount: {problems:#?}"
+        );
+        drop(ro);
+        let mut fs = mount(open(&work)).unwrap_or_else(|e| panic!("{ctx}: mount: {e}"));
+        assert_fsck(&mut fs, &ctx);
+        let lf_path = format!("lost+found/#{ino}");
+        let got = fs
+            .resolve(&lf_path)
+            .unwrap_or_else(|e| panic!("{ctx}: {lf_path}: {e}"));
+        assert_eq!(got, ino, "{ctx}: {lf_path}");
+        let bytes = read_all(&mut fs, ino).unwrap();
+        let c = dev.chunk();
+        for &k in &kept {
+            let k = k as usize;
+            let want = &data[k * c..((k + 1) * c).min(data.len())];
+            assert_bytes(
+                bytes.get(k * c..k * c + want.len()).unwrap_or(&[]),
+                want,
+                &format!("{ctx}: chunk {k} of {lf_path}"),
+            );
+        }
+        let attr = fs.getattr(ino).unwrap();
+        assert_eq!(attr.perm & 0o7777, 0o600, "{ctx}: mode");
+        assert_eq!((attr.uid, attr.gid), (0, 0), "{ctx}: owner");
+        let mut fs = crash_remount(clean_remount(fs));
+        assert_fsck(&mut fs, &format!("{ctx}, remounted"));
+        assert_eq!(fs.resolve(&lf_path).ok(), Some(ino), "{ctx}: after remount");
+    }
+}
+
+/// The other side of bringing header-less data back: a deleted file's pages never come
+/// back. Files are written, overwritten, truncated and deleted on a small device until
+/// cleaning has moved and dropped tombstones many times; after power cuts (scan mounts)
+/// and clean remounts (checkpoint mounts) in turn, no lost+found appears and fsck has
+/// nothing to say about header-less pages.
+#[test]
+fn deleted_files_never_come_back_in_lost_found() {
+    for dev in Dev::ALL {
+        let mut fs = format(dev);
+        let c = dev.chunk();
+        let mut live: Vec<(Ino, String)> = Vec::new();
+        let mut cleaned = 0;
+        for round in 0..24u64 {
+            for i in 0..12u64 {
+                let name = format!("r{round}-{i}");
+                let ino = fs.create(ROOT_INO, name.as_bytes(), file()).unwrap().ino;
+                // Up to 3 blocks: a header's block and its data's come apart.
+                let len = ((round * 7 + i * 5) % 9 + 1) as usize * 16 * c + (i as usize * 31) % c;
+                fs.write(ino, 0, &pattern(round * 100 + i, len)).unwrap();
+                if i % 3 == 0 {
+                    fs.write(ino, 0, &pattern(round * 100 + i + 50, len / 2))
+                        .unwrap();
+                }
+                if i % 4 == 1 {
+                    let size = Some((len / 3) as u64);
+                    fs.setattr(
+                        ino,
+                        SetAttr {
+                            size,
+                            ..SetAttr::default()
+                        },
+                    )
+                    .unwrap();
+                }
+                fs.fsync(ino).unwrap();
+                live.push((ino, name));
+            }
+            // Keep the device about 60% full.
+            while live.len() > 30 {
+                let (_, name) = live.remove((round as usize * 5) % live.len());
+                fs.unlink(ROOT_INO, name.as_bytes()).unwrap();
+            }
+            fs.sync().unwrap();
+            cleaned += fs.stats().blocks_cleaned;
+            let ctx = format!("{}: round {round}", dev.name());
+            fs = if round % 3 == 2 {
+                clean_remount(fs)
+            } else {
+                crash_remount(fs)
+            };
+            let r = fs.fsck();
+            assert!(r.problems.is_empty(), "{ctx}: {:#?}", r.problems);
+            assert!(
+                !r.notes.iter().any(|n| n.contains("no header")),
+                "{ctx}: {:#?}",
+                r.notes
+            );
+            assert!(
+                fs.resolve("lost+found").is_err(),
+                "{ctx}: a lost+found appeared"
+            );
+        }
+        assert!(cleaned > 20, "{}: {cleaned} blocks cleaned", dev.name());
+    }
+}
