@@ -107,7 +107,7 @@ impl<F: Flash> FileSystem<F> {
                     base_serial: b.base_serial,
                     overhead: b.overhead(),
                     header_objs: self.blocks.headers_in(i as u32).to_vec(),
-                    data_objs: self.blocks.data.of(i as u32).to_vec(),
+                    data_objs: self.blocks.data.of(i as u32),
                 })
                 .collect(),
             tombstones,
@@ -392,7 +392,7 @@ impl<F: Flash> FileSystem<F> {
         }
         let mut data: HashMap<Ino, u32> = HashMap::new();
         for (_, list) in self.blocks.data.all() {
-            for &ino in list {
+            for ino in list {
                 *data.entry(ino).or_insert(0) += 1;
             }
         }

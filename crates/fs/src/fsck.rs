@@ -342,7 +342,7 @@ impl<F: Flash> FileSystem<F> {
                 if self.tracks_data_owners() {
                     "objects made after the newest header on flash (a power cut before their first header), not restored"
                 } else {
-                    "stale pages of deleted files, or files whose headers were lost (an image made before tombstones covered data cannot tell which), not restored"
+                    "stale pages of deleted files, or files whose headers were lost (where tombstones do not outlive their data, as in the papers' designs or an image made before they could, nothing tells which), not restored"
                 }
             ));
         }

@@ -24,7 +24,7 @@ impl<F: Flash> FileSystem<F> {
         for &(pno, owner) in pages {
             if let Owner::Chunk(ino, chunk) = owner {
                 let b = self.layout.block_of(pno);
-                if !self.blocks.data.of(b).contains(&ino) {
+                if !self.blocks.data.has(b, ino) {
                     out.push(format!(
                         "object {ino}: chunk {chunk} is in block {b}, whose data owners leave it out"
                     ));
@@ -33,7 +33,7 @@ impl<F: Flash> FileSystem<F> {
         }
         let mut counts: HashMap<Ino, u32> = HashMap::new();
         for (_, list) in self.blocks.data.all() {
-            for &ino in list {
+            for ino in list {
                 *counts.entry(ino).or_insert(0) += 1;
             }
         }

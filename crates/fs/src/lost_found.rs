@@ -20,7 +20,8 @@
 //! set's payload). It is deleted like any object recovery leaves without a name: a
 //! writable mount writes its tombstone, which then covers its pages.
 //!
-//! On an image made before tombstones covered data, header-less pages are only counted
+//! Where tombstones do not cover data (the papers' designs as they were built, and images
+//! made before tombstones could), header-less pages are only counted
 //! (`headerless_pages`) and noted by fsck: there a deleted file's stale pages outlive its
 //! tombstone and look the same, and bringing them back could return deleted data to
 //! anyone who can read lost+found.

@@ -268,6 +268,12 @@ pub struct FsArgs {
     /// DAC: regions (write streams) by update frequency.
     #[arg(long, value_name = "K", default_value_t = AllocParams::default().regions)]
     pub dac_regions: u32,
+    /// Keep a deleted file's tombstone until cleaning has erased its data, so a mount
+    /// brings files whose headers damage took back in lost+found: on or off [default: the
+    /// profile's: on for yaffs and hybrid; off for yaffs1, moda, dac and page-hotcold, the
+    /// papers' designs as they were built; MNFS and minv need none].
+    #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
+    pub recover_lost_files: Option<bool>,
     /// Profiles with metadata in NVRAM (minv): the NVRAM's capacity for a bench that asks
     /// for one [default: the FeRAM preset's 12 MiB, the MiNV paper's board]. Not a flag
     /// here: mkfs has its own `--nvram-size`.
@@ -286,6 +292,7 @@ impl Default for FsArgs {
             moda_queues: p.queues,
             moda_lifetime: p.lifetime,
             dac_regions: p.regions,
+            recover_lost_files: None,
             nvram_size: None,
         }
     }
@@ -293,6 +300,14 @@ impl Default for FsArgs {
 
 fn parse_cleaner(text: &str) -> Result<CleanerKind, String> {
     text.parse().map_err(|e: FsError| e.to_string())
+}
+
+fn parse_on_off(text: &str) -> Result<bool, String> {
+    match text {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("{text:?}: give on or off")),
+    }
 }
 
 fn parse_alloc(text: &str) -> Result<AllocatorKind, String> {
@@ -309,6 +324,9 @@ impl FsArgs {
         }
         if let Some(kind) = self.alloc {
             config = config.with_allocator(kind, blocks);
+        }
+        if let Some(on) = self.recover_lost_files {
+            config = config.with_tombs_cover_data(on);
         }
         let params = AllocParams {
             queues: self.moda_queues,

@@ -74,6 +74,9 @@ pub fn format_with(
     let fs_args = FsArgs {
         profile: profile.into(),
         alloc: Some(policy),
+        // The YAFFS the paper modified dropped a deleted file's header without waiting
+        // for its data to be erased.
+        recover_lost_files: Some(false),
         ..FsArgs::default()
     };
     format(device.clone(), &fs_args)

@@ -253,7 +253,7 @@ impl BlockTable {
         BlockTable {
             records,
             headers: HeaderOwners::default(),
-            data: DataOwners::default(),
+            data: DataOwners::new(blocks),
             stale: None,
         }
     }

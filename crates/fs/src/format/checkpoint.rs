@@ -98,9 +98,14 @@ impl CheckpointImage {
             }
         }
         b.put_varint(self.blocks.len() as u64);
+        // A file's data fills block after block: a block whose data owners are the last
+        // listed block's says so in its top bit instead of listing them again.
+        let mut last_data: &[Ino] = &[];
         for blk in &self.blocks {
-            b.put_u8(blk.state | blk.flags << 4);
-            if matches!(blk.state, 0 | 3 | 4) {
+            let used = !matches!(blk.state, 0 | 3 | 4);
+            let same = used && !blk.data_objs.is_empty() && blk.data_objs == last_data;
+            b.put_u8(blk.state | (blk.flags & 7) << 4 | u8::from(same) << 7);
+            if !used {
                 continue;
             }
             b.put_varint(u64::from(blk.next_page));
@@ -110,9 +115,12 @@ impl CheckpointImage {
             for &o in &blk.header_objs {
                 b.put_varint(u64::from(o));
             }
-            b.put_varint(blk.data_objs.len() as u64);
-            for &o in &blk.data_objs {
-                b.put_varint(u64::from(o));
+            if !same {
+                b.put_varint(blk.data_objs.len() as u64);
+                for &o in &blk.data_objs {
+                    b.put_varint(u64::from(o));
+                }
+                last_data = &blk.data_objs;
             }
         }
         b.put_varint(self.tombstones.len() as u64);
@@ -198,10 +206,11 @@ impl CheckpointImage {
         }
         let n = r.count(1)?;
         let mut blocks = Vec::with_capacity(n);
+        let mut last_data: Vec<Ino> = Vec::new();
         for _ in 0..n {
             let sf = r.u8()?;
-            let (state, flags) = (sf & 0x0F, sf >> 4);
-            if state > 4 {
+            let (state, flags, same) = (sf & 0x0F, (sf >> 4) & 7, sf & 0x80 != 0);
+            if state > 4 || (same && (matches!(state, 0 | 3 | 4) || last_data.is_empty())) {
                 return None;
             }
             let mut blk = CkptBlock {
@@ -219,8 +228,13 @@ impl CheckpointImage {
                 blk.overhead = r.varint32()?;
                 let m = r.count(1)?;
                 blk.header_objs = (0..m).map(|_| r.varint32()).collect::<Option<Vec<_>>>()?;
-                let m = r.count(1)?;
-                blk.data_objs = (0..m).map(|_| r.varint32()).collect::<Option<Vec<_>>>()?;
+                if same {
+                    blk.data_objs = last_data.clone();
+                } else {
+                    let m = r.count(1)?;
+                    blk.data_objs = (0..m).map(|_| r.varint32()).collect::<Option<Vec<_>>>()?;
+                    last_data = blk.data_objs.clone();
+                }
             }
             blocks.push(blk);
         }
@@ -353,6 +367,25 @@ mod tests {
                     overhead: 0,
                     header_objs: vec![],
                     data_objs: vec![],
+                },
+                // The same owners as the last listed block: its top bit says so.
+                CkptBlock {
+                    state: 2,
+                    flags: 4,
+                    next_page: 64,
+                    base_serial: 70,
+                    overhead: 0,
+                    header_objs: vec![],
+                    data_objs: vec![2, 5],
+                },
+                CkptBlock {
+                    state: 1,
+                    flags: 0,
+                    next_page: 3,
+                    base_serial: 140,
+                    overhead: 0,
+                    header_objs: vec![],
+                    data_objs: vec![5],
                 },
             ],
             tombstones: vec![(9, 100)],
