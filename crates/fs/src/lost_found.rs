@@ -12,13 +12,10 @@
 //! keeps a deleted object's tombstone until every data page of it is erased
 //! (`FsConfig::tombs_cover_data`): such an object becomes a file `#<number>` in
 //! lost+found, owned by root with mode 0600, holding the newest copy of each chunk found
-//! (its size and kind were in the lost header; a file is the safe guess).
-//!
-//! An object numbered above every header on flash is not brought back: the newest
-//! object's header is kept even as a tombstone (`newest_header_ino`), so this one's
-//! creation never reached its header (a power cut after a long symlink's or attribute
-//! set's payload). It is deleted like any object recovery leaves without a name: a
-//! writable mount writes its tombstone, which then covers its pages.
+//! (its size and kind were in the lost header; a file is the safe guess). No data page is
+//! written before its object's first header: a file's header is written when it is
+//! created, and a long symlink or attribute set whose payload goes to data chunks first
+//! gets a name-less header, its tombstone should the payload be cut short.
 //!
 //! Where tombstones do not cover data (the papers' designs as they were built, and images
 //! made before tombstones could), header-less pages are only counted
@@ -79,29 +76,25 @@ impl<F: Flash> FileSystem<F> {
     /// module comment), given with the blocks holding its pages. Runs before the tree is
     /// linked; its chunks are mapped with everyone else's.
     pub(crate) fn adopt_headerless(&mut self, found: Vec<(Ino, u32)>) {
-        let mut lf = None;
+        if found.is_empty() {
+            return;
+        }
+        let lf = self.lost_found_dir();
         let now = self.now();
         for (ino, data_blocks) in found {
             let mut rec = Record::bare(Kind::File, 0o600, now);
-            let unborn = ino > self.newest_header_ino;
-            if !unborn {
-                let dir = *lf.get_or_insert_with(|| self.lost_found_dir());
-                rec.names = vec![Name {
-                    parent: dir,
-                    name: format!("#{ino}").into_bytes().into_boxed_slice(),
-                }];
-            }
+            rec.names = vec![Name {
+                parent: lf,
+                name: format!("#{ino}").into_bytes().into_boxed_slice(),
+            }];
             let mut o = Object::new(Kind::File, self.config.mapping, self.layout.map_shape());
-            o.parent = rec.names.first().map_or(0, |n| n.parent);
+            o.parent = lf;
             o.details = Some(Box::new(Details::from_record(rec)));
             o.data_blocks = data_blocks;
             o.set_dirty(true);
             self.objects.insert(ino, o);
-            // Nameless, it is deleted by the repairs (`link_tree` lists it).
-            if !unborn {
-                self.repairs.push(ino);
-                self.restored.push(ino);
-            }
+            self.repairs.push(ino);
+            self.restored.push(ino);
         }
     }
 

@@ -13,7 +13,7 @@ use nandkit_flash::Flash;
 use crate::error::{FsError, Result};
 use crate::format::record::Name;
 use crate::fs::FileSystem;
-use crate::object::{Details, Object};
+use crate::object::{Details, Object, NO_PAGE};
 use crate::types::{Ino, Kind};
 
 impl<F: Flash> FileSystem<F> {
@@ -53,9 +53,25 @@ impl<F: Flash> FileSystem<F> {
             // Chunks of this number are about to reach flash: it is never given again,
             // whatever happens next.
             self.next_ino += 1;
-            let written = self
-                .check_room_for_new_pages(self.chunks_for(bytes.len()) + 1)
-                .and_then(|()| self.write_payload(ino, bytes));
+            if let Err(e) = self.check_room_for_new_pages(self.chunks_for(bytes.len()) + 2) {
+                self.discard_new_object(ino);
+                return Err(e);
+            }
+            if self.tracks_data_owners() {
+                // A name-less header first, where tombstones cover data: should the
+                // payload be cut short, that header is the object's tombstone and covers
+                // its chunks, which a scan would otherwise take for a file whose header
+                // was lost (see `lost_found`).
+                let mut first = d.clone();
+                first.names.clear();
+                first.target.clear();
+                first.xattrs.clear();
+                if let Err(e) = self.persist(ino, first, Vec::new()) {
+                    self.discard_new_object(ino);
+                    return Err(e);
+                }
+            }
+            let written = self.write_payload(ino, bytes);
             if let Err(e) = written {
                 self.discard_new_object(ino);
                 return Err(e);
@@ -82,18 +98,12 @@ impl<F: Flash> FileSystem<F> {
         (len as u64).div_ceil(u64::from(self.layout.chunk_bytes))
     }
 
-    /// Forgets an object whose header never reached flash (its chunks are invalid). Where
-    /// tombstones cover data, chunks already on flash get one, or a later scan would take
-    /// them for a file whose header was lost (see `lost_found`).
+    /// Forgets an object whose named header never reached flash (its chunks are invalid).
+    /// A name-less first header (see `create_object`) stays as its tombstone.
     fn discard_new_object(&mut self, ino: Ino) {
-        let on_flash = self.objects.get(&ino).is_some_and(|o| o.data_blocks > 0);
-        if on_flash && self.tracks_data_owners() && self.load(ino).is_ok() {
-            let mut d = self.objects[&ino].d().clone();
-            d.names.clear();
-            if self.persist(ino, d, Vec::new()).is_ok() {
-                self.delete_object(ino);
-                return;
-            }
+        if self.objects.get(&ino).is_some_and(|o| o.header != NO_PAGE) {
+            self.delete_object(ino);
+            return;
         }
         if let Some(o) = self.objects.remove(&ino) {
             for (_, pno) in o.chunks.entries() {
