@@ -144,6 +144,18 @@ impl Image {
         }
     }
 
+    /// Blocks holding a header page (any version) of `obj`.
+    fn blocks_with_headers_of(&mut self, obj: Ino) -> Vec<u32> {
+        let ppb = self.g.pages_per_block;
+        (0..self.g.blocks_per_chip)
+            .filter(|&b| {
+                (0..ppb).any(
+                    |p| matches!(self.tags(b, p), TagRead::Valid(Tags::Header(h)) if h.obj == obj),
+                )
+            })
+            .collect()
+    }
+
     /// Blocks whose last page is a block summary.
     fn summarised_blocks(&mut self) -> Vec<u32> {
         let last = self.g.pages_per_block - 1;
@@ -552,13 +564,7 @@ fn files_of_a_lost_directory_go_to_lost_found() {
         };
         let mut image = Image::read(&base.path, dev);
         let ppb = image.g.pages_per_block;
-        let hit: Vec<u32> = (0..image.g.blocks_per_chip)
-            .filter(|&b| {
-                (0..ppb).any(
-                    |p| matches!(image.tags(b, p), TagRead::Valid(Tags::Header(h)) if h.obj == sub),
-                )
-            })
-            .collect();
+        let hit = image.blocks_with_headers_of(sub);
         assert!(!hit.is_empty(), "{}: no header of sub found", dev.name());
         // Objects with a page in an erased block (their data or header may be lost).
         let mut touched = std::collections::BTreeSet::new();
@@ -650,13 +656,7 @@ fn a_file_whose_headers_are_lost_comes_back_from_its_data() {
             .unwrap();
         let mut image = Image::read(&base.path, dev);
         let ppb = image.g.pages_per_block;
-        let hit: Vec<u32> = (0..image.g.blocks_per_chip)
-            .filter(|&b| {
-                (0..ppb).any(
-                    |p| matches!(image.tags(b, p), TagRead::Valid(Tags::Header(h)) if h.obj == ino),
-                )
-            })
-            .collect();
+        let hit = image.blocks_with_headers_of(ino);
         assert!(!hit.is_empty(), "{}: no header of {victim}", dev.name());
         // The chunks of the victim that survive the damage.
         let mut kept = std::collections::BTreeSet::new();
