@@ -196,6 +196,19 @@ fn print_text(x: &Info) {
         x.anchor_blocks[0],
         x.anchor_blocks[1]
     );
+    // Only where the mount reads every data page's owner (see `--recover-lost-files`).
+    let page_scan = x.profile.metadata != nandkit_fs::meta::MetadataKind::Nvram
+        && x.profile.records != nandkit_fs::blocks::RecordsKind::Ibat;
+    if page_scan {
+        println!(
+            "             {}",
+            if x.profile.tombs_cover_data {
+                "files whose headers damage takes: restored to /lost+found (tombstones outlive their data)"
+            } else {
+                "files whose headers damage takes: noted by fsck, not restored (tombstones do not outlive their data)"
+            }
+        );
+    }
     println!(
         "mounted by   {} ({:.1} ms host, {:.1} ms simulated)",
         match x.mount_method {
