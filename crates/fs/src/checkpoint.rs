@@ -390,13 +390,7 @@ impl<F: Flash> FileSystem<F> {
                 },
             );
         }
-        let mut data: HashMap<Ino, u32> = HashMap::new();
-        for (_, list) in self.blocks.data.all() {
-            for ino in list {
-                *data.entry(ino).or_insert(0) += 1;
-            }
-        }
-        for (ino, n) in data {
+        for (ino, n) in self.blocks.data.blocks_per_object() {
             if let Some(o) = self.objects.get_mut(&ino) {
                 o.data_blocks = n;
             } else if let Some(t) = self.tombstones.get_mut(&ino) {

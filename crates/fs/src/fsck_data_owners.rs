@@ -3,8 +3,6 @@
 //! next scan bring deleted data back in lost+found, so the lists and the counts drawn
 //! from them must be exact.
 
-use std::collections::HashMap;
-
 use nandkit_flash::Flash;
 
 use crate::fs::FileSystem;
@@ -31,27 +29,20 @@ impl<F: Flash> FileSystem<F> {
                 }
             }
         }
-        let mut counts: HashMap<Ino, u32> = HashMap::new();
-        for (_, list) in self.blocks.data.all() {
-            for ino in list {
-                *counts.entry(ino).or_insert(0) += 1;
-            }
-        }
-        for (&ino, o) in &self.objects {
+        let mut counts = self.blocks.data.blocks_per_object();
+        let objects = self
+            .objects
+            .iter()
+            .map(|(&i, o)| ("object", i, o.data_blocks));
+        let tombs = self
+            .tombstones
+            .iter()
+            .map(|(&i, t)| ("tombstone of", i, t.data_blocks));
+        for (what, ino, counted) in objects.chain(tombs) {
             let n = counts.remove(&ino).unwrap_or(0);
-            if o.data_blocks != n {
+            if counted != n {
                 out.push(format!(
-                    "object {ino}: counts {} blocks with its data, the lists {n}",
-                    o.data_blocks
-                ));
-            }
-        }
-        for (&ino, t) in &self.tombstones {
-            let n = counts.remove(&ino).unwrap_or(0);
-            if t.data_blocks != n {
-                out.push(format!(
-                    "tombstone of {ino}: counts {} blocks with its data, the lists {n}",
-                    t.data_blocks
+                    "{what} {ino}: counts {counted} blocks with its data, the lists {n}"
                 ));
             }
         }

@@ -125,11 +125,15 @@ fn answers_mount8_as_its_helper() {
     let rig = Rig::new(&["--geometry", "tiny"]);
     let helper = rig.dir.path().join("mount.fuse.nandkit");
     std::os::unix::fs::symlink(BIN, &helper).unwrap();
-    // mount(8)'s call for `mount -t fuse.nandkit -o noauto IMG DIR`.
-    let o = Command::new(&helper)
-        .args([s(&rig.img), s(&rig.mnt), "-o", "rw,noauto"])
-        .output()
-        .unwrap();
+    // mount(8)'s call: `mount.fuse.nandkit IMG DIR -o OPTIONS`.
+    let helper_with = |opts: &str| {
+        Command::new(&helper)
+            .args([s(&rig.img), s(&rig.mnt), "-o", opts])
+            .output()
+            .unwrap()
+    };
+    // `mount -t fuse.nandkit -o noauto IMG DIR`.
+    let o = helper_with("rw,noauto");
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(text(&o.stdout), "", "a helper prints nothing on success");
     wait_until("the mount", std::time::Duration::from_secs(20), || {
@@ -152,17 +156,11 @@ fn answers_mount8_as_its_helper() {
             &[],
             "mknod null c 1 3\necho gone > null\nhead -c 4 null | wc -c | grep -qx 0",
         );
-        let o = Command::new(&helper)
-            .args([s(&rig.img), s(&rig.mnt), "-o", "ro,remount"])
-            .output()
-            .unwrap();
+        let o = helper_with("ro,remount");
         assert!(o.status.success(), "{}", text(&o.stderr));
         assert_eq!(mount_options(&rig.mnt)[0], "ro");
     }
-    let o = Command::new(&helper)
-        .args([s(&rig.img), s(&rig.mnt), "-o", "bogus"])
-        .output()
-        .unwrap();
+    let o = helper_with("bogus");
     refused(&o, "bogus");
     m.unmount();
     rig.fsck_clean();

@@ -98,6 +98,16 @@ impl DataOwners {
         self.pairs
     }
 
+    /// For each object listed anywhere, how many blocks list it.
+    pub fn blocks_per_object(&self) -> HashMap<u32, u32> {
+        let mut n: HashMap<u32, u32> = HashMap::new();
+        let firsts = self.first.iter().filter(|&&f| f != NONE);
+        for &ino in firsts.chain(self.rest.values().flatten()) {
+            *n.entry(ino).or_insert(0) += 1;
+        }
+        n
+    }
+
     /// Every block with data, with its owners.
     pub fn all(&self) -> impl Iterator<Item = (u32, Vec<u32>)> + '_ {
         (0..self.first.len() as u32)
@@ -140,5 +150,8 @@ mod tests {
         assert_eq!(d.pairs(), 3);
         let all: Vec<(u32, Vec<u32>)> = d.all().collect();
         assert_eq!(all, vec![(3, vec![8]), (4, vec![7]), (5, vec![4])]);
+        d.add(5, 7);
+        let n = d.blocks_per_object();
+        assert_eq!((n[&7], n[&8], n[&4], n.len()), (2, 1, 1, 3));
     }
 }
