@@ -53,11 +53,13 @@ impl<F: Flash> FileSystem<F> {
             // Chunks of this number are about to reach flash: it is never given again,
             // whatever happens next.
             self.next_ino += 1;
-            if let Err(e) = self.check_room_for_new_pages(self.chunks_for(bytes.len()) + 2) {
+            let covered = self.tracks_data_owners();
+            let headers = if covered { 2 } else { 1 };
+            if let Err(e) = self.check_room_for_new_pages(self.chunks_for(bytes.len()) + headers) {
                 self.discard_new_object(ino);
                 return Err(e);
             }
-            if self.tracks_data_owners() {
+            if covered {
                 // A name-less header first, where tombstones cover data: should the
                 // payload be cut short, that header is the object's tombstone and covers
                 // its chunks, which a scan would otherwise take for a file whose header

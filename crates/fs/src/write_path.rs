@@ -228,12 +228,9 @@ impl<F: Flash> FileSystem<F> {
                     let pno = self.layout.pno(block, page);
                     self.blocks.set_valid(pno);
                     self.allocator.placed(&hint, stream, pno);
-                    match &tags {
-                        Tags::Header(h) => {
-                            self.blocks.add_header(block, h.obj);
-                            self.count_header(h.obj);
-                        }
-                        Tags::Data(_) | Tags::Special(_) => {}
+                    if let Tags::Header(h) = &tags {
+                        self.blocks.add_header(block, h.obj);
+                        self.count_header(h.obj);
                     }
                     if let Some(e) = summaries
                         .then(|| self.summary_entry(&tags, data.len()))
@@ -319,7 +316,7 @@ impl<F: Flash> FileSystem<F> {
         }
     }
 
-    /// A data page of `ino` was written to `block` (see `blocks::data_owners`).
+    /// A data page of `ino` is being programmed in `block` (see `blocks::data_owners`).
     fn count_data(&mut self, block: u32, ino: Ino) {
         if !self.tracks_data_owners() || !self.blocks.data.add(block, ino) {
             return;
