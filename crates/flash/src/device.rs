@@ -47,6 +47,12 @@ pub trait Flash: Send {
     fn now_ns(&self) -> u64;
     /// Lets simulated time pass with nothing issued (think time, idle periods).
     fn advance_clock_ns(&mut self, ns: u64);
+    /// Puts the caller's clock at `ns`, earlier or later than it is: a dispatcher issuing a
+    /// request at its arrival while earlier requests still occupy chips (requests in
+    /// flight). Every chip keeps its own timeline (`busy_until`), so an operation never
+    /// starts on a chip before what was queued there ends; only chips left idle serve the
+    /// new request at once.
+    fn set_clock_ns(&mut self, ns: u64);
     /// Makes everything done so far durable in the backend (a file image: msync).
     fn sync(&mut self) -> Result<(), FlashError>;
 }
@@ -404,6 +410,10 @@ impl Flash for FlashDevice {
 
     fn advance_clock_ns(&mut self, ns: u64) {
         self.now_ns += ns;
+    }
+
+    fn set_clock_ns(&mut self, ns: u64) {
+        self.now_ns = ns;
     }
 
     fn sync(&mut self) -> Result<(), FlashError> {

@@ -218,6 +218,10 @@ impl<F: Flash> Flash for StripedFlash<F> {
         self.inner.advance_clock_ns(ns);
     }
 
+    fn set_clock_ns(&mut self, ns: u64) {
+        self.inner.set_clock_ns(ns);
+    }
+
     fn sync(&mut self) -> Result<(), FlashError> {
         self.inner.sync()
     }

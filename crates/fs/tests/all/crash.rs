@@ -2427,6 +2427,9 @@ impl Flash for Shared {
     fn advance_clock_ns(&mut self, ns: u64) {
         self.lock().advance_clock_ns(ns);
     }
+    fn set_clock_ns(&mut self, ns: u64) {
+        self.lock().set_clock_ns(ns);
+    }
     fn sync(&mut self) -> FlashResult<()> {
         self.lock().sync()
     }
