@@ -54,6 +54,11 @@ pub enum FlashError {
     #[error("bad flash image {path}: {why}")]
     BadImage { path: String, why: String },
 
+    /// The UBI layer of an array (`crate::ubi`) cannot go on: not a UBI image, spares used
+    /// up, headers that disagree.
+    #[error("UBI: {0}")]
+    Ubi(String),
+
     #[error("I/O error on {path}: {source}")]
     Io {
         path: String,

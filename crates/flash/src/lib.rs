@@ -29,6 +29,7 @@ pub mod preset;
 pub mod stats;
 pub mod striped;
 pub mod timing;
+pub mod ubi;
 mod verified;
 pub mod wear;
 

@@ -2,23 +2,85 @@
 //! chip, with virtual page k of a virtual block on chip k mod p at page k / p (the paper's
 //! round-robin mapping). Writing p consecutive virtual pages in one batch programs all p
 //! chips at once; erasing a virtual block erases p physical blocks in parallel.
+//!
+//! With a UBI per chip ([`crate::ubi`], the MA paper's design) block b is LEB b of every
+//! chip's UBI, wherever each chip keeps it; without, it is physical block b of every chip
+//! (one bad block then takes the whole stripe out).
 
 use crate::command::{Command, Completion, Reply};
 use crate::device::Flash;
 use crate::ecc::EccReport;
 use crate::error::FlashError;
 use crate::geometry::{BlockAddr, Geometry, PageAddr};
+use crate::ubi::{Ubi, UbiParams, UbiReport};
 
 pub struct StripedFlash<F: Flash> {
     inner: F,
     chips: u32,
+    ubi: Option<Ubi>,
 }
 
 impl<F: Flash> StripedFlash<F> {
-    /// Stripes over every chip of `inner`.
+    /// Stripes over every chip of `inner`, block b on block b of every chip (no UBI).
     pub fn new(inner: F) -> Self {
         let chips = inner.geometry().chips;
-        Self { inner, chips }
+        Self {
+            inner,
+            chips,
+            ubi: None,
+        }
+    }
+
+    /// Formats a UBI on every chip (every LEB unmapped) and stripes over their LEBs.
+    pub fn format_ubi(mut inner: F, params: UbiParams) -> Result<Self, FlashError> {
+        let ubi = Ubi::format(&mut inner, params)?;
+        let mut s = Self::new(inner);
+        s.ubi = Some(ubi);
+        Ok(s)
+    }
+
+    /// Attaches the UBI of every chip (the scan of their headers).
+    pub fn attach_ubi(mut inner: F, read_only: bool) -> Result<Self, FlashError> {
+        let ubi = Ubi::attach(&mut inner, read_only)?;
+        let mut s = Self::new(inner);
+        s.ubi = Some(ubi);
+        Ok(s)
+    }
+
+    /// Attaches UBI if the chips carry it, else stripes physical blocks.
+    pub fn open(mut inner: F, read_only: bool) -> Result<Self, FlashError> {
+        if crate::ubi::probe(&mut inner)? {
+            Self::attach_ubi(inner, read_only)
+        } else {
+            Ok(Self::new(inner))
+        }
+    }
+
+    /// The chips' UBI, if the array has one.
+    pub fn ubi(&self) -> Option<&Ubi> {
+        self.ubi.as_ref()
+    }
+
+    pub fn ubi_report(&self) -> Option<UbiReport> {
+        self.ubi.as_ref().map(Ubi::report)
+    }
+
+    /// fsck of the UBI layer (nothing to check without one).
+    pub fn ubi_check(&mut self) -> Result<Vec<String>, FlashError> {
+        match &self.ubi {
+            Some(u) => u.check(&mut self.inner),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// One command through UBI: its completion.
+    fn via_ubi(&mut self, cmd: Command) -> Option<Result<Reply, FlashError>> {
+        let ubi = self.ubi.as_mut()?;
+        let c = ubi.submit(&mut self.inner, vec![cmd]).pop();
+        Some(c.map_or_else(
+            || Err(FlashError::Ubi("no completion".into())),
+            |c| c.result,
+        ))
     }
 
     pub fn inner(&self) -> &F {
@@ -82,7 +144,10 @@ impl<F: Flash> std::ops::DerefMut for StripedFlash<F> {
 
 impl<F: Flash> Flash for StripedFlash<F> {
     fn geometry(&self) -> Geometry {
-        self.inner.geometry().striped()
+        match &self.ubi {
+            Some(u) => u.geometry(),
+            None => self.inner.geometry().striped(),
+        }
     }
 
     fn read_page(
@@ -91,30 +156,79 @@ impl<F: Flash> Flash for StripedFlash<F> {
         data: &mut [u8],
         oob: &mut [u8],
     ) -> Result<EccReport, FlashError> {
+        if let Some(r) = self.via_ubi(Command::Read { addr }) {
+            return match r? {
+                Reply::Read {
+                    data: d,
+                    oob: o,
+                    ecc,
+                } => {
+                    check_len(data, &d)?;
+                    check_len(oob, &o)?;
+                    data.copy_from_slice(&d);
+                    oob.copy_from_slice(&o);
+                    Ok(ecc)
+                }
+                _ => Err(FlashError::Ubi("a read answered without data".into())),
+            };
+        }
         let p = self.physical(addr)?;
         self.inner.read_page(p, data, oob)
     }
 
     fn read_oob(&mut self, addr: PageAddr, oob: &mut [u8]) -> Result<EccReport, FlashError> {
+        if let Some(r) = self.via_ubi(Command::ReadOob { addr }) {
+            return match r? {
+                Reply::ReadOob { oob: o, ecc } => {
+                    check_len(oob, &o)?;
+                    oob.copy_from_slice(&o);
+                    Ok(ecc)
+                }
+                _ => Err(FlashError::Ubi("an OOB read answered without data".into())),
+            };
+        }
         let p = self.physical(addr)?;
         self.inner.read_oob(p, oob)
     }
 
     fn program_page(&mut self, addr: PageAddr, data: &[u8], oob: &[u8]) -> Result<(), FlashError> {
+        if self.ubi.is_some() {
+            let cmd = Command::Program {
+                addr,
+                data: data.to_vec(),
+                oob: oob.to_vec(),
+            };
+            return self.via_ubi(cmd).expect("UBI present").map(|_| ());
+        }
         let p = self.physical(addr)?;
         self.inner.program_page(p, data, oob)
     }
 
     fn program_spare(&mut self, addr: PageAddr, oob: &[u8]) -> Result<(), FlashError> {
+        if self.ubi.is_some() {
+            let cmd = Command::ProgramSpare {
+                addr,
+                oob: oob.to_vec(),
+            };
+            return self.via_ubi(cmd).expect("UBI present").map(|_| ());
+        }
         let p = self.physical(addr)?;
         self.inner.program_spare(p, oob)
     }
 
     fn erase_block(&mut self, addr: BlockAddr) -> Result<(), FlashError> {
+        if let Some(r) = self.via_ubi(Command::Erase { addr }) {
+            return r.map(|_| ());
+        }
         self.erase_all_chips(addr)
     }
 
     fn is_bad(&mut self, addr: BlockAddr) -> Result<bool, FlashError> {
+        if self.ubi.is_some() {
+            // A UBI volume has no bad LEBs: bad PEBs are UBI's to replace.
+            self.geometry().check_block(addr)?;
+            return Ok(false);
+        }
         for b in self.physical_blocks(addr)? {
             if self.inner.is_bad(b)? {
                 return Ok(true);
@@ -124,6 +238,11 @@ impl<F: Flash> Flash for StripedFlash<F> {
     }
 
     fn mark_bad(&mut self, addr: BlockAddr) -> Result<(), FlashError> {
+        if self.ubi.is_some() {
+            // UBI already retired the PEB whose failure the file system saw (or will at its
+            // next failure); a LEB itself is never bad.
+            return self.geometry().check_block(addr);
+        }
         for b in self.physical_blocks(addr)? {
             if !self.inner.is_bad(b)? {
                 self.inner.mark_bad(b)?;
@@ -133,6 +252,10 @@ impl<F: Flash> Flash for StripedFlash<F> {
     }
 
     fn erase_count(&mut self, addr: BlockAddr) -> Result<u32, FlashError> {
+        if let Some(u) = &self.ubi {
+            self.geometry().check_block(addr)?;
+            return Ok(u.erase_count(addr.block));
+        }
         let mut most = 0;
         for b in self.physical_blocks(addr)? {
             most = most.max(self.inner.erase_count(b)?);
@@ -141,6 +264,9 @@ impl<F: Flash> Flash for StripedFlash<F> {
     }
 
     fn submit(&mut self, batch: Vec<Command>) -> Vec<Completion> {
+        if let Some(ubi) = self.ubi.as_mut() {
+            return ubi.submit(&mut self.inner, batch);
+        }
         // Each virtual command becomes one physical command (an erase becomes p); `owner`
         // maps every physical completion back to its virtual slot.
         let mut physical = Vec::with_capacity(batch.len());
@@ -224,5 +350,16 @@ impl<F: Flash> Flash for StripedFlash<F> {
 
     fn sync(&mut self) -> Result<(), FlashError> {
         self.inner.sync()
+    }
+}
+
+fn check_len(buf: &[u8], got: &[u8]) -> Result<(), FlashError> {
+    if buf.len() == got.len() {
+        Ok(())
+    } else {
+        Err(FlashError::BufferSize {
+            got: buf.len(),
+            want: got.len(),
+        })
     }
 }

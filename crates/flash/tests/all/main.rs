@@ -12,4 +12,5 @@ mod rules;
 mod spare_program;
 mod striped;
 mod timing;
+mod ubi;
 mod wear;

@@ -1,0 +1,176 @@
+//! One chip's UBI state in RAM: the eraseblock association table (LEB -> PEB), every PEB's
+//! erase counter and state, and the free and used pools ordered by erase count (for the
+//! allocator and for wear levelling). Nothing here touches flash.
+
+use std::collections::BTreeSet;
+
+/// No PEB: the LEB is unmapped and reads as erased.
+const UNMAPPED: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PebState {
+    /// Erased with a valid EC header, ready to map.
+    Free,
+    /// Needs an erase and a new EC header before use: attach found it half-written, torn or
+    /// a loser of a duplicate. Erased lazily when allocated, so a read-only attach writes
+    /// nothing.
+    Dirty,
+    /// Holds a LEB.
+    Used { leb: u32 },
+    /// Factory or grown bad: never touched again.
+    Bad,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Peb {
+    pub ec: u32,
+    pub state: PebState,
+}
+
+/// A chip's map.
+#[derive(Debug)]
+pub struct ChipMap {
+    pub chip: u32,
+    pub eba: Vec<u32>,
+    pub pebs: Vec<Peb>,
+    /// (erase count, PEB) of every free or dirty PEB.
+    pub free: BTreeSet<(u32, u32)>,
+    /// (erase count, PEB) of every used PEB.
+    pub used: BTreeSet<(u32, u32)>,
+    /// Sequence number of the next VID header.
+    pub sqnum: u64,
+    /// Bad PEBs the chip may have before its spares run out.
+    pub bad_limit: u32,
+}
+
+impl ChipMap {
+    pub fn new(chip: u32, lebs: u32, pebs: Vec<Peb>, bad_limit: u32) -> Self {
+        let mut m = ChipMap {
+            chip,
+            eba: vec![UNMAPPED; lebs as usize],
+            free: BTreeSet::new(),
+            used: BTreeSet::new(),
+            pebs,
+            sqnum: 1,
+            bad_limit,
+        };
+        for (i, p) in m.pebs.iter().enumerate() {
+            match p.state {
+                PebState::Free | PebState::Dirty => {
+                    m.free.insert((p.ec, i as u32));
+                }
+                PebState::Used { leb } => {
+                    m.used.insert((p.ec, i as u32));
+                    m.eba[leb as usize] = i as u32;
+                }
+                PebState::Bad => {}
+            }
+        }
+        m
+    }
+
+    pub fn lebs(&self) -> u32 {
+        self.eba.len() as u32
+    }
+
+    pub fn peb_of(&self, leb: u32) -> Option<u32> {
+        match self.eba.get(leb as usize) {
+            Some(&p) if p != UNMAPPED => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Takes the free PEB with the fewest erases (dynamic wear levelling): its number,
+    /// erase count and whether it must be erased first.
+    pub fn take_free(&mut self) -> Option<(u32, u32, bool)> {
+        let (ec, peb) = self.free.pop_first()?;
+        let dirty = self.pebs[peb as usize].state == PebState::Dirty;
+        Some((peb, ec, dirty))
+    }
+
+    /// The free PEB with the most erases, left in the pool.
+    pub fn most_worn_free(&self) -> Option<(u32, u32)> {
+        self.free.last().copied()
+    }
+
+    pub fn remove_free(&mut self, peb: u32) {
+        let ec = self.pebs[peb as usize].ec;
+        self.free.remove(&(ec, peb));
+    }
+
+    /// Maps `leb` onto `peb` (taken from the pool), whose EC is now `ec`.
+    pub fn map(&mut self, leb: u32, peb: u32, ec: u32) {
+        self.pebs[peb as usize] = Peb {
+            ec,
+            state: PebState::Used { leb },
+        };
+        self.used.insert((ec, peb));
+        self.eba[leb as usize] = peb;
+    }
+
+    /// Unmaps `leb`: its PEB (returned) leaves the used pool; the caller erases it.
+    pub fn unmap(&mut self, leb: u32) -> Option<u32> {
+        let peb = self.peb_of(leb)?;
+        self.eba[leb as usize] = UNMAPPED;
+        let ec = self.pebs[peb as usize].ec;
+        self.used.remove(&(ec, peb));
+        self.pebs[peb as usize].state = PebState::Dirty;
+        Some(peb)
+    }
+
+    /// An erase and EC header that did not complete: the PEB waits, dirty, for another.
+    pub fn put_dirty(&mut self, peb: u32) {
+        let p = &mut self.pebs[peb as usize];
+        p.state = PebState::Dirty;
+        self.free.insert((p.ec, peb));
+    }
+
+    /// An erased PEB with its new EC header goes back to the pool.
+    pub fn put_free(&mut self, peb: u32, ec: u32) {
+        self.pebs[peb as usize] = Peb {
+            ec,
+            state: PebState::Free,
+        };
+        self.free.insert((ec, peb));
+    }
+
+    /// A PEB that failed: retired for good.
+    pub fn retire(&mut self, peb: u32) {
+        let p = self.pebs[peb as usize];
+        self.free.remove(&(p.ec, peb));
+        self.used.remove(&(p.ec, peb));
+        if let PebState::Used { leb } = p.state {
+            if self.eba[leb as usize] == peb {
+                self.eba[leb as usize] = UNMAPPED;
+            }
+        }
+        self.pebs[peb as usize].state = PebState::Bad;
+    }
+
+    pub fn next_sqnum(&mut self) -> u64 {
+        let s = self.sqnum;
+        self.sqnum += 1;
+        s
+    }
+
+    pub fn bad(&self) -> u32 {
+        self.pebs
+            .iter()
+            .filter(|p| p.state == PebState::Bad)
+            .count() as u32
+    }
+
+    /// Erase counts of every good PEB: (min, max, mean).
+    pub fn ec_spread(&self) -> (u32, u32, f64) {
+        let good: Vec<u32> = self
+            .pebs
+            .iter()
+            .filter(|p| p.state != PebState::Bad)
+            .map(|p| p.ec)
+            .collect();
+        let min = good.iter().copied().min().unwrap_or(0);
+        let max = good.iter().copied().max().unwrap_or(0);
+        let mean = good.iter().map(|&e| f64::from(e)).sum::<f64>() / good.len().max(1) as f64;
+        (min, max, mean)
+    }
+}

@@ -1,0 +1,502 @@
+//! A UBI per chip, as MA builds its array (section 3.2, Figure 5): every chip is its own
+//! device with its own erase-block layer, and the striped view maps logical erase block
+//! (LEB) i of the array to LEB i of every chip.
+//!
+//! Each chip's layer is Linux UBI's design, cut to what a single volume needs:
+//! - **mapping**: a LEB lives in whichever physical erase block (PEB) UBI chose; the map is
+//!   rebuilt at attach from the two header pages at the start of every PEB
+//!   ([`header`]), so a LEB holds `pages_per_block - 2` pages;
+//! - **bad blocks**: a fixed reserve per chip (`bad_per_1024`, UBI's
+//!   `CONFIG_MTD_UBI_BEB_LIMIT`, 20 per 1024 PEBs by default) absorbs factory and grown bad
+//!   blocks, so the volume's size is the same on every chip and a bad block costs one PEB of
+//!   one chip, not a stripe;
+//! - **erase counters** in every PEB's EC header, kept across erases;
+//! - **wear levelling** ([`wear_level`]): new data goes to the least-worn free PEB, and when
+//!   the most-worn free PEB has been erased `wl_threshold` more times than the least-worn
+//!   used one, that long-lived LEB is moved onto it;
+//! - **unmap**: erasing a LEB unmaps it at once and erases its PEB in the background: the
+//!   chip is busy, the caller is not.
+//!
+//! Crash rules (checked by the array crash sweeps): a PEB's EC header is written right after
+//! its erase, a VID header before the first data page of a mapping; a torn or missing
+//! header makes the PEB dirty (erased again before use, with the mean erase count); of two
+//! PEBs claiming one LEB the newer wins unless it is a copy whose data CRC fails.
+
+mod attach;
+mod check;
+mod chip_map;
+pub mod header;
+mod wear_level;
+
+use crate::command::{Command, Completion, Reply};
+use crate::device::Flash;
+use crate::ecc::EccReport;
+use crate::error::FlashError;
+use crate::geometry::{BlockAddr, Geometry, PageAddr};
+pub use attach::probe;
+use chip_map::ChipMap;
+use header::{EcHeader, VidHeader, HEADER_PAGES};
+use serde::Serialize;
+
+/// Parameters chosen when an array is formatted with UBI (kept in every EC header).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UbiParams {
+    /// PEBs per 1024 kept for bad blocks over the chip's life (UBI's default: 20).
+    pub bad_per_1024: u32,
+    /// Erase-count spread that triggers a wear-levelling move (UBI's default: 4096).
+    pub wl_threshold: u32,
+}
+
+impl Default for UbiParams {
+    fn default() -> Self {
+        Self {
+            bad_per_1024: 20,
+            wl_threshold: 4096,
+        }
+    }
+}
+
+impl UbiParams {
+    /// Bad PEBs a chip of `pebs` blocks may have before UBI runs out of spares.
+    pub fn bad_limit(&self, pebs: u32) -> u32 {
+        (u64::from(pebs) * u64::from(self.bad_per_1024)).div_ceil(1024) as u32
+    }
+
+    /// LEBs of a chip of `pebs` blocks: all but the bad-block reserve, one PEB for wear
+    /// levelling and one for a LEB being remapped (UBI's WL and EBA reserves).
+    pub fn lebs(&self, pebs: u32) -> Option<u32> {
+        pebs.checked_sub(self.bad_limit(pebs) + 2)
+            .filter(|&n| n > 0)
+    }
+}
+
+/// What UBI did since attach, and what each chip holds (for `info`, fsck and benches).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct UbiReport {
+    pub lebs_per_chip: u32,
+    pub wl_threshold: u32,
+    /// LEBs moved by wear levelling, and the pages those moves copied.
+    pub wl_moves: u64,
+    pub wl_pages_copied: u64,
+    /// PEBs retired because an erase or program failed.
+    pub grown_bad: u64,
+    pub chips: Vec<UbiChipReport>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct UbiChipReport {
+    pub chip: u32,
+    pub pebs: u32,
+    pub bad: u32,
+    pub bad_limit: u32,
+    pub mapped_lebs: u32,
+    pub free_pebs: u32,
+    pub ec_min: u32,
+    pub ec_max: u32,
+    pub ec_mean: f64,
+}
+
+#[derive(Default)]
+struct Counters {
+    wl_moves: u64,
+    wl_pages_copied: u64,
+    grown_bad: u64,
+}
+
+/// The UBI layers of all chips of an array, driven by the striped view.
+pub struct Ubi {
+    maps: Vec<ChipMap>,
+    /// The chip's geometry (physical).
+    chip: Geometry,
+    image_seq: u32,
+    params: UbiParams,
+    counters: Counters,
+    /// Attached read-only (fsck, info): wear levelling writes nothing.
+    read_only: bool,
+    /// PEBs wear levelling could not read: not tried again until they are erased.
+    wl_skip: std::collections::BTreeSet<(u32, u32)>,
+}
+
+/// What a physical command in a UBI batch is for, to settle the pools after it ran.
+enum Role {
+    /// Answers its slot (a read, a data program, a spare program).
+    Data,
+    /// An erase or EC header of `peb` of `chip` going back to the pool with erase count `ec`.
+    Recycle { chip: u32, peb: u32, ec: u32 },
+    /// An erase, EC or VID header preparing `peb` for a new mapping.
+    Prepare { chip: u32, peb: u32 },
+}
+
+impl Ubi {
+    pub fn format<F: Flash>(dev: &mut F, params: UbiParams) -> Result<Self, FlashError> {
+        attach::format(dev, params)
+    }
+
+    /// Rebuilds every chip's map from its headers. Read-only: writes nothing, ever.
+    pub fn attach<F: Flash>(dev: &mut F, read_only: bool) -> Result<Self, FlashError> {
+        attach::attach(dev, read_only)
+    }
+
+    /// LEBs of the volume (the same on every chip).
+    pub fn lebs(&self) -> u32 {
+        self.maps[0].lebs()
+    }
+
+    /// Pages of one chip's LEB.
+    pub fn leb_pages(&self) -> u32 {
+        self.chip.pages_per_block - HEADER_PAGES
+    }
+
+    /// The geometry the file system sees: LEB i of every chip as one block.
+    pub fn geometry(&self) -> Geometry {
+        Geometry {
+            pages_per_block: self.leb_pages() * self.chip.chips,
+            blocks_per_chip: self.lebs(),
+            chips: 1,
+            ..self.chip
+        }
+    }
+
+    pub fn report(&self) -> UbiReport {
+        UbiReport {
+            lebs_per_chip: self.lebs(),
+            wl_threshold: self.params.wl_threshold,
+            wl_moves: self.counters.wl_moves,
+            wl_pages_copied: self.counters.wl_pages_copied,
+            grown_bad: self.counters.grown_bad,
+            chips: self
+                .maps
+                .iter()
+                .map(|m| {
+                    let (ec_min, ec_max, ec_mean) = m.ec_spread();
+                    UbiChipReport {
+                        chip: m.chip,
+                        pebs: m.pebs.len() as u32,
+                        bad: m.bad(),
+                        bad_limit: m.bad_limit,
+                        mapped_lebs: m.used.len() as u32,
+                        free_pebs: m.free.len() as u32,
+                        ec_min,
+                        ec_max,
+                        ec_mean,
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// Problems in the maps against the headers on flash (fsck).
+    pub fn check<F: Flash>(&self, dev: &mut F) -> Result<Vec<String>, FlashError> {
+        check::check(self, dev)
+    }
+
+    /// Where a virtual page lives: its chip, LEB, and PEB page (if the LEB is mapped).
+    fn locate(&self, addr: PageAddr) -> Result<(u32, u32, Option<PageAddr>), FlashError> {
+        self.geometry().check_page(addr)?;
+        let p = self.chip.chips;
+        let chip = addr.page % p;
+        let page = HEADER_PAGES + addr.page / p;
+        let peb = self.maps[chip as usize].peb_of(addr.block);
+        Ok((
+            chip,
+            addr.block,
+            peb.map(|block| PageAddr { chip, block, page }),
+        ))
+    }
+
+    /// Largest erase count of the PEBs behind a LEB (the chip's mean where unmapped).
+    pub fn erase_count(&self, leb: u32) -> u32 {
+        self.maps
+            .iter()
+            .map(|m| match m.peb_of(leb) {
+                Some(peb) => m.pebs[peb as usize].ec,
+                None => m.ec_spread().2 as u32,
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn ec_command(&self, chip: u32, peb: u32, ec: u32) -> Command {
+        let h = EcHeader {
+            ec: u64::from(ec),
+            lebs: self.lebs(),
+            bad_limit: self.maps[chip as usize].bad_limit,
+            wl_threshold: self.params.wl_threshold,
+            image_seq: self.image_seq,
+        };
+        Command::Program {
+            addr: PageAddr {
+                chip,
+                block: peb,
+                page: 0,
+            },
+            data: h.encode(self.chip.page_size_bytes as usize),
+            oob: vec![0xFF; self.chip.oob_size_bytes as usize],
+        }
+    }
+
+    fn vid_command(&mut self, chip: u32, peb: u32, leb: u32, copy: Option<(u32, u32)>) -> Command {
+        let sqnum = self.maps[chip as usize].next_sqnum();
+        let (data_pages, data_crc) = copy.unwrap_or((0, 0));
+        let h = VidHeader {
+            leb,
+            sqnum,
+            copy: copy.is_some(),
+            data_pages,
+            data_crc,
+            image_seq: self.image_seq,
+        };
+        Command::Program {
+            addr: PageAddr {
+                chip,
+                block: peb,
+                page: 1,
+            },
+            data: h.encode(self.chip.page_size_bytes as usize),
+            oob: vec![0xFF; self.chip.oob_size_bytes as usize],
+        }
+    }
+
+    /// Takes a free PEB of `chip` for `leb` and the commands that prepare it (an erase and
+    /// EC header if it is dirty, then the VID header), recording the mapping.
+    fn map_fresh(
+        &mut self,
+        chip: u32,
+        leb: u32,
+        copy: Option<(u32, u32)>,
+    ) -> Result<(u32, Vec<Command>), FlashError> {
+        let (peb, mut ec, dirty) = self.maps[chip as usize].take_free().ok_or_else(|| {
+            FlashError::Ubi(format!(
+                "chip {chip} has no free eraseblock left (too many bad blocks)"
+            ))
+        })?;
+        let mut cmds = Vec::with_capacity(3);
+        if dirty {
+            ec += 1;
+            cmds.push(Command::Erase {
+                addr: BlockAddr::new(chip, peb),
+            });
+            cmds.push(self.ec_command(chip, peb, ec));
+        }
+        cmds.push(self.vid_command(chip, peb, leb, copy));
+        self.maps[chip as usize].map(leb, peb, ec);
+        Ok((peb, cmds))
+    }
+
+    /// Runs a batch of virtual commands: each becomes its physical command(s) on the chip
+    /// UBI mapped it to; completions come back in batch order.
+    pub fn submit<F: Flash>(&mut self, dev: &mut F, batch: Vec<Command>) -> Vec<Completion> {
+        let now = dev.now_ns();
+        let mut done: Vec<Option<Completion>> = (0..batch.len()).map(|_| None).collect();
+        let mut physical = Vec::with_capacity(batch.len());
+        let mut owner: Vec<(usize, Role)> = Vec::with_capacity(batch.len());
+        let instant = |result| Completion {
+            result,
+            start_ns: now,
+            end_ns: now,
+        };
+        for (slot, cmd) in batch.into_iter().enumerate() {
+            let outcome = self.plan(cmd, slot, &mut physical, &mut owner);
+            match outcome {
+                Ok(Some(reply)) => done[slot] = Some(instant(Ok(reply))),
+                Ok(None) => {}
+                Err(e) => done[slot] = Some(instant(Err(e))),
+            }
+        }
+        let mut background = false;
+        let mut foreground_end = now;
+        let completions = if physical.is_empty() {
+            Vec::new()
+        } else {
+            dev.submit(physical)
+        };
+        // Per recycled PEB: its slot, chip, PEB, new erase count and first failure.
+        let mut recycled: Vec<(usize, u32, u32, u32, Option<FlashError>)> = Vec::new();
+        for (c, (slot, role)) in completions.into_iter().zip(owner) {
+            match role {
+                Role::Recycle { chip, peb, ec } => {
+                    background = true;
+                    let failed = c.result.err();
+                    match recycled.last_mut() {
+                        Some(last) if last.1 == chip && last.2 == peb => {
+                            if last.4.is_none() {
+                                last.4 = failed;
+                            }
+                        }
+                        _ => recycled.push((slot, chip, peb, ec, failed)),
+                    }
+                    // The caller does not wait for the erase: it returns at once.
+                    done[slot].get_or_insert(Completion {
+                        result: Ok(Reply::Done),
+                        start_ns: now,
+                        end_ns: now,
+                    });
+                }
+                Role::Prepare { chip, peb } => {
+                    foreground_end = foreground_end.max(c.end_ns);
+                    if let Err(e) = c.result {
+                        // The data command behind it fails too; the PEB is settled here.
+                        if e.is_media_failure() {
+                            self.retire(dev, chip, peb);
+                        }
+                        merge(
+                            &mut done[slot],
+                            Completion {
+                                result: Err(e),
+                                ..c
+                            },
+                        );
+                    }
+                }
+                Role::Data => {
+                    foreground_end = foreground_end.max(c.end_ns);
+                    merge(&mut done[slot], c);
+                }
+            }
+        }
+        for (slot, chip, peb, ec, failed) in recycled {
+            match failed {
+                None => self.maps[chip as usize].put_free(peb, ec),
+                // UBI's business, not the caller's: the PEB is retired, the LEB unmapped.
+                Some(e) if e.is_media_failure() => self.retire(dev, chip, peb),
+                // A power loss: the PEB is dirty, and the caller must hear of it.
+                Some(e) => {
+                    self.maps[chip as usize].put_dirty(peb);
+                    if let Some(c) = done[slot].as_mut() {
+                        c.result = Err(e);
+                    }
+                }
+            }
+        }
+        // Background work (erases of unmapped PEBs) keeps its chip busy, not the caller.
+        if background {
+            dev.set_clock_ns(foreground_end.max(now));
+        }
+        wear_level::run(self, dev);
+        done.into_iter()
+            .map(|c| c.expect("every slot answered"))
+            .collect()
+    }
+
+    /// One virtual command's physical commands, or its answer when it needs no flash.
+    fn plan(
+        &mut self,
+        cmd: Command,
+        slot: usize,
+        physical: &mut Vec<Command>,
+        owner: &mut Vec<(usize, Role)>,
+    ) -> Result<Option<Reply>, FlashError> {
+        let g = self.chip;
+        let erased = || {
+            (
+                vec![0xFF; g.page_size_bytes as usize],
+                vec![0xFF; g.oob_size_bytes as usize],
+            )
+        };
+        match cmd {
+            Command::Read { addr } => match self.locate(addr)?.2 {
+                None => {
+                    let (data, oob) = erased();
+                    Ok(Some(Reply::Read {
+                        data,
+                        oob,
+                        ecc: EccReport::default(),
+                    }))
+                }
+                Some(addr) => {
+                    physical.push(Command::Read { addr });
+                    owner.push((slot, Role::Data));
+                    Ok(None)
+                }
+            },
+            Command::ReadOob { addr } => match self.locate(addr)?.2 {
+                None => Ok(Some(Reply::ReadOob {
+                    oob: erased().1,
+                    ecc: EccReport::default(),
+                })),
+                Some(addr) => {
+                    physical.push(Command::ReadOob { addr });
+                    owner.push((slot, Role::Data));
+                    Ok(None)
+                }
+            },
+            Command::Program { addr, data, oob } => {
+                let (chip, leb, phys) = self.locate(addr)?;
+                let phys = match phys {
+                    Some(p) => p,
+                    None => {
+                        let (peb, prep) = self.map_fresh(chip, leb, None)?;
+                        for c in prep {
+                            physical.push(c);
+                            owner.push((slot, Role::Prepare { chip, peb }));
+                        }
+                        PageAddr {
+                            chip,
+                            block: peb,
+                            page: HEADER_PAGES + addr.page / g.chips,
+                        }
+                    }
+                };
+                physical.push(Command::Program {
+                    addr: phys,
+                    data,
+                    oob,
+                });
+                owner.push((slot, Role::Data));
+                Ok(None)
+            }
+            Command::ProgramSpare { addr, oob } => match self.locate(addr)?.2 {
+                None => Err(FlashError::SpareOfErasedPage(addr)),
+                Some(addr) => {
+                    physical.push(Command::ProgramSpare { addr, oob });
+                    owner.push((slot, Role::Data));
+                    Ok(None)
+                }
+            },
+            Command::Erase { addr } => {
+                self.geometry().check_block(addr)?;
+                let mut any = false;
+                for chip in 0..g.chips {
+                    if let Some(peb) = self.maps[chip as usize].unmap(addr.block) {
+                        self.wl_skip.remove(&(chip, peb));
+                        let ec = self.maps[chip as usize].pebs[peb as usize].ec + 1;
+                        let role = || Role::Recycle { chip, peb, ec };
+                        physical.push(Command::Erase {
+                            addr: BlockAddr::new(chip, peb),
+                        });
+                        owner.push((slot, role()));
+                        physical.push(self.ec_command(chip, peb, ec));
+                        owner.push((slot, role()));
+                        any = true;
+                    }
+                }
+                // An unmapped LEB is erased already: UBI does nothing.
+                Ok((!any).then_some(Reply::Done))
+            }
+        }
+    }
+
+    /// Marks a PEB that failed bad on the chip and drops it from the pools.
+    fn retire<F: Flash>(&mut self, dev: &mut F, chip: u32, peb: u32) {
+        self.maps[chip as usize].retire(peb);
+        self.counters.grown_bad += 1;
+        // A failing mark only means the next attach meets a dirty PEB and retires it again.
+        let _ = dev.mark_bad(BlockAddr::new(chip, peb));
+    }
+}
+
+/// Folds one physical completion into its slot's: the first error wins, times span both,
+/// and the data command's reply is the answer.
+fn merge(slot: &mut Option<Completion>, c: Completion) {
+    *slot = Some(match slot.take() {
+        None => c,
+        Some(prev) => Completion {
+            result: match (prev.result, c.result) {
+                (Err(e), _) | (_, Err(e)) => Err(e),
+                (Ok(_), Ok(r)) => Ok(r),
+            },
+            start_ns: prev.start_ns.min(c.start_ns),
+            end_ns: prev.end_ns.max(c.end_ns),
+        },
+    });
+}

@@ -1,0 +1,138 @@
+//! UBI's static wear levelling: when the most-worn free PEB of a chip has been erased
+//! `wl_threshold` times more than the least-worn used one, the LEB in that used PEB has sat
+//! there long (cold data keeps a PEB young while the others age), so it is copied onto the
+//! worn PEB and its young PEB goes back to the pool for the hot data. Dynamic wear levelling
+//! is the allocator's part: a new mapping takes the least-worn free PEB.
+//!
+//! A move runs like UBI's background thread: its reads, programs and erase keep the chip
+//! busy but not the caller, whose clock is put back when the move is done. A move is crash
+//! safe: the copy's VID header (newer sequence number, copy flag, data CRC) is written
+//! before its pages and the source is erased only after the last of them, so a cut leaves
+//! either the source alone, or both (attach keeps the copy only if its CRC holds).
+
+use super::header::{copy_crc, HEADER_PAGES};
+use super::Ubi;
+use crate::command::{Command, Reply};
+use crate::device::Flash;
+use crate::geometry::{BlockAddr, PageAddr};
+
+/// One move per chip at most, if its spread calls for one.
+pub(super) fn run<F: Flash>(ubi: &mut Ubi, dev: &mut F) {
+    if ubi.read_only {
+        return;
+    }
+    let threshold = ubi.params.wl_threshold;
+    for chip in 0..ubi.maps.len() as u32 {
+        let m = &ubi.maps[chip as usize];
+        let Some((free_ec, _)) = m.most_worn_free() else {
+            continue;
+        };
+        let source = m
+            .used
+            .iter()
+            .find(|(_, peb)| !ubi.wl_skip.contains(&(chip, *peb)))
+            .copied();
+        let Some((used_ec, src)) = source else {
+            continue;
+        };
+        if free_ec < used_ec.saturating_add(threshold) {
+            continue;
+        }
+        let clock = dev.now_ns();
+        if !move_leb(ubi, dev, chip, src) {
+            ubi.wl_skip.insert((chip, src));
+        }
+        dev.set_clock_ns(clock);
+    }
+}
+
+/// Copies the LEB in `src` onto the most-worn free PEB and recycles `src`. False if the
+/// move could not be made (a read or program failed); the source then stays as it was.
+fn move_leb<F: Flash>(ubi: &mut Ubi, dev: &mut F, chip: u32, src: u32) -> bool {
+    let g = ubi.chip;
+    let super::chip_map::PebState::Used { leb } = ubi.maps[chip as usize].pebs[src as usize].state
+    else {
+        return false;
+    };
+    let reads = (HEADER_PAGES..g.pages_per_block)
+        .map(|page| Command::Read {
+            addr: PageAddr {
+                chip,
+                block: src,
+                page,
+            },
+        })
+        .collect();
+    let mut pages = Vec::new();
+    for c in dev.submit(reads) {
+        match c.result {
+            Ok(Reply::Read { data, oob, .. }) => pages.push((data, oob)),
+            _ => return false,
+        }
+    }
+    // Pages are programmed in order: the LEB's data ends after its last written page.
+    let erased = |(d, o): &(Vec<u8>, Vec<u8>)| d.iter().chain(o).all(|&b| b == 0xFF);
+    let n = pages.iter().rposition(|p| !erased(p)).map_or(0, |i| i + 1);
+    pages.truncate(n);
+    let free = g.oob_free_range();
+    let crc = copy_crc(pages.iter().map(|(d, o)| (d.as_slice(), &o[free.clone()])));
+
+    let m = &mut ubi.maps[chip as usize];
+    let Some((_, dst)) = m.most_worn_free() else {
+        return false;
+    };
+    m.remove_free(dst);
+    let mut ec = m.pebs[dst as usize].ec;
+    let dirty = m.pebs[dst as usize].state == super::chip_map::PebState::Dirty;
+    let mut cmds = Vec::with_capacity(n + 3);
+    if dirty {
+        ec += 1;
+        cmds.push(Command::Erase {
+            addr: BlockAddr::new(chip, dst),
+        });
+        cmds.push(ubi.ec_command(chip, dst, ec));
+    }
+    cmds.push(ubi.vid_command(chip, dst, leb, Some((n as u32, crc))));
+    for (i, (data, oob)) in pages.into_iter().enumerate() {
+        cmds.push(Command::Program {
+            addr: PageAddr {
+                chip,
+                block: dst,
+                page: HEADER_PAGES + i as u32,
+            },
+            data,
+            oob,
+        });
+    }
+    for c in dev.submit(cmds) {
+        if let Err(e) = c.result {
+            if e.is_media_failure() {
+                ubi.retire(dev, chip, dst);
+            } else {
+                ubi.maps[chip as usize].pebs[dst as usize].ec = ec;
+                ubi.maps[chip as usize].put_dirty(dst);
+            }
+            return false;
+        }
+    }
+    // The copy is whole: switch the LEB to it, then recycle the source.
+    let m = &mut ubi.maps[chip as usize];
+    m.unmap(leb);
+    m.map(leb, dst, ec);
+    let src_ec = m.pebs[src as usize].ec + 1;
+    let recycle = vec![
+        Command::Erase {
+            addr: BlockAddr::new(chip, src),
+        },
+        ubi.ec_command(chip, src, src_ec),
+    ];
+    let failed = dev.submit(recycle).into_iter().find_map(|c| c.result.err());
+    match failed {
+        None => ubi.maps[chip as usize].put_free(src, src_ec),
+        Some(e) if e.is_media_failure() => ubi.retire(dev, chip, src),
+        Some(_) => ubi.maps[chip as usize].put_dirty(src),
+    }
+    ubi.counters.wl_moves += 1;
+    ubi.counters.wl_pages_copied += n as u64;
+    true
+}
