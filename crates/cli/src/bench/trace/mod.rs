@@ -1,7 +1,9 @@
 //! `nandkit bench trace`: the MA paper's real-world trace replay (section 5, Figure 10).
 //! A smartphone trace (one of five synthetic ones after Table 3, or a user's CSV file) is
 //! replayed on the file system on P striped chips, honouring arrival times in simulated
-//! time; the figure of merit is the mean response time, normalised to P = 1.
+//! time, with up to `--queue-depth` requests in flight; the figure of merit is the mean
+//! response time, normalised to P = 1. A sixth built-in trace, TwoWriters, is ours: two
+//! files written in 4 KiB O_SYNC records, all requests arriving at once.
 
 mod format;
 mod replay;
@@ -25,23 +27,34 @@ pub const LONG_ABOUT: &str =
     changes: the MA paper's Table 2) and reports response times in simulated time.\n\n\
     Traces: --trace NAME generates one of the paper's five (Table 3: AngryBird, GoogleMap, \
     Movie, CameraVideo, WebBrowsing) from the statistics section 5 states, with our own \
-    assumptions where it states none (docs/trace-format.md lists both); --trace-file FILE \
-    replays a CSV trace (header arrival_us,op,file,offset,size). --emit FILE writes the \
-    generated trace as CSV instead of replaying it.\n\n\
+    assumptions where it states none (docs/trace-format.md lists both), or TwoWriters (ours, \
+    not the paper's: two files written in alternating 4 KiB records, 256 to each, every \
+    request arriving at time 0, to show requests in flight overlapping on the chips); \
+    --trace-file FILE replays a CSV trace (header arrival_us,op,file,offset,size). --emit \
+    FILE writes the generated trace as CSV instead of replaying it.\n\n\
     A generated trace covers the first --scale of the application's run (by default the \
     largest part that moves at most 256 MiB, so a run takes seconds); request sizes, mix \
     and arrival rate are those of the whole run. File sizes shrink only if the files would \
-    not fit in half the device.\n\n\
+    not fit in half the device. TwoWriters' --scale is the fraction of its 256 records per \
+    file.\n\n\
     Setup (not measured) creates the files the trace finds existing and fills them as far \
-    as the trace touches them. The replay is a single queue: a request starts at its \
-    arrival or when the previous one completes, whichever is later, and its response time \
-    is completion - arrival. The device clock jumps over idle time. Writes are durable \
-    before they complete (write then fsync, as O_SYNC). Only flash time is simulated: the \
-    file system's CPU time and MA's thread hand-offs cost nothing.\n\n\
-    Reported: mean, p50, p99 and max response time, mean wait and service, request counts \
-    and bytes, the replay's simulated and host time and flash counts. With P > 1 the same \
-    trace is replayed on one chip too and normalized_to_p1 is the ratio of the mean \
-    response times (Figure 10's normalisation). --sweep replays P = 1, 2, 4 and 8.";
+    as the trace touches them. Requests are issued in trace order with at most \
+    --queue-depth N in flight: a request is issued at its arrival, or, when N earlier \
+    requests are still outstanding, as soon as the first of them completes. The file \
+    system serves each request to its end, but every chip keeps its own timeline, so a \
+    request's flash operations queue behind those already on the same chip and start at \
+    once on idle chips: requests in flight overlap on different chips. With N = 1 (the \
+    default) the replay is a single queue: a request starts at its arrival or when the \
+    previous one completes, whichever is later. Response time is completion - arrival; \
+    the device clock jumps over idle time. Writes are durable before they complete (write \
+    then fsync, as O_SYNC). Only flash time is simulated: the file system's CPU time and \
+    MA's thread hand-offs cost nothing.\n\n\
+    Reported: mean, p50, p90, p99 and max response time, mean wait (arrival to issue) and \
+    service (issue to completion), the makespan (first arrival to last completion) and \
+    MB/s over it, request counts and bytes, the replay's simulated and host time and flash \
+    counts. With P > 1 the same trace is replayed on one chip too (at the same queue \
+    depth) and normalized_to_p1 is the ratio of the mean response times (Figure 10's \
+    normalisation). --sweep replays P = 1, 2, 4 and 8.";
 
 #[derive(Args)]
 #[command(group(ArgGroup::new("source").required(true).args(["trace", "trace_file"])))]
@@ -50,7 +63,7 @@ pub struct TraceArgs {
     device: DeviceArgs,
     #[command(flatten)]
     fs: FsArgs,
-    /// A synthetic trace after the MA paper's Table 3.
+    /// A synthetic trace: one of the MA paper's five (Table 3), or TwoWriters (ours).
     #[arg(long, value_enum, ignore_case = true, value_name = "NAME")]
     trace: Option<App>,
     /// Replay this CSV trace instead (see docs/trace-format.md).
@@ -69,6 +82,11 @@ pub struct TraceArgs {
     /// Replay on P = 1, 2, 4 and 8 chips (ignores --chips).
     #[arg(long)]
     sweep: bool,
+    /// Requests in flight at most: a request is issued at its arrival or when one of N
+    /// outstanding requests completes (1: a single queue, one request at a time).
+    #[arg(long, default_value_t = 1, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    queue_depth: u32,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -98,6 +116,8 @@ struct Row {
     scale: Option<f64>,
     /// Factor on the model's file sizes (null for a trace file).
     file_scale: Option<f64>,
+    /// Requests in flight at most (--queue-depth).
+    queue_depth: u32,
     /// Arrival of the last request, seconds.
     trace_span_s: f64,
     /// Files that exist before the trace starts.
@@ -110,7 +130,8 @@ struct Row {
     /// which idle time does not add to), host seconds and flash counts.
     #[serde(flatten)]
     phase: PhaseStats,
-    /// mean_response_ms over that of the same trace replayed on one chip.
+    /// mean_response_ms over that of the same trace replayed on one chip (at the same
+    /// queue depth).
     normalized_to_p1: f64,
 }
 
@@ -183,6 +204,14 @@ fn load(args: &TraceArgs) -> anyhow::Result<Loaded> {
 /// What a generated trace is, in one line (the emitted file's comment, the table's title).
 fn describe(args: &TraceArgs, trace: &Loaded) -> String {
     match (trace.scale, args.trace) {
+        (Some(s), Some(App::TwoWriters)) => format!(
+            "{} (synthetic, ours, seed {}), scale {:.4}{}: {}",
+            trace.name,
+            args.workload_seed,
+            s.time,
+            if s.auto { " (auto)" } else { "" },
+            synth::two_writers_summary(s)
+        ),
         (Some(s), Some(app)) => format!(
             "{} (synthetic, seed {}), scale {:.4}{}: the first {:.1} s of the app's {} s, \
              file sizes x{:.3}",
@@ -241,6 +270,7 @@ fn one(args: &TraceArgs, trace: &Loaded, chips: u32) -> anyhow::Result<Row> {
         prepared,
         &trace.requests,
         args.workload_seed,
+        args.queue_depth as usize,
         quiet,
     )
     .with_context(|| format!("replaying {} on {chips} chip(s)", trace.name))?;
@@ -255,6 +285,7 @@ fn one(args: &TraceArgs, trace: &Loaded, chips: u32) -> anyhow::Result<Row> {
         seed: args.workload_seed,
         scale: trace.scale.map(|s| s.time),
         file_scale: trace.scale.map(|s| s.files),
+        queue_depth: args.queue_depth,
         trace_span_s: trace.requests.last().map_or(0, |r| r.arrival_us) as f64 / 1e6,
         files,
         setup_bytes,
@@ -293,15 +324,19 @@ fn print_header(title: &str, r: &Row) {
         r.device.device_seed
     );
     println!(
-        "{:>5} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>9} {:>8} {:>7} {:>7}",
+        "{:>5} {:>5} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>11} {:>8} {:>9} {:>8} {:>7} {:>7}",
         "chips",
+        "qd",
         "mean ms",
         "p50 ms",
+        "p90 ms",
         "p99 ms",
+        "max ms",
         "wait ms",
         "read ms",
         "write ms",
-        "sim s",
+        "makespan ms",
+        "MB/s",
         "energy J",
         "host s",
         "erases",
@@ -312,15 +347,19 @@ fn print_header(title: &str, r: &Row) {
 fn print_row(r: &Row) {
     let s = &r.summary;
     println!(
-        "{:>5} {:>9.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9.3} {:>9.1} {:>9.3} {:>8.2} {:>7} {:>7.3}",
+        "{:>5} {:>5} {:>9.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9.3} {:>11.3} {:>8.3} {:>9.3} {:>8.2} {:>7} {:>7.3}",
         r.device.chips,
+        r.queue_depth,
         s.mean_response_ms,
         s.p50_response_ms,
+        s.p90_response_ms,
         s.p99_response_ms,
+        s.max_response_ms,
         s.mean_wait_ms,
         s.mean_read_response_ms,
         s.mean_write_response_ms,
-        r.phase.sim_s,
+        s.makespan_ms,
+        s.mb_per_s,
         r.phase.energy_j,
         r.phase.host_s,
         r.phase.flash_erases,

@@ -1,18 +1,35 @@
-//! Replaying a trace on the file system in simulated time, one request at a time.
+//! Replaying a trace on the file system in simulated time, with up to N requests in flight.
 //!
 //! Setup (not measured) creates the files that exist before the trace starts and fills each
-//! up to the last byte the trace touches in it, so every read finds data. The replay is a
-//! single queue: request i starts at max(its arrival, the end of request i - 1); its
-//! response time is its completion minus its arrival. While the queue is empty the device
-//! clock is moved on to the next arrival. A write is durable before it completes (write,
-//! then fsync: O_SYNC), as are a create (fsync of the new file) and a delete (the file
-//! system writes the header that records it before returning).
+//! up to the last byte the trace touches in it, so every read finds data.
+//!
+//! The replay issues requests in trace order (FIFO) with at most `queue_depth` of them in
+//! flight. Request i is issued at its arrival, or, if `queue_depth` earlier requests are
+//! still outstanding then, when the first of them completes; the device's caller clock is
+//! put at that issue time (`Flash::set_clock_ns`, which may move it back) and the file
+//! system serves the request. Its completion is the device clock when the file system
+//! returns, and its response time is completion minus arrival. The file system runs each
+//! request to its end in the host, but every chip keeps its own timeline (`busy_until`):
+//! a request's flash operations queue behind what earlier requests left on the same chip
+//! and start at once on idle chips, so requests in flight overlap on different chips.
+//!
+//! With a depth of 1 (the default) this is a single queue: request i starts at
+//! max(its arrival, the end of request i - 1), and the device clock jumps over idle time.
+//! After the last request the clock is put at the last completion, so the replay's
+//! simulated time ends with its makespan.
+//!
+//! A write is durable before it completes (write, then fsync: O_SYNC), as are a create
+//! (fsync of the new file) and a delete (the file system writes the header that records it
+//! before returning).
 //!
 //! Only flash time passes in the simulation: the file system's CPU time, and any thread
-//! hand-off between a dispatcher and per-chip workers, cost nothing here.
+//! hand-off between a dispatcher and per-chip workers, cost nothing here. Requests in
+//! flight are not ordered against each other beyond their chips' queues: a request whose
+//! flash work lands on idle chips may complete before an earlier one.
 
 use nandkit_fs::NewObject;
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 
 use anyhow::{bail, ensure, Context};
 use nandkit_flash::Flash;
@@ -114,9 +131,13 @@ pub fn prepare(fs: &mut Fs, trace: &[Request], seed: u64, quiet: bool) -> anyhow
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Served {
     pub op: Op,
-    /// Queueing: from arrival until the previous request completed.
+    /// Its arrival, nanoseconds after the replay started (arrival 0).
+    pub arrival_ns: u64,
+    /// Queueing: from arrival until it was issued (with a queue depth of 1, until the
+    /// previous request completed; with N, until fewer than N were in flight).
     pub wait_ns: u64,
-    /// From its start to its completion.
+    /// From its issue to its completion (including time its flash operations waited for
+    /// chips busy with other requests in flight).
     pub service_ns: u64,
     /// Bytes read or written.
     pub bytes: u64,
@@ -126,17 +147,24 @@ impl Served {
     pub fn response_ns(&self) -> u64 {
         self.wait_ns + self.service_ns
     }
+
+    /// Its completion, nanoseconds after the replay started.
+    pub fn completion_ns(&self) -> u64 {
+        self.arrival_ns + self.response_ns()
+    }
 }
 
-/// Replays `trace` on `fs`, set up by `prepare`. Arrival 0 is the device clock when the
-/// replay starts.
+/// Replays `trace` on `fs`, set up by `prepare`, with at most `queue_depth` (>= 1)
+/// requests in flight. Arrival 0 is the device clock when the replay starts.
 pub fn replay(
     fs: &mut Fs,
     mut prepared: Prepared,
     trace: &[Request],
     seed: u64,
+    queue_depth: usize,
     quiet: bool,
 ) -> anyhow::Result<Vec<Served>> {
+    ensure!(queue_depth >= 1, "the queue depth must be at least 1");
     let largest = |op: Op| {
         trace
             .iter()
@@ -150,17 +178,28 @@ pub fn replay(
     let t0 = fs.device().now_ns();
     let mut served = Vec::with_capacity(trace.len());
     let mut progress = Progress::items(trace.len() as u64, "replaying", quiet);
+    // Completion times (device clock) of the requests in flight, earliest first.
+    let mut in_flight: BinaryHeap<Reverse<u64>> = BinaryHeap::with_capacity(queue_depth + 1);
+    let mut last_issue = t0;
+    let mut last_completion = t0;
     for (i, r) in trace.iter().enumerate() {
         let arrival = r
             .arrival_us
             .checked_mul(1000)
             .and_then(|ns| ns.checked_add(t0))
             .with_context(|| format!("request {}: arrival time out of range", i + 1))?;
-        let now = fs.device().now_ns();
-        if now < arrival {
-            fs.device_mut().advance_clock_ns(arrival - now);
+        // Requests done by the time this one arrives are no longer in flight.
+        while in_flight.peek().is_some_and(|&Reverse(end)| end <= arrival) {
+            in_flight.pop();
         }
-        let start = fs.device().now_ns();
+        // FIFO: never issued before the request ahead of it.
+        let mut start = arrival.max(last_issue);
+        if in_flight.len() >= queue_depth {
+            if let Some(Reverse(end)) = in_flight.pop() {
+                start = start.max(end);
+            }
+        }
+        fs.device_mut().set_clock_ns(start);
         let bytes = serve(fs, &mut prepared.inos, r, &data, &mut buf).with_context(|| {
             format!(
                 "request {} ({} of '{}', {} bytes at {})",
@@ -172,14 +211,20 @@ pub fn replay(
             )
         })?;
         let end = fs.device().now_ns();
+        in_flight.push(Reverse(end));
+        last_issue = start;
+        last_completion = last_completion.max(end);
         served.push(Served {
             op: r.op,
+            arrival_ns: arrival - t0,
             wait_ns: start - arrival,
             service_ns: end - start,
             bytes,
         });
         progress.inc(1);
     }
+    // The replay ends when its last request completes, whichever was issued last.
+    fs.device_mut().set_clock_ns(last_completion);
     progress.finish();
     Ok(served)
 }
@@ -237,21 +282,28 @@ pub struct Summary {
     pub bytes_written: u64,
     /// Mean response time (completion - arrival) over all requests.
     pub mean_response_ms: f64,
+    /// Response time percentiles (nearest rank) and the largest.
     pub p50_response_ms: f64,
+    pub p90_response_ms: f64,
     pub p99_response_ms: f64,
     pub max_response_ms: f64,
-    /// Mean time requests waited for the one before them.
+    /// Mean time requests waited before they were issued (for the one before them, at a
+    /// queue depth of 1; for a free slot, at N).
     pub mean_wait_ms: f64,
-    /// Mean time the file system spent on a request.
+    /// Mean time from a request's issue to its completion.
     pub mean_service_ms: f64,
     pub mean_read_response_ms: f64,
     pub mean_write_response_ms: f64,
+    /// From the first request's arrival to the last completion.
+    pub makespan_ms: f64,
+    /// Bytes read and written over the makespan, in MB (10^6 bytes) per second.
+    pub mb_per_s: f64,
 }
 
 impl Summary {
     pub fn of(served: &[Served]) -> Summary {
         let count = |op: Op| served.iter().filter(|s| s.op == op).count() as u64;
-        let bytes = |op: Op| served.iter().filter(|s| s.op == op).map(|s| s.bytes).sum();
+        let bytes = |op: Op| -> u64 { served.iter().filter(|s| s.op == op).map(|s| s.bytes).sum() };
         let mean_ms = |it: &mut dyn Iterator<Item = u64>| {
             let (mut n, mut sum) = (0u64, 0u128);
             for ns in it {
@@ -274,22 +326,34 @@ impl Summary {
                     .map(Served::response_ns),
             )
         };
+        let first_arrival = served.iter().map(|s| s.arrival_ns).min().unwrap_or(0);
+        let last_completion = served.iter().map(Served::completion_ns).max().unwrap_or(0);
+        let makespan_ns = last_completion.saturating_sub(first_arrival);
+        let bytes_read = bytes(Op::Read);
+        let bytes_written = bytes(Op::Write);
         Summary {
             requests: served.len() as u64,
             reads: count(Op::Read),
             writes: count(Op::Write),
             creates: count(Op::Create),
             deletes: count(Op::Delete),
-            bytes_read: bytes(Op::Read),
-            bytes_written: bytes(Op::Write),
+            bytes_read,
+            bytes_written,
             mean_response_ms: mean_ms(&mut sorted.iter().copied()),
             p50_response_ms: percentile_ms(&sorted, 0.50),
+            p90_response_ms: percentile_ms(&sorted, 0.90),
             p99_response_ms: percentile_ms(&sorted, 0.99),
             max_response_ms: sorted.last().map_or(f64::NAN, |&ns| ns as f64 / 1e6),
             mean_wait_ms: mean_ms(&mut served.iter().map(|s| s.wait_ns)),
             mean_service_ms: mean_ms(&mut served.iter().map(|s| s.service_ns)),
             mean_read_response_ms: response_of(Op::Read),
             mean_write_response_ms: response_of(Op::Write),
+            makespan_ms: makespan_ns as f64 / 1e6,
+            mb_per_s: if makespan_ns == 0 {
+                f64::NAN
+            } else {
+                (bytes_read + bytes_written) as f64 / 1e6 / (makespan_ns as f64 / 1e9)
+            },
         }
     }
 }
@@ -315,11 +379,32 @@ mod tests {
     }
 
     fn run(csv: &str) -> Vec<Served> {
-        let trace = parse(csv.as_bytes()).unwrap();
-        let mut fs = tiny_fs();
-        let prepared = prepare(&mut fs, &trace, 1, true).unwrap();
-        replay(&mut fs, prepared, &trace, 1, true).unwrap()
+        run_on(1, 1, csv)
     }
+
+    /// Replays `csv` on the tiny preset split over `chips` chips, `depth` requests in flight.
+    fn run_on(chips: u32, depth: usize, csv: &str) -> Vec<Served> {
+        let trace = parse(csv.as_bytes()).unwrap();
+        let mut config = nandkit_flash::preset("tiny").unwrap();
+        if chips > 1 {
+            config = config.with_chips(chips).unwrap();
+        }
+        let mut fs = mkfs(config, &FsArgs::default()).unwrap();
+        let prepared = prepare(&mut fs, &trace, 1, true).unwrap();
+        let t0 = fs.device().now_ns();
+        let served = replay(&mut fs, prepared, &trace, 1, depth, true).unwrap();
+        // The replay leaves the clock at its last completion.
+        let last = served.iter().map(Served::completion_ns).max().unwrap();
+        assert_eq!(fs.device().now_ns(), t0 + last);
+        served
+    }
+
+    /// Four one-page reads of consecutive pages of a file, all arriving at 0.
+    const FOUR_READS: &str = "arrival_us,op,file,offset,size\n\
+                              0,read,f,0,2048\n\
+                              0,read,f,2048,2048\n\
+                              0,read,f,4096,2048\n\
+                              0,read,f,6144,2048\n";
 
     /// One 2 KiB page read on the tiny preset: tR 25 us, then 2,048 + 64 bytes over a
     /// 40 MB/s bus (52.8 us).
@@ -377,6 +462,72 @@ mod tests {
         let mean_ms = total_ns as f64 / 3.0 / 1e6;
         assert!((summary.mean_response_ms - mean_ms).abs() < 1e-12);
         assert_eq!(summary.p50_response_ms, 2.0 * PAGE_READ_NS as f64 / 1e6);
+    }
+
+    #[test]
+    fn on_one_chip_requests_in_flight_complete_when_one_at_a_time_would() {
+        // The chip serves its reads in issue order whatever the depth: the same
+        // completions, only the split of response time into wait and service moves.
+        let one = run_on(1, 1, FOUR_READS);
+        let four = run_on(1, 4, FOUR_READS);
+        for (k, (a, b)) in one.iter().zip(&four).enumerate() {
+            let k = k as u64;
+            assert_eq!(a.response_ns(), (k + 1) * PAGE_READ_NS);
+            assert_eq!(b.response_ns(), a.response_ns());
+            assert_eq!((a.wait_ns, a.service_ns), (k * PAGE_READ_NS, PAGE_READ_NS));
+            // All four are issued at once; each waits on the chip instead.
+            assert_eq!((b.wait_ns, b.service_ns), (0, (k + 1) * PAGE_READ_NS));
+        }
+        assert_eq!(
+            Summary::of(&four).makespan_ms,
+            Summary::of(&one).makespan_ms
+        );
+    }
+
+    #[test]
+    fn requests_in_flight_overlap_on_different_chips() {
+        // Consecutive pages of a file are on alternate chips of two: with two requests in
+        // flight, pages 0 and 1 are read at once, then 2 and 3.
+        let served = run_on(2, 2, FOUR_READS);
+        let responses: Vec<u64> = served.iter().map(Served::response_ns).collect();
+        let p = PAGE_READ_NS;
+        assert_eq!(responses, [p, p, 2 * p, 2 * p]);
+        // The third waits for the first to complete: at most two in flight.
+        assert_eq!(served[2].wait_ns, p);
+        let summary = Summary::of(&served);
+        assert_eq!(summary.makespan_ms, 2.0 * p as f64 / 1e6);
+        let mb_per_s = 4.0 * 2048.0 / 1e6 / (2.0 * p as f64 / 1e9);
+        assert!((summary.mb_per_s - mb_per_s).abs() < 1e-9, "{summary:?}");
+        // One at a time, the two chips take turns: no overlap.
+        let single = run_on(2, 1, FOUR_READS);
+        assert_eq!(Summary::of(&single).makespan_ms, 4.0 * p as f64 / 1e6);
+        // More depth than chips gains nothing more.
+        let deep = run_on(2, 8, FOUR_READS);
+        assert_eq!(Summary::of(&deep).makespan_ms, summary.makespan_ms);
+    }
+
+    #[test]
+    fn a_request_arriving_after_the_queue_drained_is_not_held() {
+        // Depth 1: the second arrives while the first is read, waits; the third arrives
+        // long after both and starts at once. Same with depth 2 on one chip.
+        for depth in [1, 2] {
+            let served = run_on(
+                1,
+                depth,
+                "arrival_us,op,file,offset,size\n\
+                 0,read,f,0,2048\n\
+                 10,read,f,2048,2048\n\
+                 10000,read,f,4096,2048\n",
+            );
+            assert_eq!(served[1].response_ns(), 2 * PAGE_READ_NS - 10_000);
+            assert_eq!(served[2].wait_ns, 0);
+            assert_eq!(served[2].response_ns(), PAGE_READ_NS);
+            let summary = Summary::of(&served);
+            assert_eq!(
+                summary.makespan_ms,
+                (10_000_000 + PAGE_READ_NS) as f64 / 1e6
+            );
+        }
     }
 
     #[test]

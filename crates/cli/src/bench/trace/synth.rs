@@ -35,6 +35,14 @@
 //! - WebBrowsing: reads and writes at random in 256 cache files of 32 KiB; mean sizes from
 //!   the 1.8 KiB mean and read bytes = written bytes (about 2.1 KiB reads, 1.6 KiB writes).
 //!
+//! One more trace is ours, not the paper's: TwoWriters, two files the trace creates and
+//! then writes front to back in 4 KiB records (256 each, 2 MiB in all), the requests
+//! alternating between the two files and all arriving at time 0. Each write is O_SYNC (the
+//! replay makes every write durable before it completes), so at a queue depth of 1 the
+//! writes run one at a time, and with requests in flight (`--queue-depth`) the records of
+//! the two files overlap on the chips of an array. Its `--scale` is the fraction of the
+//! 256 records per file; the seed changes only the data written.
+//!
 //! Scaling (`fit`): a replay covers a fraction `time` of the application's run (the first
 //! minutes of it), so request sizes, the mix and the arrival rate, and therefore response
 //! times, are those of the whole run while the run takes seconds. File sizes are scaled
@@ -70,9 +78,18 @@ pub enum App {
     CameraVideo,
     #[value(name = "WebBrowsing")]
     WebBrowsing,
+    /// Ours: two files written in alternating 4 KiB O_SYNC records, arriving at once.
+    #[value(name = "TwoWriters")]
+    TwoWriters,
 }
 
+/// TwoWriters: records per file at scale 1, their size, and the files' names.
+const TWO_WRITERS_RECORDS: u64 = 256;
+const TWO_WRITERS_RECORD: u64 = 4 * KIB;
+const TWO_WRITERS_FILES: [&str; 2] = ["writer0", "writer1"];
+
 impl App {
+    /// The paper's five traces (TwoWriters is not one).
     #[cfg(test)]
     pub const ALL: [App; 5] = [
         App::AngryBird,
@@ -89,16 +106,19 @@ impl App {
             App::Movie => "Movie",
             App::CameraVideo => "CameraVideo",
             App::WebBrowsing => "WebBrowsing",
+            App::TwoWriters => "TwoWriters",
         }
     }
 
-    /// Length of the application's run in the paper (Table 3), seconds.
+    /// Length of the application's run in the paper (Table 3), seconds (0 for TwoWriters,
+    /// whose requests all arrive at once).
     pub fn run_s(self) -> f64 {
-        self.model().run_s
+        self.model().map_or(0.0, |m| m.run_s)
     }
 
-    fn model(self) -> Model {
-        match self {
+    /// The model of one of the paper's traces (None for TwoWriters, which has none).
+    fn model(self) -> Option<Model> {
+        Some(match self {
             App::AngryBird => {
                 let (share, read) = (0.969, 64 * KIB);
                 Model {
@@ -167,7 +187,8 @@ impl App {
                     sets: vec![set("cache", 256, 32 * KIB)],
                 }
             }
-        }
+            App::TwoWriters => return None,
+        })
     }
 }
 
@@ -292,17 +313,19 @@ pub struct Scale {
 /// working set (files plus what the run appends) would not fit in half the device (the
 /// rest is the file system's, cleaning's and bad blocks' room).
 pub fn fit(app: App, device_bytes: u64, time: Option<f64>) -> anyhow::Result<Scale> {
-    let m = app.model();
+    if let Some(t) = time {
+        ensure!(
+            t > 0.0 && t <= 1.0,
+            "--scale must be above 0 and at most 1, not {t}"
+        );
+    }
     let room = device_bytes as f64 / 2.0;
+    let Some(m) = app.model() else {
+        return fit_two_writers(device_bytes, time);
+    };
     let append = m.expected_append();
     let (time, auto) = match time {
-        Some(t) => {
-            ensure!(
-                t > 0.0 && t <= 1.0,
-                "--scale must be above 0 and at most 1, not {t}"
-            );
-            (t, false)
-        }
+        Some(t) => (t, false),
         // What is appended takes at most half the room, the files the rest.
         None => {
             let by_traffic = TRAFFIC_BUDGET as f64 / m.expected_traffic();
@@ -344,9 +367,72 @@ pub fn fit(app: App, device_bytes: u64, time: Option<f64>) -> anyhow::Result<Sca
     Ok(Scale { time, files, auto })
 }
 
+/// TwoWriters' scale: every record unless --scale says fewer; its files must fit in half
+/// the device.
+fn fit_two_writers(device_bytes: u64, time: Option<f64>) -> anyhow::Result<Scale> {
+    let scale = Scale {
+        time: time.unwrap_or(1.0),
+        files: 1.0,
+        auto: time.is_none(),
+    };
+    let bytes = TWO_WRITERS_FILES.len() as u64 * two_writers_records(scale) * TWO_WRITERS_RECORD;
+    ensure!(
+        bytes <= device_bytes / 2,
+        "TwoWriters writes {} KiB, more than half the device ({} KiB); use a smaller \
+         --scale or a bigger device",
+        bytes / KIB,
+        device_bytes / KIB
+    );
+    Ok(scale)
+}
+
+/// Records TwoWriters writes to each file at `scale`: at least one.
+fn two_writers_records(scale: Scale) -> u64 {
+    ((TWO_WRITERS_RECORDS as f64 * scale.time).round() as u64).clamp(1, TWO_WRITERS_RECORDS)
+}
+
+/// TwoWriters at `scale`, in a few words (the table's title, an emitted trace's comment).
+pub fn two_writers_summary(scale: Scale) -> String {
+    format!(
+        "{} files x {} records of {} KiB, alternating, all arriving at 0",
+        TWO_WRITERS_FILES.len(),
+        two_writers_records(scale),
+        TWO_WRITERS_RECORD / KIB
+    )
+}
+
+/// TwoWriters: both files created, then written front to back, a record to each in turn.
+fn generate_two_writers(scale: Scale) -> Vec<Request> {
+    let records = two_writers_records(scale);
+    let mut requests: Vec<Request> = TWO_WRITERS_FILES
+        .iter()
+        .map(|f| Request {
+            arrival_us: 0,
+            op: Op::Create,
+            file: f.to_string(),
+            offset: 0,
+            size: 0,
+        })
+        .collect();
+    for k in 0..records {
+        for f in TWO_WRITERS_FILES {
+            requests.push(Request {
+                arrival_us: 0,
+                op: Op::Write,
+                file: f.to_string(),
+                offset: k * TWO_WRITERS_RECORD,
+                size: TWO_WRITERS_RECORD,
+            });
+        }
+    }
+    requests
+}
+
 /// Generates the first `scale.time` of the run of `app`, reproducibly from `seed`.
 pub fn generate(app: App, seed: u64, scale: Scale) -> Vec<Request> {
-    let m = app.model();
+    let Some(m) = app.model() else {
+        return generate_two_writers(scale);
+    };
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
     let end_us = m.run_s * 1e6 * scale.time;
     let sizes: Vec<u64> = (0..m.sets.len())
@@ -538,7 +624,7 @@ mod tests {
                 };
                 let trace = generate(app, 5, scale);
                 check(&trace, |i| i + 2).unwrap_or_else(|e| panic!("{}: {e}", app.name()));
-                let m = app.model();
+                let m = app.model().unwrap();
                 for r in trace.iter().filter(|r| r.file != APPEND_FILE) {
                     let n = m
                         .sets
@@ -557,18 +643,42 @@ mod tests {
         for app in App::ALL {
             let s = fit(app, GIB, None).unwrap();
             assert_eq!(s.files, 1.0, "{}", app.name());
-            let traffic = app.model().expected_traffic() * s.time;
+            let traffic = app.model().unwrap().expected_traffic() * s.time;
             assert!(traffic <= TRAFFIC_BUDGET as f64 * 1.0001, "{}", app.name());
         }
         assert_eq!(fit(App::WebBrowsing, GIB, None).unwrap().time, 1.0);
         // 8 MiB: files shrink to fit half the device.
         let s = fit(App::WebBrowsing, 8 * MIB, Some(0.01)).unwrap();
         assert!(s.files < 1.0);
-        assert!(App::WebBrowsing.model().static_bytes(s.files) <= 4 * MIB);
+        assert!(App::WebBrowsing.model().unwrap().static_bytes(s.files) <= 4 * MIB);
         // Appending a whole video to 64 MiB cannot fit; the automatic scale does.
         assert!(fit(App::CameraVideo, 64 * MIB, Some(1.0)).is_err());
         let s = fit(App::CameraVideo, 64 * MIB, None).unwrap();
-        assert!(App::CameraVideo.model().expected_append() * s.time <= 16.0 * MIB as f64);
+        assert!(App::CameraVideo.model().unwrap().expected_append() * s.time <= 16.0 * MIB as f64);
         assert!(fit(App::Movie, 64 * MIB, Some(0.0)).is_err());
+    }
+
+    #[test]
+    fn two_writers_alternates_4k_records_arriving_at_once() {
+        let scale = fit(App::TwoWriters, 16 * MIB, None).unwrap();
+        assert!(scale.auto);
+        let trace = generate(App::TwoWriters, 1, scale);
+        check(&trace, |i| i + 2).unwrap();
+        assert_eq!(trace.len(), 2 + 2 * 256);
+        assert!(trace.iter().all(|r| r.arrival_us == 0));
+        assert_eq!(trace[0].op, Op::Create);
+        assert_eq!(trace[1].op, Op::Create);
+        let writes = &trace[2..];
+        for (i, r) in writes.iter().enumerate() {
+            assert_eq!(r.op, Op::Write);
+            assert_eq!(r.file, TWO_WRITERS_FILES[i % 2]);
+            assert_eq!((r.offset, r.size), ((i / 2) as u64 * 4 * KIB, 4 * KIB));
+        }
+        // The seed changes nothing but the data; --scale takes a fraction of the records.
+        assert_eq!(trace, generate(App::TwoWriters, 9, scale));
+        let quarter = fit(App::TwoWriters, 16 * MIB, Some(0.25)).unwrap();
+        assert_eq!(generate(App::TwoWriters, 1, quarter).len(), 2 + 2 * 64);
+        // 2 MiB does not fit in half of 2 MiB.
+        assert!(fit(App::TwoWriters, 2 * MIB, None).is_err());
     }
 }
