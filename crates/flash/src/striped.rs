@@ -56,6 +56,16 @@ impl<F: Flash> StripedFlash<F> {
         }
     }
 
+    /// After a power cut or to mount again: an array with UBI attaches its chips afresh
+    /// (the map in RAM may be ahead of the flash); one without is returned as it is.
+    pub fn reattach(self, read_only: bool) -> Result<Self, FlashError> {
+        if self.ubi.is_some() {
+            Self::attach_ubi(self.inner, read_only)
+        } else {
+            Ok(self)
+        }
+    }
+
     /// The chips' UBI, if the array has one.
     pub fn ubi(&self) -> Option<&Ubi> {
         self.ubi.as_ref()

@@ -1174,6 +1174,24 @@ fn crash_array_during_cleaning() {
     cleaning_sweep(Dev::Array, 0, 3);
 }
 
+/// The array as MA built it, a UBI per chip: a cut can also land on a UBI header (the EC
+/// header after a background erase, the VID header of a new mapping) or a wear-levelling
+/// copy, on any chip of a batch.
+#[test]
+fn crash_array_ubi_every_op() {
+    let ops = sweep(Dev::ArrayUbi, "small-files", small_files, 1, 1);
+    assert!(ops > 50, "{ops}");
+    let ops = sweep(Dev::ArrayUbi, "big-file", big_file, 2, 1);
+    assert!(ops > 80, "{ops}");
+    sweep(Dev::ArrayUbi, "random", random_workload, 100, 1);
+}
+
+#[test]
+fn crash_array_ubi_during_cleaning() {
+    // One cut in 10: with wear levelling at every erase-count step each cut costs more.
+    cleaning_sweep(Dev::ArrayUbi, 0, 10);
+}
+
 /// The checker itself: a wrong durable model or a half-done namespace change must fail.
 #[test]
 fn verify_rejects_wrong_recoveries() {
@@ -1840,11 +1858,23 @@ fn cleaning_sweep_as(dev: Dev, profile: Profile, w: Workload, shard: u64, shards
         st.pages_copied + st.block_copy_pages,
     );
     assert!(
-        blocks >= if dev == Dev::Array { 2 } else { 5 } && pages > 100,
+        blocks
+            >= if matches!(dev, Dev::Array | Dev::ArrayUbi) {
+                2
+            } else {
+                5
+            }
+            && pages > 100,
         "the workload hardly cleaned (or, MNFS, copied blocks) on {}: {st:?}",
         dev.name()
     );
     verify(&mut d.fs, &d.m, "gc uncut").unwrap();
+    if let Some(ubi) = d.fs.device().ubi_report() {
+        assert!(
+            ubi.wl_moves > 0,
+            "no wear-levelling move to cut inside: {ubi:?}"
+        );
+    }
     println!(
         "gc workload on {}: {total} state-changing ops, {st:?}",
         dev.name()
@@ -3289,9 +3319,9 @@ fn crash_minv_after_a_clean_mount_small() {
 /// `dev`'s geometry on a device of a few blocks, so that "nearly full" is little data.
 fn small_device(dev: Dev) -> Fs {
     let bytes = match dev {
-        Dev::Tiny => 2 << 20,    // 16 blocks of 64 pages
-        Dev::Small => 512 << 10, // 32 blocks of 32 pages
-        Dev::Array => 8 << 20,   // 16 blocks of 4 x 64 pages
+        Dev::Tiny => 2 << 20,                  // 16 blocks of 64 pages
+        Dev::Small => 512 << 10,               // 32 blocks of 32 pages
+        Dev::Array | Dev::ArrayUbi => 8 << 20, // 16 blocks of 4 x 64 pages
     };
     let config = dev.config().with_total_bytes(bytes).unwrap();
     let blocks = config.geometry.blocks_per_chip;

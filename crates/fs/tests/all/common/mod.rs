@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use nandkit_flash::ubi::UbiParams;
 use nandkit_flash::{
     preset, BlockAddr, DeviceConfig, Flash, FlashDevice, PageAddr, StripedDevice, StripedFlash,
 };
@@ -25,6 +26,9 @@ pub enum Dev {
     /// "tiny" split over 4 chips and striped (MA): 16 blocks of 4 x 64 pages, so every
     /// write of 4 chunks or more programs several chips in one batch.
     Array,
+    /// The same chips with a UBI each (MA as its paper built it): 13 LEBs of 4 x 62 pages,
+    /// each LEB wherever every chip's UBI keeps it.
+    ArrayUbi,
 }
 
 impl Dev {
@@ -37,7 +41,7 @@ impl Dev {
                 .expect("smallblock preset")
                 .with_total_bytes(2 << 20)
                 .expect("2 MiB smallblock"),
-            Dev::Array => preset("tiny")
+            Dev::Array | Dev::ArrayUbi => preset("tiny")
                 .expect("tiny preset")
                 .with_total_bytes(16 << 20)
                 .expect("16 MiB tiny")
@@ -49,13 +53,35 @@ impl Dev {
 
     /// Blocks of the device as the file system sees it (striped).
     pub fn blocks(self) -> u32 {
-        self.config().geometry.blocks_per_chip
+        let pebs = self.config().geometry.blocks_per_chip;
+        match self {
+            Dev::ArrayUbi => UbiParams::default().lebs(pebs).expect("room for LEBs"),
+            _ => pebs,
+        }
+    }
+
+    /// A new RAM device of this kind as the file system sees it: striped, over a fresh UBI
+    /// per chip for `ArrayUbi`.
+    pub fn striped(self) -> StripedDevice {
+        let flash = FlashDevice::ram(self.config()).expect("ram device");
+        match self {
+            // A low wear-levelling threshold, so LEB moves run inside the crash sweeps.
+            Dev::ArrayUbi => StripedFlash::format_ubi(
+                flash,
+                UbiParams {
+                    wl_threshold: 1,
+                    ..UbiParams::default()
+                },
+            )
+            .expect("UBI format"),
+            _ => StripedFlash::new(flash),
+        }
     }
 
     /// Bytes of file data one flash page holds.
     pub fn chunk(self) -> usize {
         match self {
-            Dev::Tiny | Dev::Array => 2048,
+            Dev::Tiny | Dev::Array | Dev::ArrayUbi => 2048,
             Dev::Small => 512,
         }
     }
@@ -65,6 +91,7 @@ impl Dev {
             Dev::Tiny => "tiny",
             Dev::Small => "small-2m",
             Dev::Array => "tiny-16m-x4",
+            Dev::ArrayUbi => "tiny-16m-x4-ubi",
         }
     }
 }
@@ -113,7 +140,7 @@ pub fn format(dev: Dev) -> Fs {
 
 /// Mounts a device (an array through its striped view).
 pub fn mount(flash: impl Into<Array>) -> Result<Fs> {
-    FileSystem::mount(flash.into().0, opts())
+    mount_parts_with(flash, None, opts())
 }
 
 /// A device for `mount`: a bare device is striped on the way (one chip: itself).
@@ -121,7 +148,8 @@ pub struct Array(pub StripedDevice);
 
 impl From<FlashDevice> for Array {
     fn from(d: FlashDevice) -> Self {
-        Array(StripedFlash::new(d))
+        // Chips that carry UBI are attached, as `nandkit mount` does.
+        Array(StripedFlash::open(d, false).expect("attach"))
     }
 }
 
@@ -166,13 +194,17 @@ pub fn ram_nvram() -> nandkit_nvram::Nvram {
 /// mkfs with `config` on a new RAM device (and a new RAM NVRAM if the profile keeps its
 /// metadata there).
 pub fn format_with(dev: Dev, config: FsConfig) -> Fs {
-    format_device(FlashDevice::ram(dev.config()).expect("ram device"), config)
+    format_striped(dev.striped(), config)
 }
 
 /// mkfs with `config` on `flash` (and a new RAM NVRAM if the profile keeps its metadata
 /// there).
 pub fn format_device(flash: FlashDevice, config: FsConfig) -> Fs {
-    let flash = StripedFlash::new(flash);
+    format_striped(StripedFlash::new(flash), config)
+}
+
+/// mkfs with `config` on an array as the file system sees it.
+pub fn format_striped(flash: StripedDevice, config: FsConfig) -> Fs {
     if config.metadata == nandkit_fs::meta::MetadataKind::Nvram {
         FileSystem::format_with_nvram(flash, ram_nvram(), config, clock()).expect("format")
     } else {
@@ -191,9 +223,11 @@ pub fn mount_parts_with(
     nv: Option<nandkit_nvram::Nvram>,
     options: MountOptions,
 ) -> Result<Fs> {
+    // A UBI array attaches its chips again, as a boot does (a cut leaves its RAM map stale).
+    let flash = Array(flash.into().0.reattach(options.read_only)?);
     match nv {
-        Some(nv) => FileSystem::mount_with_nvram(flash.into().0, nv, options),
-        None => FileSystem::mount(flash.into().0, options),
+        Some(nv) => FileSystem::mount_with_nvram(flash.0, nv, options),
+        None => FileSystem::mount(flash.0, options),
     }
 }
 
