@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use anyhow::Context;
 use clap::Args;
 use nandkit_flash::{DeviceOptions, StripedDevice};
 use nandkit_fs::{FileSystem, Ino, Kind, MountMethod, SpaceAccount, ROOT_INO};
@@ -140,6 +141,13 @@ fn check(args: &FsckArgs) -> anyhow::Result<Report> {
     let scan_host_ms = start.elapsed().as_secs_f64() * 1e3;
     let fsck = scanned.fsck();
     let mut problems = fsck.problems.clone();
+    // The UBI of every chip (if the image has them): headers against the attached maps.
+    problems.extend(
+        scanned
+            .device_mut()
+            .ubi_check()
+            .with_context(|| format!("checking UBI on {}", img.display()))?,
+    );
 
     let dev = image::open_device(img, DeviceOptions::default())?;
     let checkpoint = match image::mount_read_only(img, dev, false) {

@@ -73,6 +73,8 @@ struct Info {
     /// The NVRAM of a minv file system: size, bytes in use, what the mount cost.
     #[serde(skip_serializing_if = "Option::is_none")]
     nvram: Option<nandkit_fs::meta::minv::NvramReport>,
+    /// The UBI of every chip, if the image was formatted with `--ubi on`.
+    ubi: Option<nandkit_flash::ubi::UbiReport>,
 }
 
 pub fn run(args: InfoArgs) -> anyhow::Result<()> {
@@ -108,7 +110,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
     let statfs = fs.statfs();
     let (u, i, p) = fs.uip();
     let c = u64::from(statfs.chunk_bytes);
-    let layout = Layout::new(g.striped())?;
+    let layout = Layout::new(fs.device().geometry())?;
     let (object_numbers_given, object_numbers_max) = fs.object_numbers();
     let (block_granular_files, page_mapped_files) = fs.file_map_shapes();
     let info = Info {
@@ -150,6 +152,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
         invalidity: i,
         uniformity: p,
         nvram: fs.nvram(),
+        ubi: fs.device().ubi_report(),
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&info)?);
@@ -170,6 +173,21 @@ fn print_text(x: &Info) {
     };
     println!("image        {}", x.image.display());
     println!("device       {}", image::describe_device(&x.device));
+    if let Some(u) = &x.ubi {
+        let bad: u32 = u.chips.iter().map(|c| c.bad).sum();
+        let limit: u32 = u.chips.iter().map(|c| c.bad_limit).sum();
+        let spread = u
+            .chips
+            .iter()
+            .map(|c| c.ec_max - c.ec_min)
+            .max()
+            .unwrap_or(0);
+        println!(
+            "UBI          one per chip: {} LEBs each; {bad} bad PEBs of {limit} reserved; \
+             erase-count spread {spread} (wear levelling at {})",
+            u.lebs_per_chip, u.wl_threshold
+        );
+    }
     println!(
         "             {:?} cells, {} us read / {} us program / {} us erase",
         x.device.cell,

@@ -247,8 +247,9 @@ fn format(
     let device = dev.config().clone();
     // Before anything is erased: the NVRAM must fit this device.
     args.nvram.check(device.geometry)?;
-    // The file system sees the chips as one striped device (MA).
-    let dev = nandkit_flash::StripedFlash::new(dev);
+    // The file system sees the chips as one striped device (MA), over a UBI per chip if
+    // asked.
+    let dev = args.fs.stripe(dev)?;
     let config = args.fs.config(&dev)?;
     let profile = format!("{}, allocation {}", config.profile, config.allocator.name());
     let in_nvram = config.metadata == nandkit_fs::meta::MetadataKind::Nvram;

@@ -602,7 +602,9 @@ pub fn mount_with(
     options: MountOptions,
     nvram: Option<&Path>,
 ) -> anyhow::Result<FileSystem<StripedDevice>> {
-    let dev = StripedFlash::new(dev);
+    // Chips formatted with UBI are attached (the scan of their headers); others striped.
+    let dev = StripedFlash::open(dev, options.read_only)
+        .with_context(|| format!("attaching UBI on {}", image.display()))?;
     match nvram {
         None => FileSystem::mount(dev, options).map_err(|e| mount_error(image, e)),
         Some(path) => {

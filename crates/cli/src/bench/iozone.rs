@@ -140,7 +140,9 @@ struct Row {
     speedup_vs_p1: f64,
 }
 
-pub fn run(args: IozoneArgs) -> anyhow::Result<()> {
+pub fn run(mut args: IozoneArgs) -> anyhow::Result<()> {
+    // MA's design: a UBI per chip, at every P (P = 1 is UBIFS on one UBI).
+    args.fs.ubi_by_default();
     ensure!(args.record > 0, "--record must be at least 1 byte");
     ensure!(
         args.file_size >= args.record,
@@ -322,6 +324,7 @@ fn one(args: &IozoneArgs, chips: u32, record: u64, file_size: u64) -> anyhow::Re
 /// Unmounts cleanly and mounts again: the read modes start with nothing in RAM.
 fn remount(fs: Fs) -> anyhow::Result<Fs> {
     let (dev, nv) = fs.unmount_parts().context("unmounting")?;
+    let dev = dev.reattach(false).context("attaching UBI")?;
     match nv {
         Some(nv) => Fs::mount_with_nvram(dev, nv, mount_options(false)),
         None => Fs::mount(dev, mount_options(false)),

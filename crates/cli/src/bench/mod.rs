@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use nandkit_flash::ubi::UbiParams;
 use nandkit_flash::{ChipStats, Flash, FlashDevice, StripedDevice, StripedFlash};
 use nandkit_fs::{
     AllocParams, AllocatorKind, CleanerKind, Clock, CountingClock, FileSystem, FsConfig, FsError,
@@ -274,6 +275,20 @@ pub struct FsArgs {
     /// papers' designs as they were built; MNFS and minv need none].
     #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
     pub recover_lost_files: Option<bool>,
+    /// A UBI per chip under the striping (MA as its paper built it: each chip maps logical
+    /// erase blocks to physical ones, with its own bad-block reserve, erase counters and
+    /// wear levelling): on or off [default: off; on for the MA benches: iozone, ma-mount,
+    /// ma-capacity, trace].
+    #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
+    pub ubi: Option<bool>,
+    /// UBI: erase-count spread at which wear levelling moves a long-lived LEB (UBI's
+    /// default).
+    #[arg(long, value_name = "ERASES", default_value_t = UbiParams::default().wl_threshold)]
+    pub ubi_wl_threshold: u32,
+    /// UBI: PEBs per 1024 kept on every chip for bad blocks over its life (UBI's
+    /// CONFIG_MTD_UBI_BEB_LIMIT).
+    #[arg(long, value_name = "N", default_value_t = UbiParams::default().bad_per_1024)]
+    pub ubi_bad_per_1024: u32,
     /// Profiles with metadata in NVRAM (minv): the NVRAM's capacity for a bench that asks
     /// for one [default: the FeRAM preset's 12 MiB, the MiNV paper's board]. Not a flag
     /// here: mkfs has its own `--nvram-size`.
@@ -293,8 +308,39 @@ impl Default for FsArgs {
             moda_lifetime: p.lifetime,
             dac_regions: p.regions,
             recover_lost_files: None,
+            ubi: None,
+            ubi_wl_threshold: UbiParams::default().wl_threshold,
+            ubi_bad_per_1024: UbiParams::default().bad_per_1024,
             nvram_size: None,
         }
+    }
+}
+
+impl FsArgs {
+    /// UBI on unless `--ubi off` was given (the MA benches).
+    pub fn ubi_by_default(&mut self) {
+        self.ubi.get_or_insert(true);
+    }
+
+    /// The array as the file system will see it: striped over a fresh UBI per chip if
+    /// `--ubi on`, else over the physical blocks.
+    pub fn stripe(&self, dev: FlashDevice) -> anyhow::Result<StripedDevice> {
+        if !self.ubi.unwrap_or(false) {
+            return Ok(StripedFlash::new(dev));
+        }
+        let params = UbiParams {
+            wl_threshold: self.ubi_wl_threshold,
+            bad_per_1024: self.ubi_bad_per_1024,
+        };
+        anyhow::ensure!(
+            params.wl_threshold > 0,
+            "--ubi-wl-threshold must be at least 1"
+        );
+        anyhow::ensure!(
+            params.bad_per_1024 < 1024,
+            "--ubi-bad-per-1024 must be below 1024"
+        );
+        StripedFlash::format_ubi(dev, params).context("formatting UBI on every chip")
     }
 }
 
@@ -367,7 +413,7 @@ pub fn format_on(
     options: nandkit_flash::DeviceOptions,
 ) -> anyhow::Result<FileSystem<StripedDevice>> {
     let ram = FlashDevice::ram_with(config, options).context("creating the RAM device")?;
-    let dev = StripedFlash::new(ram);
+    let dev = fs_args.stripe(ram)?;
     let fs_config = fs_args.config(&dev)?;
     if fs_config.metadata == nandkit_fs::meta::MetadataKind::Nvram {
         let nv = bench_nvram(fs_args.nvram_size)?;
@@ -563,16 +609,39 @@ pub struct MountTiming {
     /// How the mount actually found its state.
     pub method: MountMethod,
     pub host_ms: f64,
+    /// The file system's mount (the MA paper's: superblock, master node, journal).
     pub sim_ms: f64,
+    /// UBI's attach before it (0 without UBI): the scan of every PEB's two header pages,
+    /// which Linux does at `ubiattach`, before any mount.
+    pub attach_sim_ms: f64,
     pub energy_j: f64,
 }
 
-/// Mounts `dev` and times it (host and simulated) and its energy.
+/// Mounts `dev` (attaching its UBI again first, as a boot would) and times it (host and
+/// simulated) and its energy.
 pub fn timed_mount(
-    mut dev: StripedDevice,
+    dev: StripedDevice,
+    force_scan: bool,
+) -> anyhow::Result<(FileSystem<StripedDevice>, MountTiming)> {
+    let ubi = dev.ubi().is_some();
+    timed_mount_chips(dev.into_inner(), ubi, force_scan)
+}
+
+/// `timed_mount` from the bare chips (whose UBI's maps in RAM are gone): attach UBI if
+/// `ubi`, then mount.
+pub fn timed_mount_chips(
+    chips: FlashDevice,
+    ubi: bool,
     force_scan: bool,
 ) -> anyhow::Result<(FileSystem<StripedDevice>, MountTiming)> {
     let options = mount_options(force_scan);
+    let before_attach = chips.now_ns();
+    let mut dev = if ubi {
+        StripedFlash::attach_ubi(chips, false).context("attaching UBI")?
+    } else {
+        StripedFlash::new(chips)
+    };
+    let attach_ns = dev.now_ns() - before_attach;
     let start = Mark::of_device(&mut dev);
     let t = Instant::now();
     let fs = FileSystem::mount(dev, options).context("mounting")?;
@@ -585,6 +654,7 @@ pub fn timed_mount(
             method,
             host_ms,
             sim_ms: spent.sim_ms(),
+            attach_sim_ms: attach_ns as f64 / 1e6,
             energy_j: spent.energy_j(),
         },
     ))

@@ -135,7 +135,9 @@ struct Row {
     normalized_to_p1: f64,
 }
 
-pub fn run(args: TraceArgs) -> anyhow::Result<()> {
+pub fn run(mut args: TraceArgs) -> anyhow::Result<()> {
+    // MA's design: a UBI per chip, at every P (P = 1 is UBIFS on one UBI).
+    args.fs.ubi_by_default();
     let trace = load(&args)?;
     if let Some(path) = &args.emit {
         return emit(&args, &trace, path);
