@@ -117,7 +117,7 @@ fn a_bad_block_costs_one_block_of_one_chip() {
         bads.iter().sum::<u32>() > 0,
         "the seed gave no bad block: {bads:?}"
     );
-    assert!(bads.iter().any(|&b| b == 0), "every chip hit: {bads:?}");
+    assert!(bads.contains(&0), "every chip hit: {bads:?}");
     // Without UBI, block b of a chip with a bad block b takes stripe b out.
     let mut raw = StripedFlash::new(device("mlc-1g", 8, 0.004));
     let g = raw.geometry();
