@@ -11,6 +11,7 @@ pub mod energy;
 mod fuse;
 mod heap;
 mod iozone;
+mod ma_capacity;
 mod ma_mount;
 mod ma_realtime;
 mod minv;
@@ -118,6 +119,15 @@ enum BenchCommand {
             nandkit bench iozone --geometry tlc-1g --mode rand-write --sweep"
     )]
     Iozone(iozone::IozoneArgs),
+    /// MA's arrays with a UBI per chip and without: what bad blocks cost, and how even the
+    /// wear stays.
+    #[command(long_about = ma_capacity::LONG_ABOUT, after_help = "Target (MA issue): usable \
+            bytes at 8 chips >= 99% of 1 chip's; erase-count spread per chip after a long \
+            random-overwrite run within the wear-levelling threshold.\n\n\
+            Examples:\n  \
+            nandkit bench ma-capacity --chips 1,2,4,8 --json\n  \
+            nandkit bench ma-capacity --device-size 256MiB --overwrite 0")]
+    MaCapacity(ma_capacity::MaCapacityArgs),
     /// MA's mount times (Figure 6) on P chips: new, one big file, many small files.
     #[command(long_about = ma_mount::LONG_ABOUT, after_help = "Examples:\n  \
             nandkit bench ma-mount --chips 4 --json\n  \
@@ -228,6 +238,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Mount(a) => mount::run(a),
         BenchCommand::Fuse(a) => fuse::run(a),
         BenchCommand::Iozone(a) => iozone::run(a),
+        BenchCommand::MaCapacity(a) => ma_capacity::run(a),
         BenchCommand::MaMount(a) => ma_mount::run(a),
         BenchCommand::MaRealtime(a) => ma_realtime::run(a),
         BenchCommand::Trace(a) => trace::run(a),
@@ -413,7 +424,15 @@ pub fn format_on(
     options: nandkit_flash::DeviceOptions,
 ) -> anyhow::Result<FileSystem<StripedDevice>> {
     let ram = FlashDevice::ram_with(config, options).context("creating the RAM device")?;
-    let dev = fs_args.stripe(ram)?;
+    format_with_stripe(ram, fs_args)
+}
+
+/// mkfs on `chips`, striped (over a UBI per chip if `--ubi on`) as `fs_args` say.
+pub fn format_with_stripe(
+    chips: FlashDevice,
+    fs_args: &FsArgs,
+) -> anyhow::Result<FileSystem<StripedDevice>> {
+    let dev = fs_args.stripe(chips)?;
     let fs_config = fs_args.config(&dev)?;
     if fs_config.metadata == nandkit_fs::meta::MetadataKind::Nvram {
         let nv = bench_nvram(fs_args.nvram_size)?;

@@ -262,3 +262,43 @@ fn iozone_reads_run_on_the_chips_in_parallel() {
         "{written}"
     );
 }
+
+/// `bench ma-capacity`: with a UBI per chip a bad block costs one PEB of one chip, without
+/// it a whole stripe; and wear levelling holds the erase-count spread at its threshold
+/// where the same run without it spreads further.
+#[test]
+fn ma_capacity_ubi_keeps_the_volume_and_levels_wear() {
+    let v = bench_json(&[
+        "ma-capacity",
+        "-g",
+        "mlc-1g",
+        "--device-size",
+        "64MiB",
+        "--chips",
+        "1,8",
+        "--bad-block-rate",
+        "0.015",
+        "--overwrite",
+        "256MiB",
+        "--wl-threshold",
+        "4",
+    ]);
+    let rows = v.as_array().expect("rows");
+    let (one, eight) = (&rows[0], &rows[1]);
+    assert!(
+        u(eight, "bad_pebs") > 0 && u(eight, "stripes_lost") > 0,
+        "{eight}"
+    );
+    let ubi = f(&eight["ubi"], "layer_vs_first");
+    let raw = f(&eight["raw"], "layer_vs_first");
+    assert!(ubi > raw, "UBI {ubi} vs raw {raw}");
+    assert!(ubi >= 0.95, "UBI at 8 chips: {ubi}");
+    // UBI's bound is twice its threshold (the window it picks a move's target in).
+    for r in [one, eight] {
+        let on = &r["wear_levelled"];
+        let off = &r["wear_unlevelled"];
+        assert!(u(on, "ec_spread_max") <= 8, "{on}");
+        assert!(u(off, "ec_spread_max") > 8, "{off}");
+        assert!(u(on, "wl_moves") > 0 && u(off, "wl_moves") == 0);
+    }
+}

@@ -2,7 +2,12 @@
 //! erase counter and state, and the free and used pools ordered by erase count (for the
 //! allocator and for wear levelling). Nothing here touches flash.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Erases of a chip during which a PEB just given new data may not be moved by wear
+/// levelling (UBI's `UBI_PROT_QUEUE_LEN`): fresh data is likely hot, and moving it onto a
+/// worn PEB would only wear that PEB out faster.
+pub const PROTECTION_ERASES: u64 = 10;
 
 /// No PEB: the LEB is unmapped and reads as erased.
 const UNMAPPED: u32 = u32::MAX;
@@ -41,6 +46,10 @@ pub struct ChipMap {
     pub sqnum: u64,
     /// Bad PEBs the chip may have before its spares run out.
     pub bad_limit: u32,
+    /// PEBs recycled on this chip so far (the protection queue's clock).
+    pub erases: u64,
+    /// PEBs given new data, with the erase count of the chip until which they are young.
+    pub protected: BTreeMap<u32, u64>,
 }
 
 impl ChipMap {
@@ -53,6 +62,8 @@ impl ChipMap {
             pebs,
             sqnum: 1,
             bad_limit,
+            erases: 0,
+            protected: BTreeMap::new(),
         };
         for (i, p) in m.pebs.iter().enumerate() {
             match p.state {
@@ -80,17 +91,32 @@ impl ChipMap {
         }
     }
 
-    /// Takes the free PEB with the fewest erases (dynamic wear levelling): its number,
+    /// Takes a free PEB for new data, as UBI's `find_mean_wl_entry` chooses: if the free
+    /// PEBs' erase counts lie within twice the wear-levelling threshold, the median one;
+    /// else the most worn of those within one threshold of the least worn. Its number,
     /// erase count and whether it must be erased first.
-    pub fn take_free(&mut self) -> Option<(u32, u32, bool)> {
-        let (ec, peb) = self.free.pop_first()?;
+    pub fn take_for_new_data(&mut self, threshold: u32) -> Option<(u32, u32, bool)> {
+        let (min, _) = *self.free.first()?;
+        let (max, _) = *self.free.last()?;
+        let pick = if max - min < threshold.saturating_mul(2) {
+            *self.free.iter().nth(self.free.len() / 2)?
+        } else {
+            let bound = min.saturating_add(threshold);
+            *self.free.range(..(bound, 0)).next_back()?
+        };
+        self.free.remove(&pick);
+        let (ec, peb) = pick;
         let dirty = self.pebs[peb as usize].state == PebState::Dirty;
         Some((peb, ec, dirty))
     }
 
-    /// The free PEB with the most erases, left in the pool.
-    pub fn most_worn_free(&self) -> Option<(u32, u32)> {
-        self.free.last().copied()
+    /// Wear levelling's target, left in the pool: as UBI's `find_wl_entry`, the most worn
+    /// free PEB within twice the threshold of the least worn one (not the most worn of
+    /// all, which would take every move until it wore out).
+    pub fn wl_target(&self, threshold: u32) -> Option<(u32, u32)> {
+        let (min, _) = *self.free.first()?;
+        let bound = min.saturating_add(threshold.saturating_mul(2));
+        self.free.range(..(bound, 0)).next_back().copied()
     }
 
     pub fn remove_free(&mut self, peb: u32) {
@@ -125,8 +151,22 @@ impl ChipMap {
         self.free.insert((p.ec, peb));
     }
 
+    /// `peb` was just given new data: wear levelling leaves it alone for a while.
+    pub fn protect(&mut self, peb: u32) {
+        self.protected.insert(peb, self.erases + PROTECTION_ERASES);
+    }
+
+    /// Whether wear levelling may move the data in `peb`.
+    pub fn is_protected(&self, peb: u32) -> bool {
+        self.protected.contains_key(&peb)
+    }
+
     /// An erased PEB with its new EC header goes back to the pool.
     pub fn put_free(&mut self, peb: u32, ec: u32) {
+        self.erases += 1;
+        let now = self.erases;
+        self.protected.retain(|_, until| *until > now);
+        self.protected.remove(&peb);
         self.pebs[peb as usize] = Peb {
             ec,
             state: PebState::Free,

@@ -11,7 +11,7 @@
 //!   blocks, so the volume's size is the same on every chip and a bad block costs one PEB of
 //!   one chip, not a stripe;
 //! - **erase counters** in every PEB's EC header, kept across erases;
-//! - **wear levelling** ([`wear_level`]): new data goes to the least-worn free PEB, and when
+//! - **wear levelling** ([`wear_level`]): new data goes to a free PEB of middling wear, and when
 //!   the most-worn free PEB has been erased `wl_threshold` more times than the least-worn
 //!   used one, that long-lived LEB is moved onto it;
 //! - **unmap**: erasing a LEB unmaps it at once and erases its PEB in the background: the
@@ -265,11 +265,14 @@ impl Ubi {
         leb: u32,
         copy: Option<(u32, u32)>,
     ) -> Result<(u32, Vec<Command>), FlashError> {
-        let (peb, mut ec, dirty) = self.maps[chip as usize].take_free().ok_or_else(|| {
-            FlashError::Ubi(format!(
-                "chip {chip} has no free eraseblock left (too many bad blocks)"
-            ))
-        })?;
+        let threshold = self.params.wl_threshold;
+        let (peb, mut ec, dirty) = self.maps[chip as usize]
+            .take_for_new_data(threshold)
+            .ok_or_else(|| {
+                FlashError::Ubi(format!(
+                    "chip {chip} has no free eraseblock left (too many bad blocks)"
+                ))
+            })?;
         let mut cmds = Vec::with_capacity(3);
         if dirty {
             ec += 1;
@@ -280,6 +283,7 @@ impl Ubi {
         }
         cmds.push(self.vid_command(chip, peb, leb, copy));
         self.maps[chip as usize].map(leb, peb, ec);
+        self.maps[chip as usize].protect(peb);
         Ok((peb, cmds))
     }
 

@@ -1,8 +1,15 @@
-//! UBI's static wear levelling: when the most-worn free PEB of a chip has been erased
-//! `wl_threshold` times more than the least-worn used one, the LEB in that used PEB has sat
+//! UBI's static wear levelling: when a worn free PEB of a chip (the most worn within twice
+//! the threshold of the least worn free one) has been erased `wl_threshold` times more than
+//! the least-worn used one, the LEB in that used PEB has sat
 //! there long (cold data keeps a PEB young while the others age), so it is copied onto the
 //! worn PEB and its young PEB goes back to the pool for the hot data. Dynamic wear levelling
-//! is the allocator's part: a new mapping takes the least-worn free PEB.
+//! is the allocator's part ([`super::chip_map::ChipMap::take_for_new_data`]): as UBI's
+//! `find_mean_wl_entry`, a new mapping takes a PEB of middling wear, not the least worn,
+//! which would make fresh (likely hot) data the least-worn used LEB and have it moved
+//! onto a worn PEB at once, only to be rewritten there.
+//!
+//! A PEB that was just given new data is young for `PROTECTION_ERASES` erases of its chip
+//! (UBI's protection queue) and is not a source: fresh data is likely hot.
 //!
 //! A move runs like UBI's background thread: its reads, programs and erase keep the chip
 //! busy but not the caller, whose clock is put back when the move is done. A move is crash
@@ -16,33 +23,52 @@ use crate::command::{Command, Reply};
 use crate::device::Flash;
 use crate::geometry::{BlockAddr, PageAddr};
 
-/// One move per chip at most, if its spread calls for one.
+/// Moves, on every chip, as long as its spread calls for them (as UBI queues a move each
+/// time a worn PEB returns to the pool), at most `MAX_MOVES` per chip per call.
 pub(super) fn run<F: Flash>(ubi: &mut Ubi, dev: &mut F) {
     if ubi.read_only {
         return;
     }
-    let threshold = ubi.params.wl_threshold;
     for chip in 0..ubi.maps.len() as u32 {
+        for _ in 0..MAX_MOVES {
+            if !one(ubi, dev, chip) {
+                break;
+            }
+        }
+    }
+}
+
+/// Moves a call makes on one chip at most (a batch returns a few PEBs at most).
+const MAX_MOVES: usize = 8;
+
+/// One move on `chip` if its spread calls for one: whether one was made.
+fn one<F: Flash>(ubi: &mut Ubi, dev: &mut F, chip: u32) -> bool {
+    let threshold = ubi.params.wl_threshold;
+    {
         let m = &ubi.maps[chip as usize];
-        let Some((free_ec, _)) = m.most_worn_free() else {
-            continue;
+        let Some((free_ec, _)) = m.wl_target(threshold) else {
+            return false;
         };
+        // Only PEBs young enough to be worth a move; the rest of the pool is not looked at.
         let source = m
             .used
             .iter()
-            .find(|(_, peb)| !ubi.wl_skip.contains(&(chip, *peb)))
+            .take_while(|(ec, _)| ec.saturating_add(threshold) <= free_ec)
+            .find(|(_, peb)| !ubi.wl_skip.contains(&(chip, *peb)) && !m.is_protected(*peb))
             .copied();
         let Some((used_ec, src)) = source else {
-            continue;
+            return false;
         };
         if free_ec < used_ec.saturating_add(threshold) {
-            continue;
+            return false;
         }
         let clock = dev.now_ns();
-        if !move_leb(ubi, dev, chip, src) {
+        let moved = move_leb(ubi, dev, chip, src);
+        if !moved {
             ubi.wl_skip.insert((chip, src));
         }
         dev.set_clock_ns(clock);
+        moved
     }
 }
 
@@ -77,8 +103,9 @@ fn move_leb<F: Flash>(ubi: &mut Ubi, dev: &mut F, chip: u32, src: u32) -> bool {
     let free = g.oob_free_range();
     let crc = copy_crc(pages.iter().map(|(d, o)| (d.as_slice(), &o[free.clone()])));
 
+    let threshold = ubi.params.wl_threshold;
     let m = &mut ubi.maps[chip as usize];
-    let Some((_, dst)) = m.most_worn_free() else {
+    let Some((_, dst)) = m.wl_target(threshold) else {
         return false;
     };
     m.remove_free(dst);

@@ -165,10 +165,12 @@ fn hot_and_cold(wl_threshold: u32, rounds: u32) -> (Ubi, Vec<u32>) {
 
 #[test]
 fn wear_levelling_keeps_the_spread_within_its_threshold() {
+    // UBI picks the target of a move within twice the threshold of the least-worn free
+    // PEB (WL_FREE_MAX_DIFF), so that is the bound on the spread it keeps.
     let (_, off) = hot_and_cold(u32::MAX, 600);
-    assert!(off.iter().all(|&d| d > 40), "without levelling: {off:?}");
-    let (mut s, on) = hot_and_cold(16, 600);
-    assert!(on.iter().all(|&d| d <= 16), "with levelling at 16: {on:?}");
+    assert!(off.iter().all(|&d| d > 64), "without levelling: {off:?}");
+    let (mut s, on) = hot_and_cold(8, 600);
+    assert!(on.iter().all(|&d| d <= 16), "with levelling at 8: {on:?}");
     let r = s.ubi_report().unwrap();
     assert!(r.wl_moves > 0);
     // The cold data moved and reads back, before and after an attach.
