@@ -53,6 +53,25 @@ impl DeviceArgs {
     }
 }
 
+/// The host cost `nandkit bench software-cost --no-sweep --repeat 9` measured for nandkit's
+/// own code path (three runs on 2026-11-27, the README's machine: 2 cores; rounded middle
+/// values of request 0.08-0.14 us, hand-off 2.63-2.81 us, page 1.78-1.81 us, device
+/// 61-72 us): what `--software-cost calibrated` charges.
+pub const CALIBRATED_SOFTWARE_COST: nandkit_flash::HostCost = nandkit_flash::HostCost {
+    request_ns: 100,
+    handoff_ns: 2_700,
+    page_ns: 1_800,
+    device_ns: 66_000,
+};
+
+/// Parses `--software-cost`: `0`, `calibrated`, or `request=US,handoff=US,page=US,device=US`.
+pub fn parse_software_cost(text: &str) -> Result<nandkit_flash::HostCost, String> {
+    match text.trim() {
+        "calibrated" => Ok(CALIBRATED_SOFTWARE_COST),
+        other => nandkit_flash::HostCost::parse(other),
+    }
+}
+
 /// Parses sizes such as `4096`, `128MiB`, `1GiB`, `64MB`.
 pub fn parse_bytes(text: &str) -> Result<u64, String> {
     parse_size::parse_size(text)

@@ -99,6 +99,7 @@ pub fn run(args: FlashBenchArgs) -> anyhow::Result<()> {
     let options = DeviceOptions {
         executor: executor_kind(args.executor),
         realtime: false,
+        host: nandkit_flash::HostCost::ZERO,
     };
     let mut _tempdir = None;
     let mut dev = match args.backend {
@@ -262,6 +263,7 @@ fn parallel_check(config: &DeviceConfig, chips: u32) -> anyhow::Result<ParallelC
             let options = DeviceOptions {
                 executor,
                 realtime: false,
+                host: nandkit_flash::HostCost::ZERO,
             };
             let mut dev = FlashDevice::ram_with(config.clone(), options)?;
             for c in dev.submit(batch) {

@@ -12,6 +12,7 @@ use crate::ecc::EccReport;
 use crate::error::FlashError;
 use crate::executor::{Executor, ExecutorKind, Job};
 use crate::geometry::{BlockAddr, Geometry, PageAddr};
+use crate::host_cost::HostCost;
 use crate::power::{PowerControl, PowerCut, Verdict};
 use crate::stats::DeviceStats;
 
@@ -63,6 +64,8 @@ pub struct DeviceOptions {
     pub executor: ExecutorKind,
     /// Sleep for each operation's simulated latency.
     pub realtime: bool,
+    /// The host software's own cost, charged in simulated time (0 by default).
+    pub host: HostCost,
 }
 
 /// Per-block facts, for tools (`nandkit dump`, `info`).
@@ -97,6 +100,9 @@ pub struct FlashDevice {
     power: PowerControl,
     now_ns: u64,
     image: Option<PathBuf>,
+    host: HostCost,
+    /// Host nanoseconds charged so far (all kinds).
+    host_charged_ns: u64,
 }
 
 impl FlashDevice {
@@ -167,7 +173,53 @@ impl FlashDevice {
             config,
             now_ns: 0,
             image,
+            host: options.host,
+            host_charged_ns: 0,
         }
+    }
+
+    /// The host cost this device charges.
+    pub fn host_cost(&self) -> HostCost {
+        self.host
+    }
+
+    /// Changes the host cost from now on (a bench sweeping it on one image).
+    pub fn set_host_cost(&mut self, host: HostCost) {
+        self.host = host;
+    }
+
+    /// Host nanoseconds charged in simulated time since the device was opened.
+    pub fn host_charged_ns(&self) -> u64 {
+        self.host_charged_ns
+    }
+
+    fn charge(&mut self, ns: u64) {
+        self.now_ns += ns;
+        self.host_charged_ns += ns;
+    }
+
+    /// One application request begins: its host cost moves the caller's clock.
+    pub fn charge_request(&mut self) {
+        self.charge(self.host.request_ns);
+    }
+
+    /// A mount starts a worker thread per chip (an array only): its host cost.
+    pub fn charge_mount(&mut self) {
+        let chips = u64::from(self.config.geometry.chips);
+        if chips > 1 {
+            self.charge(self.host.device_ns * chips);
+        }
+    }
+
+    /// The host's cost of one page operation outside a batch: its page of work and, on an
+    /// array, its hand-off to the chip's worker.
+    fn charge_single(&mut self, pages: u64) {
+        let handoff = if self.config.geometry.chips > 1 {
+            self.host.handoff_ns
+        } else {
+            0
+        };
+        self.charge(self.host.page_ns * pages + handoff);
     }
 
     pub fn config(&self) -> &DeviceConfig {
@@ -308,16 +360,19 @@ impl Flash for FlashDevice {
         oob: &mut [u8],
     ) -> Result<EccReport, FlashError> {
         self.read_verdict()?;
+        self.charge_single(1);
         self.single(addr.chip, |c, now| c.read_page(addr, data, oob, now))
     }
 
     fn read_oob(&mut self, addr: PageAddr, oob: &mut [u8]) -> Result<EccReport, FlashError> {
         self.read_verdict()?;
+        self.charge_single(0);
         self.single(addr.chip, |c, now| c.read_oob(addr, oob, now))
     }
 
     fn program_page(&mut self, addr: PageAddr, data: &[u8], oob: &[u8]) -> Result<(), FlashError> {
         let verdict = self.power.next_op();
+        self.charge_single(1);
         self.single(addr.chip, |c, now| {
             c.program_page(addr, data, oob, now, verdict)
         })
@@ -325,11 +380,13 @@ impl Flash for FlashDevice {
 
     fn program_spare(&mut self, addr: PageAddr, oob: &[u8]) -> Result<(), FlashError> {
         let verdict = self.power.next_op();
+        self.charge_single(0);
         self.single(addr.chip, |c, now| c.program_spare(addr, oob, now, verdict))
     }
 
     fn erase_block(&mut self, addr: BlockAddr) -> Result<(), FlashError> {
         let verdict = self.power.next_op();
+        self.charge_single(0);
         self.single(addr.chip, |c, now| c.erase_block(addr, now, verdict))
     }
 
@@ -352,6 +409,14 @@ impl Flash for FlashDevice {
 
     fn submit(&mut self, batch: Vec<Command>) -> Vec<Completion> {
         let chips = self.config.geometry.chips;
+        // The host prepares the batch's pages first (serial), then the dispatcher hands the
+        // operations to the chips' workers one after another (an array only).
+        let pages = batch
+            .iter()
+            .filter(|c| matches!(c, Command::Read { .. } | Command::Program { .. }))
+            .count() as u64;
+        self.charge(self.host.page_ns * pages);
+        let handoff = if chips > 1 { self.host.handoff_ns } else { 0 };
         let issue_ns = self.now_ns;
         let mut refused = Vec::new();
         let mut jobs = Vec::with_capacity(batch.len());
@@ -370,11 +435,13 @@ impl Flash for FlashDevice {
                 index,
                 cmd,
                 verdict,
+                issue_ns: issue_ns + handoff * (jobs.len() as u64 + 1),
             });
         }
+        self.charge(handoff * jobs.len() as u64);
         if refused.is_empty() {
             // The jobs are numbered densely already: completions come back in batch order.
-            let done = self.exec.run(jobs, issue_ns);
+            let done = self.exec.run(jobs);
             for c in &done {
                 self.now_ns = self.now_ns.max(c.end_ns);
             }
@@ -385,7 +452,7 @@ impl Flash for FlashDevice {
         for (dense, job) in jobs.iter_mut().enumerate() {
             job.index = dense;
         }
-        let done = self.exec.run(jobs, issue_ns);
+        let done = self.exec.run(jobs);
         let mut out: Vec<Option<Completion>> =
             (0..slots.len() + refused.len()).map(|_| None).collect();
         for (completion, slot) in done.into_iter().zip(slots) {

@@ -77,41 +77,48 @@ impl Mode {
     }
 }
 
-#[derive(Args)]
+#[derive(Args, Clone)]
 pub struct IozoneArgs {
     #[command(flatten)]
-    device: DeviceArgs,
+    pub device: DeviceArgs,
     #[command(flatten)]
-    fs: FsArgs,
+    pub fs: FsArgs,
     /// Which IOzone test.
     #[arg(long, value_enum, default_value = "seq-write")]
-    mode: Mode,
+    pub mode: Mode,
     /// Bytes per write or read (IOzone's record size).
     #[arg(long, default_value = "16MiB", value_parser = parse_bytes, value_name = "SIZE")]
-    record: u64,
+    pub record: u64,
     /// Size of the file.
     #[arg(long, default_value = "64MiB", value_parser = parse_bytes, value_name = "SIZE")]
-    file_size: u64,
+    pub file_size: u64,
     /// Seed of the data and of rand-write's offsets.
     #[arg(long, default_value_t = 1, value_name = "SEED")]
-    workload_seed: u64,
+    pub workload_seed: u64,
     /// Every record size 4 KiB..16 MiB for P = 1, 2, 4, 8 (ignores --record and --chips).
     #[arg(long)]
-    sweep: bool,
+    pub sweep: bool,
     /// Who runs the device's batches: the calling thread, or a worker per chip.
     #[arg(long, value_enum, default_value = "sim")]
-    executor: crate::flash_bench::ExecutorArg,
+    pub executor: crate::flash_bench::ExecutorArg,
+    /// The host software's own cost in simulated time: 0, `calibrated` (what `bench
+    /// software-cost` measured of nandkit's code), or
+    /// `request=US,handoff=US,page=US,device=US`.
+    #[arg(long, default_value = "0", value_parser = crate::device_args::parse_software_cost, value_name = "COST")]
+    pub software_cost: nandkit_flash::HostCost,
     /// Print JSON instead of a table.
     #[arg(long)]
-    json: bool,
+    pub json: bool,
 }
 
 #[derive(Serialize, Clone)]
-struct Row {
+pub struct Row {
     bench: &'static str,
     geometry: String,
     chips: u32,
     executor: &'static str,
+    /// The host cost charged in simulated time (all 0: flash time only).
+    software_cost: nandkit_flash::HostCost,
     mode: Mode,
     record_bytes: u64,
     file_size_bytes: u64,
@@ -122,7 +129,7 @@ struct Row {
     /// flash operations: parallelism saves time, not energy).
     energy_j: f64,
     host_ms: f64,
-    sim_mb_per_s: f64,
+    pub sim_mb_per_s: f64,
     host_mb_per_s: f64,
     /// Host microseconds per record (write and fsync, or read): where the executor's
     /// threads show.
@@ -137,7 +144,7 @@ struct Row {
     page_programs: u64,
     page_reads: u64,
     /// sim_mb_per_s over the same run on one chip.
-    speedup_vs_p1: f64,
+    pub speedup_vs_p1: f64,
 }
 
 pub fn run(mut args: IozoneArgs) -> anyhow::Result<()> {
@@ -187,12 +194,13 @@ pub fn run(mut args: IozoneArgs) -> anyhow::Result<()> {
 
 /// One run: format, (write the file unmeasured; remount, for the read modes), then the
 /// measured phase.
-fn one(args: &IozoneArgs, chips: u32, record: u64, file_size: u64) -> anyhow::Result<Row> {
+pub fn one(args: &IozoneArgs, chips: u32, record: u64, file_size: u64) -> anyhow::Result<Row> {
     let config = args.device.config_on(chips)?;
     let geometry = config.name.clone();
     let options = nandkit_flash::DeviceOptions {
         executor: crate::flash_bench::executor_kind(args.executor),
         realtime: false,
+        host: args.software_cost,
     };
     let mut fs = format_on(config, &args.fs, options)?;
     let ino = fs
@@ -201,7 +209,9 @@ fn one(args: &IozoneArgs, chips: u32, record: u64, file_size: u64) -> anyhow::Re
         .ino;
     let data = noise(record as usize, args.workload_seed);
     let records = file_size / record;
+    // One O_SYNC write (or read) of a record is one request of the application.
     let write = |fs: &mut Fs, offset: u64, data: &[u8]| -> anyhow::Result<()> {
+        fs.device_mut().charge_request();
         let n = fs
             .write(ino, offset, data)
             .with_context(|| format!("writing {record} bytes at {offset}"))?;
@@ -240,6 +250,7 @@ fn one(args: &IozoneArgs, chips: u32, record: u64, file_size: u64) -> anyhow::Re
     ];
     let read = |fs: &mut Fs, k: u64, buf: &mut [u8]| -> anyhow::Result<()> {
         let offset = k * record;
+        fs.device_mut().charge_request();
         let n = fs
             .read(ino, offset, buf)
             .with_context(|| format!("reading {record} bytes at {offset}"))?;
@@ -301,6 +312,7 @@ fn one(args: &IozoneArgs, chips: u32, record: u64, file_size: u64) -> anyhow::Re
             crate::flash_bench::ExecutorArg::Sim => "sim",
             crate::flash_bench::ExecutorArg::Threaded => "threaded",
         },
+        software_cost: args.software_cost,
         mode: args.mode,
         record_bytes: record,
         file_size_bytes: file_size,

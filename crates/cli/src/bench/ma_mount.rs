@@ -6,7 +6,7 @@ use nandkit_fs::NewObject;
 use nandkit_fs::{MountMethod, ROOT_INO};
 use serde::Serialize;
 
-use super::{directory, format, noise, print_json, FsArgs, Progress};
+use super::{directory, noise, print_json, FsArgs, Progress};
 use crate::device_args::DeviceArgs;
 
 pub const LONG_ABOUT: &str =
@@ -29,6 +29,12 @@ pub struct MaMountArgs {
     device: DeviceArgs,
     #[command(flatten)]
     fs: FsArgs,
+    /// The host software's own cost in simulated time: 0, `calibrated` (what `bench
+    /// software-cost` measured of nandkit's code), or
+    /// `request=US,handoff=US,page=US,device=US` (`device`: per chip's worker started at
+    /// mount).
+    #[arg(long, default_value = "0", value_parser = crate::device_args::parse_software_cost, value_name = "COST")]
+    software_cost: nandkit_flash::HostCost,
     /// Only the new file system and the 50 MB file (seconds, for smoke tests).
     #[arg(long)]
     quick: bool,
@@ -122,7 +128,11 @@ fn scenario(args: &MaMountArgs, name: &str, fill: &Fill) -> anyhow::Result<Row> 
     let config = args.device.config()?;
     let geometry = config.name.clone();
     let chips = config.geometry.chips;
-    let mut fs = format(config, &args.fs)?;
+    let options = nandkit_flash::DeviceOptions {
+        host: args.software_cost,
+        ..Default::default()
+    };
+    let mut fs = super::format_on(config, &args.fs, options)?;
     match *fill {
         Fill::Nothing => {}
         Fill::OneFile(bytes) => {

@@ -27,6 +27,7 @@ mod mount;
 mod peers;
 mod random_overwrite;
 mod seq_write;
+mod software_cost;
 mod trace;
 
 use std::io::IsTerminal;
@@ -128,6 +129,13 @@ enum BenchCommand {
             nandkit bench ma-capacity --chips 1,2,4,8 --json\n  \
             nandkit bench ma-capacity --device-size 256MiB --overwrite 0")]
     MaCapacity(ma_capacity::MaCapacityArgs),
+    /// The host software's own cost: measured on nandkit's code (the calibration), then
+    /// swept over MA's speed-ups, cell-type trend and mount times.
+    #[command(long_about = software_cost::LONG_ABOUT, after_help = "Examples:\n  \
+            nandkit bench software-cost\n  \
+            nandkit bench software-cost --no-sweep --json\n  \
+            nandkit bench software-cost --base calibrated --scales 0,1,100")]
+    SoftwareCost(software_cost::SoftwareCostArgs),
     /// MA's mount times (Figure 6) on P chips: new, one big file, many small files.
     #[command(long_about = ma_mount::LONG_ABOUT, after_help = "Examples:\n  \
             nandkit bench ma-mount --chips 4 --json\n  \
@@ -239,6 +247,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Fuse(a) => fuse::run(a),
         BenchCommand::Iozone(a) => iozone::run(a),
         BenchCommand::MaCapacity(a) => ma_capacity::run(a),
+        BenchCommand::SoftwareCost(a) => software_cost::run(a),
         BenchCommand::MaMount(a) => ma_mount::run(a),
         BenchCommand::MaRealtime(a) => ma_realtime::run(a),
         BenchCommand::Trace(a) => trace::run(a),
@@ -663,6 +672,8 @@ pub fn timed_mount_chips(
     let attach_ns = dev.now_ns() - before_attach;
     let start = Mark::of_device(&mut dev);
     let t = Instant::now();
+    // The mount starts a worker per chip (an array): the host's cost of that first.
+    dev.charge_mount();
     let fs = FileSystem::mount(dev, options).context("mounting")?;
     let host_ms = t.elapsed().as_secs_f64() * 1e3;
     let spent = start.to_fs(&fs);

@@ -460,6 +460,7 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
         &p.image,
         DeviceOptions {
             realtime: p.realtime,
+            host: nandkit_flash::HostCost::ZERO,
             // In real time each chip sleeps through its operations: a worker thread per
             // chip (MA's executor) lets P chips sleep at once, so wall time scales with P.
             executor: if p.realtime {

@@ -27,6 +27,9 @@ pub(crate) struct Job {
     pub index: usize,
     pub cmd: Command,
     pub verdict: Verdict,
+    /// When the dispatcher hands it to its chip (the batch's issue time plus the host's
+    /// hand-offs before it).
+    pub issue_ns: u64,
 }
 
 pub(crate) enum Executor {
@@ -59,12 +62,12 @@ impl Executor {
         }
     }
 
-    /// Runs a batch whose operations are all issued at `issue_ns`; completions come back in
+    /// Runs a batch, each operation issued at its own `issue_ns`; completions come back in
     /// batch order.
-    pub fn run(&mut self, jobs: Vec<Job>, issue_ns: u64) -> Vec<Completion> {
+    pub fn run(&mut self, jobs: Vec<Job>) -> Vec<Completion> {
         match self {
-            Executor::Simulated(e) => e.run(jobs, issue_ns),
-            Executor::Threaded(e) => e.run(jobs, issue_ns),
+            Executor::Simulated(e) => e.run(jobs),
+            Executor::Threaded(e) => e.run(jobs),
         }
     }
 }

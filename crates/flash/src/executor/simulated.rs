@@ -14,11 +14,11 @@ impl SimulatedExecutor {
         Self { chips }
     }
 
-    pub(crate) fn run(&mut self, jobs: Vec<Job>, issue_ns: u64) -> Vec<Completion> {
+    pub(crate) fn run(&mut self, jobs: Vec<Job>) -> Vec<Completion> {
         jobs.into_iter()
             .map(|job| {
                 let chip = job.cmd.chip() as usize;
-                self.chips[chip].execute(job.cmd, issue_ns, job.verdict)
+                self.chips[chip].execute(job.cmd, job.issue_ns, job.verdict)
             })
             .collect()
     }

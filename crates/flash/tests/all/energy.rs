@@ -18,6 +18,7 @@ fn device(kind: ExecutorKind, chips: u32) -> FlashDevice {
     let options = DeviceOptions {
         executor: kind,
         realtime: false,
+        host: nandkit_flash::HostCost::ZERO,
     };
     FlashDevice::ram_with(c, options).unwrap()
 }

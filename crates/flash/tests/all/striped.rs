@@ -14,6 +14,7 @@ fn striped(kind: ExecutorKind, chips: u32) -> StripedFlash<FlashDevice> {
         DeviceOptions {
             executor: kind,
             realtime: false,
+            host: nandkit_flash::HostCost::ZERO,
         },
     )
     .unwrap();

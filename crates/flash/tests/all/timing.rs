@@ -19,6 +19,7 @@ fn device(kind: ExecutorKind, chips: u32) -> FlashDevice {
         DeviceOptions {
             executor: kind,
             realtime: false,
+            host: nandkit_flash::HostCost::ZERO,
         },
     )
     .unwrap()
@@ -353,6 +354,7 @@ fn executors_agree_on_random_bit_errors() {
             DeviceOptions {
                 executor: kind,
                 realtime: false,
+                host: nandkit_flash::HostCost::ZERO,
             },
         )
         .unwrap();

@@ -16,7 +16,7 @@ use anyhow::{ensure, Context};
 use clap::{ArgGroup, Args};
 use serde::Serialize;
 
-use super::{format as mkfs, print_rows_json, DeviceInfo, FsArgs, PhaseStats, Snapshot};
+use super::{print_rows_json, DeviceInfo, FsArgs, PhaseStats, Snapshot};
 use crate::device_args::DeviceArgs;
 use format::Request;
 use replay::Summary;
@@ -87,6 +87,11 @@ pub struct TraceArgs {
     #[arg(long, default_value_t = 1, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..))]
     queue_depth: u32,
+    /// The host software's own cost in simulated time: 0, `calibrated` (what `bench
+    /// software-cost` measured of nandkit's code), or
+    /// `request=US,handoff=US,page=US,device=US`. A request's cost is charged at its issue.
+    #[arg(long, default_value = "0", value_parser = crate::device_args::parse_software_cost, value_name = "COST")]
+    software_cost: nandkit_flash::HostCost,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -261,7 +266,11 @@ fn emit(args: &TraceArgs, trace: &Loaded, path: &Path) -> anyhow::Result<()> {
 fn one(args: &TraceArgs, trace: &Loaded, chips: u32) -> anyhow::Result<Row> {
     let config = args.device.config_on(chips)?;
     let info = DeviceInfo::of(&config);
-    let mut fs = mkfs(config, &args.fs)?;
+    let options = nandkit_flash::DeviceOptions {
+        host: args.software_cost,
+        ..Default::default()
+    };
+    let mut fs = super::format_on(config, &args.fs, options)?;
     let quiet = args.json;
     let prepared = replay::prepare(&mut fs, &trace.requests, args.workload_seed, quiet)
         .context("setting up the trace's files")?;

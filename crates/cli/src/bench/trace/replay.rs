@@ -22,8 +22,8 @@
 //! (fsync of the new file) and a delete (the file system writes the header that records it
 //! before returning).
 //!
-//! Only flash time passes in the simulation: the file system's CPU time, and any thread
-//! hand-off between a dispatcher and per-chip workers, cost nothing here. Requests in
+//! Only flash time passes in the simulation unless `--software-cost` charges the host's own
+//! work (per request, per page, per hand-off to a chip's worker) in simulated time. Requests in
 //! flight are not ordered against each other beyond their chips' queues: a request whose
 //! flash work lands on idle chips may complete before an earlier one.
 
@@ -237,6 +237,8 @@ fn serve(
     data: &[u8],
     buf: &mut [u8],
 ) -> anyhow::Result<u64> {
+    // The host's cost of taking the request (0 unless --software-cost).
+    fs.device_mut().charge_request();
     let ino_of = |inos: &HashMap<String, Ino>| {
         inos.get(&r.file)
             .copied()
