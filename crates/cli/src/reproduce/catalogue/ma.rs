@@ -7,7 +7,15 @@ use crate::reproduce::plot::{Figure, Series};
 use crate::reproduce::verdict::Effect;
 use crate::reproduce::Scale;
 
+/// `--software-cost calibrated`: the host cost `bench software-cost` measured of nandkit's
+/// own code, charged in simulated time (the paper's results carry its software's cost).
+const CALIBRATED: &str = " --software-cost calibrated";
+
 fn iozone(s: Scale, seed: u64, geometry: &str, mode: &str) -> Vec<String> {
+    iozone_with(s, seed, geometry, mode, "")
+}
+
+fn iozone_with(s: Scale, seed: u64, geometry: &str, mode: &str, extra: &str) -> Vec<String> {
     // A 128 MiB file is 8 records of the largest size (16 MiB), so random writes stay
     // random at every record size; 512 MiB keeps small random records from cleaning.
     let size = match s {
@@ -16,7 +24,7 @@ fn iozone(s: Scale, seed: u64, geometry: &str, mode: &str) -> Vec<String> {
         Scale::Full => " --file-size 128MiB",
     };
     words(&format!(
-        "bench iozone -g {geometry}{size} --mode {mode} --sweep --workload-seed {seed} --json"
+        "bench iozone -g {geometry}{size} --mode {mode} --sweep --workload-seed {seed} --json{extra}"
     ))
 }
 
@@ -63,13 +71,78 @@ pub const IOZONE_RANDOM: Experiment = Experiment {
 };
 
 fn mount_args(s: Scale, chips: u32) -> Vec<String> {
+    mount_args_with(s, chips, "")
+}
+
+fn mount_args_with(s: Scale, chips: u32, extra: &str) -> Vec<String> {
     let base = match s {
         Scale::Smoke => "bench ma-mount --quick --device-size 64MiB",
         Scale::Quick => "bench ma-mount --quick",
         Scale::Full => "bench ma-mount",
     };
-    words(&format!("{base} --chips {chips} --json"))
+    words(&format!("{base} --chips {chips} --json{extra}"))
 }
+
+pub const IOZONE_SW: Experiment = Experiment {
+    id: "ma-iozone-tlc-sw",
+    paper: Paper::Ma,
+    what: "Figure 8 on TLC with the host's cost calibrated (bench software-cost)",
+    args: |s, seed| iozone_with(s, seed, "tlc-1g", "seq-write", CALIBRATED),
+    expected: [0.5, 2.5, 2.5],
+};
+
+pub const IOZONE_SLC_SW: Experiment = Experiment {
+    id: "ma-iozone-slc-sw",
+    paper: Paper::Ma,
+    what: "Figure 8 on SLC with the host's cost calibrated",
+    args: |s, seed| iozone_with(s, seed, "slc-1g", "seq-write", CALIBRATED),
+    expected: [0.5, 2.5, 2.5],
+};
+
+pub const MOUNT_P1_SW: Experiment = Experiment {
+    id: "ma-mount-p1-sw",
+    paper: Paper::Ma,
+    what: "Figure 6: mount time, one chip, host's cost calibrated",
+    args: |s, _| mount_args_with(s, 1, CALIBRATED),
+    expected: [0.1, 0.1, 0.7],
+};
+
+pub const MOUNT_P4_SW: Experiment = Experiment {
+    id: "ma-mount-p4-sw",
+    paper: Paper::Ma,
+    what: "Figure 6: mount time, four chips, host's cost calibrated",
+    args: |s, _| mount_args_with(s, 4, CALIBRATED),
+    expected: [0.1, 0.1, 0.7],
+};
+
+/// Section 6's board: 2 MLC chips of 8 KiB pages (mlc-8k), files written with dd and read
+/// back, block sizes 1 KB to 16 MB; ours: IOzone records 4 KiB to 16 MiB.
+fn board(s: Scale, seed: u64, mode: &str) -> Vec<String> {
+    let size = match s {
+        Scale::Smoke => " --device-size 64MiB --file-size 16MiB",
+        Scale::Quick | Scale::Full => " --device-size 512MiB --file-size 64MiB",
+    };
+    words(&format!(
+        "bench iozone -g mlc-8k{size} --mode {mode} --sweep --workload-seed {seed} --json{CALIBRATED}"
+    ))
+}
+
+pub const BOARD_WRITE: Experiment = Experiment {
+    id: "ma-board-write",
+    paper: Paper::Ma,
+    what: "Figure 11: the board's writes (mlc-8k, 1 vs 2 chips), host's cost calibrated",
+    args: |s, seed| board(s, seed, "seq-write"),
+    expected: [0.5, 2.0, 2.0],
+};
+
+pub const BOARD_READ: Experiment = Experiment {
+    id: "ma-board-read",
+    paper: Paper::Ma,
+    what: "Figure 11: the board's reads after a remount (mlc-8k, 1 vs 2 chips), host's cost \
+           calibrated",
+    args: |s, seed| board(s, seed, "read"),
+    expected: [0.5, 2.0, 2.0],
+};
 
 pub const MOUNT_P1: Experiment = Experiment {
     id: "ma-mount-p1",
@@ -282,6 +355,7 @@ pub fn claims(d: &Data) -> Vec<Claim> {
              blocks; the threaded executor's stacks are not heap",
         ),
     );
+    out.extend(calibrated_claims(d));
     // Figure 10: the paper prints the MRT reductions (71.6%, 62.9%, 44.6%, 18.2%).
     for (id, name, paper) in [
         ("ma-trace-movie", "Movie", 0.284),
@@ -315,6 +389,103 @@ pub fn claims(d: &Data) -> Vec<Claim> {
     );
     out
 }
+
+/// The claims the host's cost moves, again with it charged at the value `bench
+/// software-cost` measured of nandkit's own code, and the board's reads and writes.
+fn calibrated_claims(d: &Data) -> Vec<Claim> {
+    let mut out = Vec::new();
+    for (chips, paper) in [(4.0, 2.887), (2.0, 1.787)] {
+        out.push(
+            Claim::ratio(
+                Paper::Ma,
+                &format!(
+                    "Figure 8: {chips} TLC chips speed up 16 MB O_SYNC sequential writes \
+                     (host cost calibrated)"
+                ),
+                paper,
+                speedup_in(d, "ma-iozone-tlc-sw", chips, MIB16),
+                "x",
+            )
+            .note(CALIBRATED_NOTE),
+        );
+    }
+    let gain = |id| speedup_in(d, id, 4.0, 4.0 * 1024.0 * 1024.0).map(|x| x - 1.0);
+    out.push(
+        Claim::ratio(
+            Paper::Ma,
+            "Section 4.3: the slower the cells, the larger the gain (TLC's over SLC's, 4 \
+             chips, 4 MB records, host cost calibrated)",
+            5.6,
+            over(gain("ma-iozone-tlc-sw"), gain("ma-iozone-slc-sw")),
+            "x",
+        )
+        .note(CALIBRATED_NOTE),
+    );
+    let mount = |id: &str| -> Option<f64> {
+        rows(d.get(id))
+            .into_iter()
+            .find(|r| is(r, "scenario", "new"))
+            .and_then(|r| f(r, "mount_sim_ms"))
+    };
+    out.push(
+        Claim::ratio(
+            Paper::Ma,
+            "Figure 6: checkpoint mount time with 4 chips, relative to 1 (new file system, \
+             host cost calibrated)",
+            1.17,
+            over(mount("ma-mount-p4-sw"), mount("ma-mount-p1-sw")),
+            "x of P=1",
+        )
+        .note(
+            "with a worker started per chip at mount (66 us each, measured) and the pages' \
+             host work; UBI's attach (the scan of every PEB's two headers, which Linux runs \
+             at ubiattach) is reported apart (attach_sim_ms) and left out, as the paper's \
+             mount steps leave it out",
+        ),
+    );
+    // Section 6: "on average MA-UBIFS improves write and read throughput in a 2-MTD case
+    // by 55.2% and 84%".
+    let mean_speedup = |id: &str| -> Option<f64> {
+        let v: Vec<f64> = rows(d.get(id))
+            .into_iter()
+            .filter(|r| f(r, "chips") == Some(2.0))
+            .filter_map(|r| f(r, "speedup_vs_p1"))
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    for (id, what, paper) in [
+        ("ma-board-write", "writes", 1.552),
+        ("ma-board-read", "reads", 1.84),
+    ] {
+        out.push(
+            Claim::ratio(
+                Paper::Ma,
+                &format!(
+                    "Figure 11: 2 MLC chips (8 KiB pages) speed up {what}, mean over block \
+                     sizes (host cost calibrated)"
+                ),
+                paper,
+                mean_speedup(id),
+                "x",
+            )
+            .note(
+                "the board copied 128 files of 20 MB with dd at block sizes 1 KB..16 MB; ours \
+                 is IOzone's records 4 KiB..16 MiB on one file, reads after a remount. A \
+                 read is tR 75 us and an 8 KiB transfer: the pages of one record spread over \
+                 both chips",
+            ),
+        );
+    }
+    out
+}
+
+/// Why the calibrated cost hardly moves the speed-ups.
+const CALIBRATED_NOTE: &str = "the host's cost is nandkit's own, measured (`bench \
+     software-cost`: request 0.1 us, hand-off 2.7 us, page 1.8 us, worker 66 us): tiny \
+     beside a TLC program of 1,405.6 us, so the speed-ups stay near P. `bench software-cost` \
+     sweeps it: the cell-type trend needs about 10x that cost (TLC's gain 1.23x SLC's), \
+     and TLC's 16 MB speed-up falls to the paper's 2.89 near 100x, where SLC's falls below 1 \
+     (the hand-offs dominate); no single factor gives the paper's three together";
 
 /// Why our traces gain more from chips than the paper's.
 const TRACE_NOTE: &str = "ours drops more: response time is flash time only (no thread or \
