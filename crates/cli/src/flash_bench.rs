@@ -21,7 +21,7 @@ pub enum Backend {
     File,
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ExecutorArg {
     /// Every chip's operations in the calling thread.
     Sim,

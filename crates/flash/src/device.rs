@@ -178,6 +178,17 @@ impl FlashDevice {
         }
     }
 
+    /// Who runs the batches from now on: a mount that starts a worker thread per chip
+    /// (MA) switches a device to the threaded executor. Nothing about the chips changes.
+    pub fn set_executor(&mut self, kind: ExecutorKind) {
+        if self.exec.kind() == kind {
+            return;
+        }
+        let placeholder = Executor::new(ExecutorKind::Simulated, Vec::new());
+        let chips = std::mem::replace(&mut self.exec, placeholder).into_chips();
+        self.exec = Executor::new(kind, chips);
+    }
+
     /// The host cost this device charges.
     pub fn host_cost(&self) -> HostCost {
         self.host

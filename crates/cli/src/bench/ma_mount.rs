@@ -35,6 +35,12 @@ pub struct MaMountArgs {
     /// mount).
     #[arg(long, default_value = "0", value_parser = crate::device_args::parse_software_cost, value_name = "COST")]
     software_cost: nandkit_flash::HostCost,
+    /// Who runs the chips after the mount: the calling thread (sim), or, as MA-UBIFS, a
+    /// worker thread per chip started by the mount (threaded; arrays only: one chip has no
+    /// dispatcher). The workers' heap (queues, shared chips) is in mount_heap_bytes, their
+    /// stacks in worker_stack_bytes.
+    #[arg(long, value_enum, default_value = "sim")]
+    executor: crate::flash_bench::ExecutorArg,
     /// Only the new file system and the 50 MB file (seconds, for smoke tests).
     #[arg(long)]
     quick: bool,
@@ -58,9 +64,16 @@ struct Row {
     /// UBI's attach before the mount (the scan of every PEB's two header pages; 0 with
     /// `--ubi off`), which the paper's Figure 6 leaves out (`ubiattach` runs at boot).
     attach_sim_ms: f64,
-    /// Heap the mounted file system holds (MA's Figure 9: RAM by P), after the checkpoint
-    /// mount; the RAM device's own bytes are not counted.
+    /// Heap the mount holds (MA's Figure 9: RAM by P), after the checkpoint mount: the file
+    /// system, UBI's maps and the workers' queues; the RAM device's own bytes are not
+    /// counted.
     mount_heap_bytes: u64,
+    /// Worker threads the mount started (0 with --executor sim, or on one chip).
+    worker_threads: u32,
+    /// Their stacks (each reserves `WORKER_STACK_BYTES`).
+    worker_stack_bytes: u64,
+    /// mount_heap_bytes + worker_stack_bytes.
+    mount_ram_bytes: u64,
     scan_mount_sim_ms: f64,
     scan_mount_energy_j: f64,
     scan_mount_host_ms: f64,
@@ -172,8 +185,11 @@ fn scenario(args: &MaMountArgs, name: &str, fill: &Fill) -> anyhow::Result<Row> 
         }
     }
     let dev = fs.unmount().context("unmounting")?;
-    let (mount, reads, heap, fs) = measure(dev, false)?;
-    let (scan, scan_reads, _, _) = measure(fs.into_device(), true)?;
+    let threaded = args.executor == crate::flash_bench::ExecutorArg::Threaded && chips > 1;
+    let (mount, reads, heap, fs) = measure(dev, false, threaded)?;
+    let (scan, scan_reads, _, _) = measure(fs.into_device(), true, threaded)?;
+    let workers = if threaded { chips } else { 0 };
+    let stacks = u64::from(workers) * nandkit_flash::executor::threaded::WORKER_STACK_BYTES as u64;
     Ok(Row {
         bench: "ma-mount",
         geometry,
@@ -186,6 +202,9 @@ fn scenario(args: &MaMountArgs, name: &str, fill: &Fill) -> anyhow::Result<Row> 
         mount_reads: reads,
         attach_sim_ms: mount.attach_sim_ms,
         mount_heap_bytes: heap,
+        worker_threads: workers,
+        worker_stack_bytes: stacks,
+        mount_ram_bytes: heap + stacks,
         scan_mount_sim_ms: scan.sim_ms,
         scan_mount_energy_j: scan.energy_j,
         scan_mount_host_ms: scan.host_ms,
@@ -197,12 +216,18 @@ fn scenario(args: &MaMountArgs, name: &str, fill: &Fill) -> anyhow::Result<Row> 
 fn measure(
     dev: nandkit_flash::StripedDevice,
     force_scan: bool,
+    threaded: bool,
 ) -> anyhow::Result<(super::MountTiming, u64, u64, super::Fs)> {
     // UBI's maps go with the detach, so the heap counts the ones the attach builds.
     let ubi = dev.ubi().is_some();
     let mut chips = dev.into_inner();
     let before = chips.stats().total();
     let heap_before = crate::heap::live_bytes();
+    // MA's mount starts a worker per chip (the threads' host time is --software-cost's
+    // `device`; their heap is measured here).
+    if threaded {
+        chips.set_executor(nandkit_flash::ExecutorKind::Threaded);
+    }
     let (mut fs, timing) = super::timed_mount_chips(chips, ubi, force_scan)?;
     let heap = crate::heap::live_bytes().saturating_sub(heap_before) as u64;
     let after = fs.device_mut().stats().total();

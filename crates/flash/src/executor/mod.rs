@@ -47,6 +47,21 @@ impl Executor {
         }
     }
 
+    /// Stops the executor (joining its workers, if any) and gives its chips back.
+    pub fn into_chips(self) -> Vec<Chip> {
+        match self {
+            Executor::Simulated(e) => e.chips,
+            Executor::Threaded(e) => e.into_chips(),
+        }
+    }
+
+    pub fn kind(&self) -> ExecutorKind {
+        match self {
+            Executor::Simulated(_) => ExecutorKind::Simulated,
+            Executor::Threaded(_) => ExecutorKind::Threaded,
+        }
+    }
+
     pub fn chip_count(&self) -> usize {
         match self {
             Executor::Simulated(e) => e.chips.len(),

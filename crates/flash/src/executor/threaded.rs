@@ -97,11 +97,29 @@ fn worker(chip: Arc<Mutex<Chip>>, queue: Receiver<Work>) {
     }
 }
 
-impl Drop for ThreadedExecutor {
-    fn drop(&mut self) {
+impl ThreadedExecutor {
+    fn stop(&mut self) {
         self.queues.clear();
         for handle in self.workers.drain(..) {
             let _ = handle.join();
         }
+    }
+
+    /// Stops the workers and gives the chips back.
+    pub(crate) fn into_chips(mut self) -> Vec<Chip> {
+        self.stop();
+        std::mem::take(&mut self.chips)
+            .into_iter()
+            .map(|c| match Arc::try_unwrap(c) {
+                Ok(m) => m.into_inner().unwrap_or_else(|p| p.into_inner()),
+                Err(_) => unreachable!("the workers are joined: nobody else holds a chip"),
+            })
+            .collect()
+    }
+}
+
+impl Drop for ThreadedExecutor {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
