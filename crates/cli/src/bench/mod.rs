@@ -515,16 +515,23 @@ pub struct Snapshot {
     mark: Mark,
     dev: ChipStats,
     fs: FsStats,
+    /// UBI's header programs and pages moved by wear levelling (0 without UBI).
+    ubi: (u64, u64),
 }
 
 impl Snapshot {
     pub fn take(fs: &mut FileSystem<StripedDevice>) -> Snapshot {
         let dev = fs.device_mut().stats().total();
+        let ubi = fs
+            .device()
+            .ubi_report()
+            .map_or((0, 0), |r| (r.header_programs, r.wl_pages_copied));
         Snapshot {
             host: Instant::now(),
             mark: Mark::of_fs(fs),
             dev,
             fs: fs.stats().clone(),
+            ubi,
         }
     }
 }
@@ -556,6 +563,10 @@ pub struct PhaseStats {
     pub summary_pages_written: u64,
     /// Anchor block pages (file system record copies, checkpoint pointers) written.
     pub anchor_pages_written: u64,
+    /// UBI's erase-counter and volume-identifier header pages (with `--ubi on`).
+    pub ubi_header_pages_written: u64,
+    /// Pages UBI's wear levelling copied.
+    pub ubi_pages_moved: u64,
     /// Bytes of user data accepted by write.
     pub user_bytes: u64,
     /// user_bytes in chunks (one flash page of user data each), rounded up.
@@ -586,6 +597,8 @@ impl PhaseStats {
                 - start.fs.checkpoint_pages_written,
             summary_pages_written: end.fs.summary_pages_written - start.fs.summary_pages_written,
             anchor_pages_written: end.fs.anchor_pages_written - start.fs.anchor_pages_written,
+            ubi_header_pages_written: end.ubi.0 - start.ubi.0,
+            ubi_pages_moved: end.ubi.1 - start.ubi.1,
             user_bytes,
             user_pages,
             write_amplification: ratio(programs as f64, user_pages as f64),
@@ -615,6 +628,12 @@ impl PhaseStats {
             self.pages_copied,
             self.blocks_cleaned
         );
+        if self.ubi_header_pages_written + self.ubi_pages_moved > 0 {
+            println!(
+                "{:<12}UBI: {} header pages written, {} pages moved by wear levelling",
+                "", self.ubi_header_pages_written, self.ubi_pages_moved
+            );
+        }
         println!(
             "{:<12}user: {} bytes = {} pages; write amplification {:.3}",
             "", self.user_bytes, self.user_pages, self.write_amplification

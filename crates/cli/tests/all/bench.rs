@@ -5,30 +5,6 @@ use crate::common::*;
 
 use serde_json::Value;
 
-/// Runs a bench with --json and parses its one JSON object.
-fn bench_json(args: &[&str]) -> Value {
-    let mut all = vec!["bench"];
-    all.extend_from_slice(args);
-    all.push("--json");
-    let out = nandkit(&all);
-    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
-    // Progress bars never go to a pipe, and JSON output is alone on stdout.
-    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
-    serde_json::from_slice(&out.stdout).expect("stdout is one JSON object")
-}
-
-fn f(r: &Value, field: &str) -> f64 {
-    r[field]
-        .as_f64()
-        .unwrap_or_else(|| panic!("{field} missing or not a number in {r}"))
-}
-
-fn u(r: &Value, field: &str) -> u64 {
-    r[field]
-        .as_u64()
-        .unwrap_or_else(|| panic!("{field} missing or not an integer in {r}"))
-}
-
 /// The fields every benchmark reports for its measured phase.
 fn check_phase(r: &Value) {
     assert!(f(r, "sim_s") > 0.0, "{r}");
@@ -54,9 +30,11 @@ fn check_phase(r: &Value) {
             + u(r, "checkpoint_pages_written")
             + u(r, "summary_pages_written")
             + u(r, "anchor_pages_written")
-            + u(r, "pages_copied"),
-        "every program is data, a header, a summary, a checkpoint or anchor page, or a \
-         copy: {r}"
+            + u(r, "pages_copied")
+            + u(r, "ubi_header_pages_written")
+            + u(r, "ubi_pages_moved"),
+        "every program is data, a header, a summary, a checkpoint or anchor page, a copy, \
+         or UBI's: {r}"
     );
     let wa = f(r, "write_amplification");
     assert!(
@@ -337,7 +315,7 @@ fn iozone_json_contract_and_shape() {
         "--record",
         "1MiB",
         "--file-size",
-        "4MiB",
+        "2MiB",
     ]);
     assert_eq!(u(&big, "chips"), 4);
     assert!(f(&big, "sim_mb_per_s") > 0.0, "{big}");

@@ -6,28 +6,6 @@ use crate::common::*;
 
 use serde_json::Value;
 
-/// Runs `nandkit bench ARGS --json` and parses its one JSON object.
-fn bench_json(args: &[&str]) -> Value {
-    let mut all = vec!["bench"];
-    all.extend_from_slice(args);
-    all.push("--json");
-    let out = nandkit(&all);
-    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
-    serde_json::from_slice(&out.stdout).expect("stdout is one JSON object")
-}
-
-fn f(r: &Value, field: &str) -> f64 {
-    r[field]
-        .as_f64()
-        .unwrap_or_else(|| panic!("{field} missing or not a number in {r}"))
-}
-
-fn u(r: &Value, field: &str) -> u64 {
-    r[field]
-        .as_u64()
-        .unwrap_or_else(|| panic!("{field} missing or not an integer in {r}"))
-}
-
 /// `a` and `b` equal but for floating-point rounding.
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
@@ -49,8 +27,9 @@ fn check_percentiles(r: &Value) {
     assert!(f(r, "mean_response_ms") <= max, "{r}");
 }
 
-fn two_writers(depth: &str) -> Value {
-    bench_json(&[
+/// TwoWriters on 4 tiny chips, with `extra` flags.
+fn two_writers_with(extra: &[&str]) -> Value {
+    let mut args = vec![
         "trace",
         "--trace",
         "TwoWriters",
@@ -60,9 +39,13 @@ fn two_writers(depth: &str) -> Value {
         "16MiB",
         "--chips",
         "4",
-        "--queue-depth",
-        depth,
-    ])
+    ];
+    args.extend_from_slice(extra);
+    bench_json(&args)
+}
+
+fn two_writers(depth: &str) -> Value {
+    two_writers_with(&["--queue-depth", depth])
 }
 
 /// Two O_SYNC writers on four chips: with four requests in flight the records of the two
@@ -119,17 +102,7 @@ fn depth_one_is_the_single_queue() {
         ),
         "{one}"
     );
-    let default = bench_json(&[
-        "trace",
-        "--trace",
-        "TwoWriters",
-        "-g",
-        "tiny",
-        "--device-size",
-        "16MiB",
-        "--chips",
-        "4",
-    ]);
+    let default = two_writers_with(&[]);
     assert_eq!(u(&default, "queue_depth"), 1);
     for field in [
         "mean_response_ms",

@@ -75,6 +75,8 @@ impl UbiParams {
 pub struct UbiReport {
     pub lebs_per_chip: u32,
     pub wl_threshold: u32,
+    /// EC and VID header pages programmed (UBI's own writes).
+    pub header_programs: u64,
     /// LEBs moved by wear levelling, and the pages those moves copied.
     pub wl_moves: u64,
     pub wl_pages_copied: u64,
@@ -98,6 +100,7 @@ pub struct UbiChipReport {
 
 #[derive(Default)]
 struct Counters {
+    header_programs: u64,
     wl_moves: u64,
     wl_pages_copied: u64,
     grown_bad: u64,
@@ -161,6 +164,7 @@ impl Ubi {
         UbiReport {
             lebs_per_chip: self.lebs(),
             wl_threshold: self.params.wl_threshold,
+            header_programs: self.counters.header_programs,
             wl_moves: self.counters.wl_moves,
             wl_pages_copied: self.counters.wl_pages_copied,
             grown_bad: self.counters.grown_bad,
@@ -216,7 +220,8 @@ impl Ubi {
             .unwrap_or(0)
     }
 
-    fn ec_command(&self, chip: u32, peb: u32, ec: u32) -> Command {
+    fn ec_command(&mut self, chip: u32, peb: u32, ec: u32) -> Command {
+        self.counters.header_programs += 1;
         let h = EcHeader {
             ec: u64::from(ec),
             lebs: self.lebs(),
@@ -236,6 +241,7 @@ impl Ubi {
     }
 
     fn vid_command(&mut self, chip: u32, peb: u32, leb: u32, copy: Option<(u32, u32)>) -> Command {
+        self.counters.header_programs += 1;
         let sqnum = self.maps[chip as usize].next_sqnum();
         let (data_pages, data_crc) = copy.unwrap_or((0, 0));
         let h = VidHeader {

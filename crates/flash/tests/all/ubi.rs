@@ -291,7 +291,11 @@ fn host_cost_is_the_same_on_both_executors() {
             .into_iter()
             .map(|c| c.end_ns)
             .collect();
-        (s.now_ns() - start, ends, s.inner().host_charged_ns() - charged)
+        (
+            s.now_ns() - start,
+            ends,
+            s.inner().host_charged_ns() - charged,
+        )
     };
     let (sim_ns, sim_ends, sim_host) = run(ExecutorKind::Simulated);
     let (thr_ns, thr_ends, thr_host) = run(ExecutorKind::Threaded);
