@@ -187,6 +187,9 @@ fn print_text(x: &Info) {
              erase-count spread {spread} (wear levelling at {})",
             u.lebs_per_chip, u.wl_threshold
         );
+        if let Some(why) = &u.read_only {
+            println!("             READ-ONLY: {why}");
+        }
     }
     println!(
         "             {:?} cells, {} us read / {} us program / {} us erase",

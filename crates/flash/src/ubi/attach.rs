@@ -143,6 +143,7 @@ pub(super) fn format<F: Flash>(dev: &mut F, params: UbiParams) -> Result<Ubi, Fl
         counters: Counters::default(),
         read_only: false,
         wl_skip: BTreeSet::new(),
+        worn_out: None,
     };
     let mut batch = Vec::new();
 
@@ -263,10 +264,15 @@ pub(super) fn attach<F: Flash>(dev: &mut F, read_only: bool) -> Result<Ubi, Flas
         counters: Counters::default(),
         read_only,
         wl_skip: BTreeSet::new(),
+        worn_out: None,
     };
     for (chip, list) in good.iter().enumerate() {
         let map = attach_chip(dev, &ubi, chip as u32, list, &found[chip], &shape)?;
         ubi.maps.push(map);
+    }
+    // A chip past its spares still attaches, read-only, so its data can be copied off.
+    for chip in 0..ubi.maps.len() as u32 {
+        ubi.check_spares(chip);
     }
     Ok(ubi)
 }
@@ -347,15 +353,6 @@ fn attach_chip<F: Flash>(
     }
     let mut map = ChipMap::new(chip, shape.lebs, pebs, shape.bad_limit);
     map.sqnum = sqnum + 1;
-    let bad = map.bad();
-    let usable = g.blocks_per_chip - bad;
-    if usable < shape.lebs + 1 {
-        return Err(FlashError::Ubi(format!(
-            "chip {chip} has {bad} bad blocks: {usable} good ones cannot hold {} LEBs and a \
-             spare",
-            shape.lebs
-        )));
-    }
     Ok(map)
 }
 

@@ -82,6 +82,8 @@ pub struct UbiReport {
     pub wl_pages_copied: u64,
     /// PEBs retired because an erase or program failed.
     pub grown_bad: u64,
+    /// Why UBI refuses writes (a chip past its spares), if it does.
+    pub read_only: Option<String>,
     pub chips: Vec<UbiChipReport>,
 }
 
@@ -118,6 +120,9 @@ pub struct Ubi {
     read_only: bool,
     /// PEBs wear levelling could not read: not tried again until they are erased.
     wl_skip: std::collections::BTreeSet<(u32, u32)>,
+    /// Set when a chip has too few good PEBs left to hold every LEB and a spare: UBI then
+    /// refuses every program and erase (Linux UBI's read-only mode), and reads go on.
+    worn_out: Option<String>,
 }
 
 /// What a physical command in a UBI batch is for, to settle the pools after it ran.
@@ -168,6 +173,7 @@ impl Ubi {
             wl_moves: self.counters.wl_moves,
             wl_pages_copied: self.counters.wl_pages_copied,
             grown_bad: self.counters.grown_bad,
+            read_only: self.worn_out.clone(),
             chips: self
                 .maps
                 .iter()
@@ -397,6 +403,11 @@ impl Ubi {
         owner: &mut Vec<(usize, Role)>,
     ) -> Result<Option<Reply>, FlashError> {
         let g = self.chip;
+        if let Some(why) = &self.worn_out {
+            if cmd.changes_state() {
+                return Err(FlashError::Ubi(why.clone()));
+            }
+        }
         let erased = || {
             (
                 vec![0xFF; g.page_size_bytes as usize],
@@ -492,6 +503,26 @@ impl Ubi {
         self.counters.grown_bad += 1;
         // A failing mark only means the next attach meets a dirty PEB and retires it again.
         let _ = dev.mark_bad(BlockAddr::new(chip, peb));
+        self.check_spares(chip);
+    }
+
+    /// Goes read-only if `chip` no longer has a good PEB for every LEB and one spare.
+    fn check_spares(&mut self, chip: u32) {
+        let m = &self.maps[chip as usize];
+        let bad = m.bad();
+        let good = m.pebs.len() as u32 - bad;
+        if good < m.lebs() + 1 && self.worn_out.is_none() {
+            self.worn_out = Some(format!(
+                "chip {chip} has {bad} bad blocks, past its reserve of {}: UBI is read-only \
+                 (copy the data off)",
+                m.bad_limit
+            ));
+        }
+    }
+
+    /// Why UBI refuses writes, if it does.
+    pub fn worn_out(&self) -> Option<&str> {
+        self.worn_out.as_deref()
     }
 }
 

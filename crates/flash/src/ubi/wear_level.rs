@@ -26,7 +26,7 @@ use crate::geometry::{BlockAddr, PageAddr};
 /// Moves, on every chip, as long as its spread calls for them (as UBI queues a move each
 /// time a worn PEB returns to the pool), at most `MAX_MOVES` per chip per call.
 pub(super) fn run<F: Flash>(ubi: &mut Ubi, dev: &mut F) {
-    if ubi.read_only {
+    if ubi.read_only || ubi.worn_out.is_some() {
         return;
     }
     for chip in 0..ubi.maps.len() as u32 {

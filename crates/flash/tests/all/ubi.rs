@@ -307,3 +307,40 @@ fn host_cost_is_the_same_on_both_executors() {
     let want = 4 * 50_000 + 10_000 + 16 * (3_000 + 2_000) + 8 * (3_000 + 2_000);
     assert_eq!(sim_host, want);
 }
+
+/// A chip whose bad blocks passed its spares still attaches, read-only as Linux UBI goes:
+/// its data reads back, and every write is refused with the reason.
+#[test]
+fn a_chip_past_its_spares_attaches_read_only() {
+    let mut s = Ubi::format_ubi(device("tiny", 2, 0.0), UbiParams::default()).unwrap();
+    write_leb(&mut s, 1, 6, 4).unwrap();
+    let mapped: Vec<u32> = (0..2)
+        .map(|chip| {
+            (0..s.inner().geometry().blocks_per_chip)
+                .find(|&b| {
+                    let raw = s.inner_mut().raw_page(PageAddr::new(chip, b, 1)).unwrap();
+                    raw[..4] == *b"UBI!"
+                })
+                .unwrap()
+        })
+        .collect();
+    // Chip 0 loses four free PEBs: its reserve (1) and spares (2) cannot cover them.
+    let mut dev = s.into_inner();
+    let mut lost = 0;
+    for b in 0..dev.geometry().blocks_per_chip {
+        if b != mapped[0] && lost < 4 {
+            dev.mark_bad(BlockAddr::new(0, b)).unwrap();
+            lost += 1;
+        }
+    }
+    let mut s = Ubi::attach_ubi(dev, false).unwrap();
+    let why = s.ubi().unwrap().worn_out().expect("read-only").to_string();
+    assert!(why.contains("chip 0 has 4 bad blocks"), "{why}");
+    assert!(holds(&mut s, 1, 6, 4));
+    let err = write_leb(&mut s, 2, 1, 5).unwrap_err();
+    assert!(err.to_string().contains("read-only"), "{err}");
+    assert!(
+        !s.ubi_check().unwrap().is_empty(),
+        "fsck says the reserve is gone"
+    );
+}

@@ -1902,7 +1902,17 @@ fn worn_snapshot_as(dev: Dev, profile: Profile, path: &Path) {
     let flash =
         FlashDevice::create_image(path, config, true, nandkit_flash::DeviceOptions::default())
             .expect("image");
-    let flash = nandkit_flash::StripedFlash::new(flash);
+    // Under UBI, spares for 5 bad PEBs a chip (160 per 1024): blocks this worn fail
+    // together, and the default 20 per 1024 leaves one.
+    let flash = if dev == Dev::ArrayUbi {
+        let params = nandkit_flash::ubi::UbiParams {
+            bad_per_1024: 160,
+            ..Default::default()
+        };
+        nandkit_flash::StripedFlash::format_ubi(flash, params).expect("UBI")
+    } else {
+        nandkit_flash::StripedFlash::new(flash)
+    };
     let fs_config = profile(dev);
     let mut fs = if fs_config.metadata == nandkit_fs::meta::MetadataKind::Nvram {
         let nv = nandkit_nvram::Nvram::create_file(
@@ -1933,8 +1943,12 @@ fn worn_snapshot_as(dev: Dev, profile: Profile, path: &Path) {
     // each block erased about twice (endurance 3 to 9), and the sweep's workload meets the
     // failures.
     let ibat = fs.config().records == RecordsKind::Ibat;
+    // Under UBI a PEB that fails is UBI's to retire (the file system sees a failure only
+    // when a page program fails inside a LEB).
     let worn = |fs: &Fs| {
-        if ibat {
+        if let Some(ubi) = fs.device().ubi_report() {
+            ubi.grown_bad >= 1 || fs.stats().blocks_retired >= 1
+        } else if ibat {
             fs.stats().blocks_copied >= 2 * u64::from(dev.blocks())
         } else {
             fs.stats().blocks_retired >= retire
@@ -1963,7 +1977,7 @@ fn nvram_path(image: &Path) -> PathBuf {
 
 /// Mounts a flash image, with the NVRAM image beside it when there is one.
 fn mount_image(path: &Path, options: MountOptions) -> Result<Fs> {
-    let flash = nandkit_flash::StripedFlash::new(open_image(path));
+    let flash = nandkit_flash::StripedFlash::open(open_image(path), options.read_only)?;
     let nv = nvram_path(path);
     if nv.exists() {
         let nv = nandkit_nvram::Nvram::open_file(&nv).expect("nvram image");
@@ -1998,10 +2012,15 @@ fn worn_sweep_as(dev: Dev, profile: Profile, stride: u64) {
     wear_workload(&mut d, 9).unwrap();
     let total = d.fs.device().state_ops() - base;
     let st = d.fs.stats().clone();
-    assert!(st.blocks_retired > 0, "{label}: nothing wore out: {st:?}");
+    let ubi_bad = d.fs.device().ubi_report().map_or(0, |u| u.grown_bad);
+    assert!(
+        st.blocks_retired + ubi_bad > 0,
+        "{label}: nothing wore out: {st:?}"
+    );
     verify(&mut d.fs, &d.m, "worn uncut").unwrap();
     println!(
-        "wear workload on a worn {} ({label}): {total} state-changing ops, {} blocks retired",
+        "wear workload on a worn {} ({label}): {total} state-changing ops, {} blocks retired \
+         ({ubi_bad} PEBs by UBI)",
         dev.name(),
         st.blocks_retired
     );
@@ -2072,6 +2091,8 @@ fn crash_on_worn_blocks_array_and_small() {
     let stride = if long() { 1 } else { 5 };
     // Batches over 4 chips: a failed page in the middle of a batch, the rest programmed.
     worn_sweep_as(Dev::Array, yaffs, stride + 2);
+    // The same chips under a UBI each: PEBs that fail are retired by UBI from its reserve.
+    worn_sweep_as(Dev::ArrayUbi, yaffs, stride + 2);
     // Tags in band (512-byte pages), more sparsely.
     worn_sweep_as(Dev::Small, yaffs, stride * 6);
     for (_, profile) in OTHER_PROFILES {
