@@ -124,7 +124,7 @@ pub const MOUNT_P4_SW: Experiment = Experiment {
 /// back, block sizes 1 KB to 16 MB; ours: IOzone records 4 KiB to 16 MiB.
 fn board(s: Scale, seed: u64, mode: &str) -> Vec<String> {
     let size = match s {
-        Scale::Smoke => " --device-size 64MiB --file-size 16MiB",
+        Scale::Smoke => " --device-size 256MiB --file-size 16MiB",
         Scale::Quick | Scale::Full => " --device-size 512MiB --file-size 64MiB",
     };
     words(&format!(
