@@ -117,7 +117,9 @@ enum BenchCommand {
             of P = 1, P = 2 >= 1.85x.\n\n\
             Examples:\n  \
             nandkit bench iozone --geometry tlc-1g --chips 4 --mode seq-write --record 16MiB --json\n  \
-            nandkit bench iozone --geometry tlc-1g --mode rand-write --sweep"
+            nandkit bench iozone --geometry tlc-1g --mode rand-write --sweep\n  \
+            nandkit bench iozone --geometry mlc-8k --chips 2 --mode read --software-cost calibrated\n  \
+            nandkit bench iozone --geometry tlc-1g --chips 4 --ubi off --mode reread"
     )]
     Iozone(iozone::IozoneArgs),
     /// MA's arrays with a UBI per chip and without: what bad blocks cost, and how even the
@@ -151,9 +153,11 @@ enum BenchCommand {
             nandkit bench ma-realtime --chips 1,2,4,8 --file-size 32MiB --json"
     )]
     MaRealtime(ma_realtime::MaRealtimeArgs),
-    /// MA's smartphone trace replay (Figure 10) on P chips: mean response time.
+    /// MA's smartphone trace replay (Figure 10) on P chips: response times, requests in
+    /// flight.
     #[command(long_about = trace::LONG_ABOUT, after_help = "Examples:\n  \
             nandkit bench trace --trace Movie --chips 4\n  \
+            nandkit bench trace --trace TwoWriters --chips 4 --queue-depth 4\n  \
             nandkit bench trace --trace CameraVideo --sweep\n  \
             nandkit bench trace --trace WebBrowsing --chips 2 --scale 0.1 --json\n  \
             nandkit bench trace --trace AngryBird --emit angrybird.csv\n  \

@@ -6,13 +6,14 @@
 //! - **mapping**: a LEB lives in whichever physical erase block (PEB) UBI chose; the map is
 //!   rebuilt at attach from the two header pages at the start of every PEB
 //!   ([`header`]), so a LEB holds `pages_per_block - 2` pages;
-//! - **bad blocks**: a fixed reserve per chip (`bad_per_1024`, UBI's
-//!   `CONFIG_MTD_UBI_BEB_LIMIT`, 20 per 1024 PEBs by default) absorbs factory and grown bad
-//!   blocks, so the volume's size is the same on every chip and a bad block costs one PEB of
-//!   one chip, not a stripe;
+//! - **bad blocks**: a PEB whose erase, or the EC header programmed right after it, fails
+//!   is retired (a worn block fails there first: its next program is that header); a
+//!   fixed reserve per chip (`bad_per_1024`, UBI's `CONFIG_MTD_UBI_BEB_LIMIT`, 20 per 1024
+//!   PEBs by default) absorbs factory and grown bad blocks, so the volume's size is the
+//!   same on every chip and a bad block costs one PEB of one chip, not a stripe;
 //! - **erase counters** in every PEB's EC header, kept across erases;
-//! - **wear levelling** ([`wear_level`]): new data goes to a free PEB of middling wear, and when
-//!   the most-worn free PEB has been erased `wl_threshold` more times than the least-worn
+//! - **wear levelling** ([`wear_level`]): new data goes to a free PEB of middling wear, and
+//!   when a worn free PEB has been erased `wl_threshold` more times than the least-worn
 //!   used one, that long-lived LEB is moved onto it;
 //! - **unmap**: erasing a LEB unmaps it at once and erases its PEB in the background: the
 //!   chip is busy, the caller is not.
@@ -499,6 +500,10 @@ impl Ubi {
 
     /// Marks a PEB that failed bad on the chip and drops it from the pools.
     fn retire<F: Flash>(&mut self, dev: &mut F, chip: u32, peb: u32) {
+        // Several commands on one PEB (an erase and its EC header) may each fail.
+        if self.maps[chip as usize].pebs[peb as usize].state == chip_map::PebState::Bad {
+            return;
+        }
         self.maps[chip as usize].retire(peb);
         self.counters.grown_bad += 1;
         // A failing mark only means the next attach meets a dirty PEB and retires it again.
