@@ -151,12 +151,14 @@ pub fn run(mut args: IozoneArgs) -> anyhow::Result<()> {
     // MA's design: a UBI per chip, at every P (P = 1 is UBIFS on one UBI).
     args.fs.ubi_by_default();
     ensure!(args.record > 0, "--record must be at least 1 byte");
+    // A sweep sets the record size itself (and grows the file to hold one record).
     ensure!(
-        args.file_size >= args.record,
+        args.sweep || args.file_size >= args.record,
         "--file-size ({}) must hold at least one --record ({})",
         args.file_size,
         args.record
     );
+    ensure!(args.file_size > 0, "--file-size must be at least 1 byte");
     let rows = if args.sweep {
         let mut rows = Vec::new();
         let mut record = 4096u64;

@@ -2092,7 +2092,7 @@ fn crash_on_worn_blocks_array_and_small() {
     // Batches over 4 chips: a failed page in the middle of a batch, the rest programmed.
     worn_sweep_as(Dev::Array, yaffs, stride + 2);
     // The same chips under a UBI each: PEBs that fail are retired by UBI from its reserve.
-    worn_sweep_as(Dev::ArrayUbi, yaffs, stride + 2);
+    worn_sweep_as(Dev::ArrayUbi, yaffs, 2 * stride + 3);
     // Tags in band (512-byte pages), more sparsely.
     worn_sweep_as(Dev::Small, yaffs, stride * 6);
     for (_, profile) in OTHER_PROFILES {

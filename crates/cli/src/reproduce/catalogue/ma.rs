@@ -23,7 +23,7 @@ fn iozone_with(s: Scale, seed: u64, geometry: &str, mode: &str, extra: &str) -> 
     // A 128 MiB file is 8 records of the largest size (16 MiB), so random writes stay
     // random at every record size; 512 MiB keeps small random records from cleaning.
     let size = match s {
-        Scale::Smoke => " --device-size 64MiB --file-size 16MiB",
+        Scale::Smoke => " --device-size 64MiB --file-size 4MiB",
         Scale::Quick => " --device-size 512MiB --file-size 128MiB",
         Scale::Full => " --file-size 128MiB",
     };
@@ -124,7 +124,7 @@ pub const MOUNT_P4_SW: Experiment = Experiment {
 /// back, block sizes 1 KB to 16 MB; ours: IOzone records 4 KiB to 16 MiB.
 fn board(s: Scale, seed: u64, mode: &str) -> Vec<String> {
     let size = match s {
-        Scale::Smoke => " --device-size 256MiB --file-size 16MiB",
+        Scale::Smoke => " --device-size 256MiB --file-size 4MiB",
         Scale::Quick | Scale::Full => " --device-size 512MiB --file-size 64MiB",
     };
     words(&format!(
