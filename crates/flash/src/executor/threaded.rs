@@ -2,12 +2,18 @@
 //! and hands every chip's share to that chip's worker thread through its own queue. Workers
 //! run concurrently, so with real-time latencies p chips finish p operations in the wall
 //! time of one.
+//!
+//! Queues are a mutex and a condition variable each, not channels: a channel allocates a
+//! thread's waiting context the first time that thread blocks, which happens or not
+//! depending on timing, so the heap a mount holds (MA's Figure 9, measured) would vary from
+//! run to run. Here every allocation is made by the dispatcher, or by a worker before it
+//! reports its share done.
 
-use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
-use super::{lock, Job};
+use super::Job;
 use crate::chip::Chip;
 use crate::command::Completion;
 
@@ -16,36 +22,69 @@ use crate::command::Completion;
 /// figure is known. A worker only runs chip operations, whose buffers are on the heap.
 pub const WORKER_STACK_BYTES: usize = 128 << 10;
 
-struct Work {
-    jobs: Vec<Job>,
-    done: Sender<Vec<(usize, Completion)>>,
+/// Locks a mutex whose holder may have panicked: the data is plain bookkeeping, go on.
+fn hold<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A worker's queue: batches of its chip's jobs, or `None` to stop.
+#[derive(Default)]
+struct Queue {
+    work: Mutex<VecDeque<Option<Vec<Job>>>>,
+    ready: Condvar,
+}
+
+/// Where workers put one batch's completions, each in its job's slot, and say they have
+/// started.
+struct Done {
+    slots: Mutex<(Vec<Option<Completion>>, usize)>,
+    all_in: Condvar,
+    started: Mutex<usize>,
+    all_started: Condvar,
 }
 
 pub struct ThreadedExecutor {
     pub(crate) chips: Vec<Arc<Mutex<Chip>>>,
-    queues: Vec<Sender<Work>>,
+    queues: Vec<Arc<Queue>>,
+    done: Arc<Done>,
     workers: Vec<JoinHandle<()>>,
 }
 
 impl ThreadedExecutor {
     pub fn new(chips: Vec<Chip>) -> Self {
         let chips: Vec<_> = chips.into_iter().map(|c| Arc::new(Mutex::new(c))).collect();
+        let done = Arc::new(Done {
+            slots: Mutex::new((Vec::new(), 0)),
+            all_in: Condvar::new(),
+            started: Mutex::new(0),
+            all_started: Condvar::new(),
+        });
         let mut queues = Vec::new();
         let mut workers = Vec::new();
         for (i, chip) in chips.iter().enumerate() {
-            let (tx, rx) = channel::<Work>();
-            let chip = Arc::clone(chip);
+            let queue = Arc::new(Queue::default());
+            let (chip, q, d) = (Arc::clone(chip), Arc::clone(&queue), Arc::clone(&done));
             let handle = std::thread::Builder::new()
                 .name(format!("nand-chip-{i}"))
                 .stack_size(WORKER_STACK_BYTES)
-                .spawn(move || worker(chip, rx))
+                .spawn(move || worker(&chip, &q, &d))
                 .expect("spawn chip worker thread");
-            queues.push(tx);
+            queues.push(queue);
             workers.push(handle);
         }
+        // Whatever the threads' start-up allocates is done before anyone measures the heap.
+        let mut started = hold(&done.started);
+        while *started < chips.len() {
+            started = done
+                .all_started
+                .wait(started)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+        drop(started);
         Self {
             chips,
             queues,
+            done,
             workers,
         }
     }
@@ -56,50 +95,34 @@ impl ThreadedExecutor {
         for job in jobs {
             per_chip[job.cmd.chip() as usize].push(job);
         }
-        let (done_tx, done_rx) = channel();
-        let mut waiting = 0;
+        {
+            let mut d = hold(&self.done.slots);
+            d.0 = (0..total).map(|_| None).collect();
+            d.1 = 0;
+        }
         for (chip, jobs) in per_chip.into_iter().enumerate() {
             if jobs.is_empty() {
                 continue;
             }
-            let work = Work {
-                jobs,
-                done: done_tx.clone(),
-            };
-            self.queues[chip].send(work).expect("chip worker alive");
-            waiting += 1;
+            let q = &self.queues[chip];
+            hold(&q.work).push_back(Some(jobs));
+            q.ready.notify_one();
         }
-        drop(done_tx);
-        let mut slots: Vec<Option<Completion>> = (0..total).map(|_| None).collect();
-        for _ in 0..waiting {
-            for (index, completion) in done_rx.recv().expect("chip worker replies") {
-                slots[index] = Some(completion);
-            }
+        let mut d = hold(&self.done.slots);
+        while d.1 < total {
+            d = self.done.all_in.wait(d).unwrap_or_else(|p| p.into_inner());
         }
-        slots
+        std::mem::take(&mut d.0)
             .into_iter()
             .map(|c| c.expect("every job completed"))
             .collect()
     }
-}
 
-fn worker(chip: Arc<Mutex<Chip>>, queue: Receiver<Work>) {
-    while let Ok(work) = queue.recv() {
-        let mut chip = lock(&chip);
-        let out = work
-            .jobs
-            .into_iter()
-            .map(|job| (job.index, chip.execute(job.cmd, job.issue_ns, job.verdict)))
-            .collect();
-        drop(chip);
-        // The dispatcher may have gone (its thread panicked); nothing to report to then.
-        let _ = work.done.send(out);
-    }
-}
-
-impl ThreadedExecutor {
     fn stop(&mut self) {
-        self.queues.clear();
+        for q in &self.queues {
+            hold(&q.work).push_back(None);
+            q.ready.notify_one();
+        }
         for handle in self.workers.drain(..) {
             let _ = handle.join();
         }
@@ -115,6 +138,42 @@ impl ThreadedExecutor {
                 Err(_) => unreachable!("the workers are joined: nobody else holds a chip"),
             })
             .collect()
+    }
+}
+
+fn worker(chip: &Mutex<Chip>, queue: &Queue, done: &Done) {
+    *hold(&done.started) += 1;
+    done.all_started.notify_one();
+    loop {
+        let next = {
+            let mut q = hold(&queue.work);
+            loop {
+                if let Some(next) = q.pop_front() {
+                    break next;
+                }
+                q = queue.ready.wait(q).unwrap_or_else(|p| p.into_inner());
+            }
+        };
+        let Some(jobs) = next else {
+            return;
+        };
+        let mut out = Vec::with_capacity(jobs.len());
+        let mut chip = hold(chip);
+        for job in jobs {
+            out.push((job.index, chip.execute(job.cmd, job.issue_ns, job.verdict)));
+        }
+        drop(chip);
+        let count = out.len();
+        let mut d = hold(&done.slots);
+        for (index, c) in out.drain(..) {
+            d.0[index] = Some(c);
+        }
+        // The batch's vectors are freed before the share is reported, so the dispatcher
+        // never sees a worker still freeing memory.
+        drop(out);
+        d.1 += count;
+        drop(d);
+        done.all_in.notify_one();
     }
 }
 
