@@ -189,16 +189,6 @@ impl FlashDevice {
         self.exec = Executor::new(kind, chips);
     }
 
-    /// The host cost this device charges.
-    pub fn host_cost(&self) -> HostCost {
-        self.host
-    }
-
-    /// Changes the host cost from now on (a bench sweeping it on one image).
-    pub fn set_host_cost(&mut self, host: HostCost) {
-        self.host = host;
-    }
-
     /// Host nanoseconds charged in simulated time since the device was opened.
     pub fn host_charged_ns(&self) -> u64 {
         self.host_charged_ns
@@ -222,15 +212,20 @@ impl FlashDevice {
         }
     }
 
-    /// The host's cost of one page operation outside a batch: its page of work and, on an
-    /// array, its hand-off to the chip's worker.
-    fn charge_single(&mut self, pages: u64) {
-        let handoff = if self.config.geometry.chips > 1 {
+    /// The cost of handing one operation to a chip's worker: only an array has a
+    /// dispatcher.
+    fn handoff_ns(&self) -> u64 {
+        if self.config.geometry.chips > 1 {
             self.host.handoff_ns
         } else {
             0
-        };
-        self.charge(self.host.page_ns * pages + handoff);
+        }
+    }
+
+    /// The host's cost of one page operation outside a batch: its page of work and its
+    /// hand-off.
+    fn charge_single(&mut self, pages: u64) {
+        self.charge(self.host.page_ns * pages + self.handoff_ns());
     }
 
     pub fn config(&self) -> &DeviceConfig {
@@ -427,7 +422,7 @@ impl Flash for FlashDevice {
             .filter(|c| matches!(c, Command::Read { .. } | Command::Program { .. }))
             .count() as u64;
         self.charge(self.host.page_ns * pages);
-        let handoff = if chips > 1 { self.host.handoff_ns } else { 0 };
+        let handoff = self.handoff_ns();
         let issue_ns = self.now_ns;
         let mut refused = Vec::new();
         let mut jobs = Vec::with_capacity(batch.len());

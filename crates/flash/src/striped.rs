@@ -34,17 +34,20 @@ impl<F: Flash> StripedFlash<F> {
     /// Formats a UBI on every chip (every LEB unmapped) and stripes over their LEBs.
     pub fn format_ubi(mut inner: F, params: UbiParams) -> Result<Self, FlashError> {
         let ubi = Ubi::format(&mut inner, params)?;
-        let mut s = Self::new(inner);
-        s.ubi = Some(ubi);
-        Ok(s)
+        Ok(Self::with_ubi(inner, ubi))
     }
 
     /// Attaches the UBI of every chip (the scan of their headers).
     pub fn attach_ubi(mut inner: F, read_only: bool) -> Result<Self, FlashError> {
         let ubi = Ubi::attach(&mut inner, read_only)?;
-        let mut s = Self::new(inner);
-        s.ubi = Some(ubi);
-        Ok(s)
+        Ok(Self::with_ubi(inner, ubi))
+    }
+
+    fn with_ubi(inner: F, ubi: Ubi) -> Self {
+        Self {
+            ubi: Some(ubi),
+            ..Self::new(inner)
+        }
     }
 
     /// Attaches UBI if the chips carry it, else stripes physical blocks.

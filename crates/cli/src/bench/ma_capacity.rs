@@ -10,7 +10,7 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::Serialize;
 
-use super::{format_with_stripe, noise, print_json, Fs, FsArgs, Progress};
+use super::{format_with_stripe, noise, print_json, write_sequential, Fs, FsArgs, Progress};
 use crate::device_args::{parse_bytes, DeviceArgs};
 
 pub const LONG_ABOUT: &str = "For each P in --chips, the same capacity split over P chips, \
@@ -263,18 +263,13 @@ fn wear_run(mut fs: Fs, overwrite: u64, quiet: bool) -> anyhow::Result<Wear> {
     let hot = fs.create(ROOT_INO, b"hot", NewObject::regular_file())?.ino;
     let step = 1 << 20;
     let data = noise(step as usize, 5);
-    let write_all = |fs: &mut Fs, ino, bytes: u64| -> anyhow::Result<()> {
-        let mut off = 0;
-        while off < bytes {
-            let n = step.min(bytes - off) as usize;
-            fs.write(ino, off, &data[..n]).context("writing")?;
-            off += n as u64;
-        }
-        fs.fsync(ino).context("fsync")
-    };
-    write_all(&mut fs, cold, free * 6 / 10 / page * page)?;
     let hot_pages = (free / 10 / page).max(1);
-    write_all(&mut fs, hot, hot_pages * page)?;
+    for (ino, bytes) in [(cold, free * 6 / 10 / page * page), (hot, hot_pages * page)] {
+        let mut progress = Progress::bytes(bytes, "filling", quiet);
+        write_sequential(&mut fs, ino, bytes, step, &data, &mut progress)?;
+        progress.finish();
+        fs.fsync(ino).context("fsync")?;
+    }
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
     let mut progress = Progress::bytes(overwrite, "overwriting", quiet);
     let mut done = 0;

@@ -235,24 +235,24 @@ fn calibrate(repeat: u32) -> anyhow::Result<(HostCost, u64)> {
     let mut sim = Vec::new();
     let (mut small, mut large, mut thr) = (Vec::new(), Vec::new(), Vec::new());
     let mut dev = Vec::new();
-    let mut shapes = (0.0, 0.0, 0.0, 0.0);
+    // Page programs per record of each size (the same in every run: simulated).
+    let (mut p1, mut p64) = (0.0, 0.0);
     for _ in 0..repeat {
         sim.push(simulator_page_ns()?);
-        let (h1, p1, _) = records(1, 1, ExecutorKind::Simulated)?;
-        let (h64, p64, _) = records(64, 1, ExecutorKind::Simulated)?;
+        let (h1, programs1, _) = records(1, 1, ExecutorKind::Simulated)?;
+        let (h64, programs64, _) = records(64, 1, ExecutorKind::Simulated)?;
+        (p1, p64) = (programs1, programs64);
         let (hs, _, ops) = records(64, 4, ExecutorKind::Simulated)?;
         let (ht, _, _) = records(64, 4, ExecutorKind::Threaded)?;
         small.push(h1);
         large.push(h64);
         thr.push((ht - hs) / ops);
-        shapes = (p1, p64, ops, 0.0);
         dev.push(
             (device_start_ns(ExecutorKind::Threaded)? - device_start_ns(ExecutorKind::Simulated)?)
                 / 4.0,
         );
     }
     let sim_page = median(sim);
-    let (p1, p64, _, _) = shapes;
     // Host per record, the simulator's share taken out: request + programs x page.
     let h1 = median(small) - p1 * sim_page;
     let h64 = median(large) - p64 * sim_page;

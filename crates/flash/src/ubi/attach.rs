@@ -4,8 +4,8 @@
 use std::collections::BTreeSet;
 
 use super::chip_map::{ChipMap, Peb, PebState};
-use super::header::{copy_crc, EcHeader, Parsed, VidHeader, HEADER_PAGES};
-use super::{Counters, Ubi, UbiParams};
+use super::header::{EcHeader, Parsed, VidHeader, HEADER_PAGES};
+use super::{Ubi, UbiParams};
 use crate::command::{Command, Reply};
 use crate::device::Flash;
 use crate::error::FlashError;
@@ -135,16 +135,7 @@ pub(super) fn format<F: Flash>(dev: &mut F, params: UbiParams) -> Result<Ubi, Fl
             ]
         })
         .collect();
-    let mut ubi = Ubi {
-        maps: Vec::new(),
-        chip: g,
-        image_seq,
-        params,
-        counters: Counters::default(),
-        read_only: false,
-        wl_skip: BTreeSet::new(),
-        worn_out: None,
-    };
+    let mut ubi = Ubi::new(g, image_seq, params, false);
     let mut batch = Vec::new();
 
     for (chip, list) in good.iter().enumerate() {
@@ -154,9 +145,7 @@ pub(super) fn format<F: Flash>(dev: &mut F, params: UbiParams) -> Result<Ubi, Fl
                 _ => 1,
             };
             pebs[chip][block as usize].ec = ec;
-            batch.push(Command::Erase {
-                addr: BlockAddr::new(chip as u32, block),
-            });
+            batch.push(BlockAddr::new(chip as u32, block));
         }
     }
     // The EC headers need the maps' shape; fill the maps first, then program.
@@ -167,23 +156,14 @@ pub(super) fn format<F: Flash>(dev: &mut F, params: UbiParams) -> Result<Ubi, Fl
         .collect();
     let mut failed = BTreeSet::new();
     for chunk in batch.chunks(SCAN_BATCH as usize * g.chips as usize) {
-        let cmds: Vec<Command> = chunk
-            .iter()
-            .flat_map(|c| {
-                let Command::Erase { addr } = c else {
-                    unreachable!("format batches erases")
-                };
-                let ec = ubi.maps[addr.chip as usize].pebs[addr.block as usize].ec;
-                [c.clone(), ubi.ec_command(addr.chip, addr.block, ec)]
-            })
-            .collect();
-        let addrs: Vec<BlockAddr> = chunk
-            .iter()
-            .flat_map(|c| match c {
-                Command::Erase { addr } => [*addr, *addr],
-                _ => unreachable!("format batches erases"),
-            })
-            .collect();
+        // An erase and the EC header after it, per PEB.
+        let mut cmds = Vec::with_capacity(2 * chunk.len());
+        for &addr in chunk {
+            let ec = ubi.maps[addr.chip as usize].pebs[addr.block as usize].ec;
+            cmds.push(Command::Erase { addr });
+            cmds.push(ubi.ec_command(addr.chip, addr.block, ec));
+        }
+        let addrs = chunk.iter().flat_map(|&a| [a, a]);
         for (c, addr) in dev.submit(cmds).into_iter().zip(addrs) {
             match c.result {
                 Ok(_) => {}
@@ -256,16 +236,7 @@ pub(super) fn attach<F: Flash>(dev: &mut F, read_only: bool) -> Result<Ubi, Flas
         bad_per_1024: (u64::from(shape.bad_limit) * 1024 / u64::from(g.blocks_per_chip)) as u32,
         wl_threshold: shape.wl_threshold.max(1),
     };
-    let mut ubi = Ubi {
-        maps: Vec::new(),
-        chip: g,
-        image_seq: shape.image_seq,
-        params,
-        counters: Counters::default(),
-        read_only,
-        wl_skip: BTreeSet::new(),
-        worn_out: None,
-    };
+    let mut ubi = Ubi::new(g, shape.image_seq, params, read_only);
     for (chip, list) in good.iter().enumerate() {
         let map = attach_chip(dev, &ubi, chip as u32, list, &found[chip], &shape)?;
         ubi.maps.push(map);
@@ -368,25 +339,7 @@ fn copy_intact<F: Flash>(
     if vid.data_pages > g.pages_per_block - HEADER_PAGES {
         return Ok(false);
     }
-    let reads = (0..vid.data_pages)
-        .map(|i| Command::Read {
-            addr: PageAddr {
-                chip,
-                block: peb,
-                page: HEADER_PAGES + i,
-            },
-        })
-        .collect();
-    let mut pages = Vec::new();
-    for c in dev.submit(reads) {
-        match c.result {
-            Ok(Reply::Read { data, oob, .. }) => pages.push((data, oob)),
-            Err(FlashError::PowerLost) => return Err(FlashError::PowerLost),
-            Err(_) => return Ok(false),
-            Ok(_) => return Ok(false),
-        }
-    }
-    let free = g.oob_free_range();
-    let crc = copy_crc(pages.iter().map(|(d, o)| (d.as_slice(), &o[free.clone()])));
-    Ok(crc == vid.data_crc)
+    Ok(ubi
+        .read_data_pages(dev, chip, peb, vid.data_pages)?
+        .is_some_and(|pages| ubi.pages_crc(&pages) == vid.data_crc))
 }

@@ -98,15 +98,13 @@ impl ChipMap {
     pub fn take_for_new_data(&mut self, threshold: u32) -> Option<(u32, u32, bool)> {
         let (min, _) = *self.free.first()?;
         let (max, _) = *self.free.last()?;
-        let pick = if max - min < threshold.saturating_mul(2) {
+        let (_, peb) = if max - min < threshold.saturating_mul(2) {
             *self.free.iter().nth(self.free.len() / 2)?
         } else {
             let bound = min.saturating_add(threshold);
             *self.free.range(..(bound, 0)).next_back()?
         };
-        self.free.remove(&pick);
-        let (ec, peb) = pick;
-        let dirty = self.pebs[peb as usize].state == PebState::Dirty;
+        let (ec, dirty) = self.take(peb);
         Some((peb, ec, dirty))
     }
 
@@ -119,9 +117,11 @@ impl ChipMap {
         self.free.range(..(bound, 0)).next_back().copied()
     }
 
-    pub fn remove_free(&mut self, peb: u32) {
-        let ec = self.pebs[peb as usize].ec;
-        self.free.remove(&(ec, peb));
+    /// Takes `peb` out of the pool: its erase count and whether it must be erased first.
+    pub fn take(&mut self, peb: u32) -> (u32, bool) {
+        let p = self.pebs[peb as usize];
+        self.free.remove(&(p.ec, peb));
+        (p.ec, p.state == PebState::Dirty)
     }
 
     /// Maps `leb` onto `peb` (taken from the pool), whose EC is now `ec`.
@@ -202,15 +202,16 @@ impl ChipMap {
 
     /// Erase counts of every good PEB: (min, max, mean).
     pub fn ec_spread(&self) -> (u32, u32, f64) {
-        let good: Vec<u32> = self
-            .pebs
-            .iter()
-            .filter(|p| p.state != PebState::Bad)
-            .map(|p| p.ec)
-            .collect();
-        let min = good.iter().copied().min().unwrap_or(0);
-        let max = good.iter().copied().max().unwrap_or(0);
-        let mean = good.iter().map(|&e| f64::from(e)).sum::<f64>() / good.len().max(1) as f64;
-        (min, max, mean)
+        let (mut min, mut max, mut sum, mut n) = (u32::MAX, 0, 0u64, 0u64);
+        for p in self.pebs.iter().filter(|p| p.state != PebState::Bad) {
+            min = min.min(p.ec);
+            max = max.max(p.ec);
+            sum += u64::from(p.ec);
+            n += 1;
+        }
+        if n == 0 {
+            return (0, 0, 0.0);
+        }
+        (min, max, sum as f64 / n as f64)
     }
 }

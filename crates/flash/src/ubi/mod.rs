@@ -36,7 +36,7 @@ use crate::error::FlashError;
 use crate::geometry::{BlockAddr, Geometry, PageAddr};
 pub use attach::probe;
 use chip_map::ChipMap;
-use header::{EcHeader, VidHeader, HEADER_PAGES};
+use header::{copy_crc, EcHeader, VidHeader, HEADER_PAGES};
 use serde::Serialize;
 
 /// Parameters chosen when an array is formatted with UBI (kept in every EC header).
@@ -126,6 +126,9 @@ pub struct Ubi {
     worn_out: Option<String>,
 }
 
+/// A page as read: its data and its OOB.
+type Page = (Vec<u8>, Vec<u8>);
+
 /// What a physical command in a UBI batch is for, to settle the pools after it ran.
 enum Role {
     /// Answers its slot (a read, a data program, a spare program).
@@ -139,6 +142,20 @@ enum Role {
 impl Ubi {
     pub fn format<F: Flash>(dev: &mut F, params: UbiParams) -> Result<Self, FlashError> {
         attach::format(dev, params)
+    }
+
+    /// A UBI of chips shaped `chip` with no maps yet (format and attach fill them).
+    fn new(chip: Geometry, image_seq: u32, params: UbiParams, read_only: bool) -> Self {
+        Ubi {
+            maps: Vec::new(),
+            chip,
+            image_seq,
+            params,
+            counters: Counters::default(),
+            read_only,
+            wl_skip: std::collections::BTreeSet::new(),
+            worn_out: None,
+        }
     }
 
     /// Rebuilds every chip's map from its headers. Read-only: writes nothing, ever.
@@ -287,17 +304,66 @@ impl Ubi {
                 ))
             })?;
         let mut cmds = Vec::with_capacity(3);
-        if dirty {
-            ec += 1;
-            cmds.push(Command::Erase {
-                addr: BlockAddr::new(chip, peb),
-            });
-            cmds.push(self.ec_command(chip, peb, ec));
-        }
+        ec = self.reset_if_dirty(chip, peb, ec, dirty, &mut cmds);
         cmds.push(self.vid_command(chip, peb, leb, copy));
         self.maps[chip as usize].map(leb, peb, ec);
         self.maps[chip as usize].protect(peb);
         Ok((peb, cmds))
+    }
+
+    /// Readies a PEB taken from the pool for its VID header: a dirty one is erased and gets
+    /// a new EC header first. Its erase count after that.
+    fn reset_if_dirty(
+        &mut self,
+        chip: u32,
+        peb: u32,
+        ec: u32,
+        dirty: bool,
+        cmds: &mut Vec<Command>,
+    ) -> u32 {
+        if !dirty {
+            return ec;
+        }
+        cmds.push(Command::Erase {
+            addr: BlockAddr::new(chip, peb),
+        });
+        cmds.push(self.ec_command(chip, peb, ec + 1));
+        ec + 1
+    }
+
+    /// The first `n` data pages of a PEB (data and OOB each), read in one batch; `None` if
+    /// one of them could not be read (a power loss is an error).
+    fn read_data_pages<F: Flash>(
+        &self,
+        dev: &mut F,
+        chip: u32,
+        peb: u32,
+        n: u32,
+    ) -> Result<Option<Vec<Page>>, FlashError> {
+        let reads = (0..n)
+            .map(|i| Command::Read {
+                addr: PageAddr {
+                    chip,
+                    block: peb,
+                    page: HEADER_PAGES + i,
+                },
+            })
+            .collect();
+        let mut pages = Vec::with_capacity(n as usize);
+        for c in dev.submit(reads) {
+            match c.result {
+                Ok(Reply::Read { data, oob, .. }) => pages.push((data, oob)),
+                Err(FlashError::PowerLost) => return Err(FlashError::PowerLost),
+                _ => return Ok(None),
+            }
+        }
+        Ok(Some(pages))
+    }
+
+    /// A copy's data CRC over its pages (the OOB's free bytes only: see [`copy_crc`]).
+    fn pages_crc(&self, pages: &[Page]) -> u32 {
+        let free = self.chip.oob_free_range();
+        copy_crc(pages.iter().map(|(d, o)| (d.as_slice(), &o[free.clone()])))
     }
 
     /// Runs a batch of virtual commands: each becomes its physical command(s) on the chip

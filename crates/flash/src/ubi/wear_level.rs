@@ -17,9 +17,9 @@
 //! before its pages and the source is erased only after the last of them, so a cut leaves
 //! either the source alone, or both (attach keeps the copy only if its CRC holds).
 
-use super::header::{copy_crc, HEADER_PAGES};
+use super::header::HEADER_PAGES;
 use super::Ubi;
-use crate::command::{Command, Reply};
+use crate::command::Command;
 use crate::device::Flash;
 use crate::geometry::{BlockAddr, PageAddr};
 
@@ -80,45 +80,23 @@ fn move_leb<F: Flash>(ubi: &mut Ubi, dev: &mut F, chip: u32, src: u32) -> bool {
     else {
         return false;
     };
-    let reads = (HEADER_PAGES..g.pages_per_block)
-        .map(|page| Command::Read {
-            addr: PageAddr {
-                chip,
-                block: src,
-                page,
-            },
-        })
-        .collect();
-    let mut pages = Vec::new();
-    for c in dev.submit(reads) {
-        match c.result {
-            Ok(Reply::Read { data, oob, .. }) => pages.push((data, oob)),
-            _ => return false,
-        }
-    }
+    let Ok(Some(mut pages)) = ubi.read_data_pages(dev, chip, src, g.pages_per_block - HEADER_PAGES)
+    else {
+        return false;
+    };
     // Pages are programmed in order: the LEB's data ends after its last written page.
     let erased = |(d, o): &(Vec<u8>, Vec<u8>)| d.iter().chain(o).all(|&b| b == 0xFF);
     let n = pages.iter().rposition(|p| !erased(p)).map_or(0, |i| i + 1);
     pages.truncate(n);
-    let free = g.oob_free_range();
-    let crc = copy_crc(pages.iter().map(|(d, o)| (d.as_slice(), &o[free.clone()])));
+    let crc = ubi.pages_crc(&pages);
 
     let threshold = ubi.params.wl_threshold;
-    let m = &mut ubi.maps[chip as usize];
-    let Some((_, dst)) = m.wl_target(threshold) else {
+    let Some((_, dst)) = ubi.maps[chip as usize].wl_target(threshold) else {
         return false;
     };
-    m.remove_free(dst);
-    let mut ec = m.pebs[dst as usize].ec;
-    let dirty = m.pebs[dst as usize].state == super::chip_map::PebState::Dirty;
+    let (ec, dirty) = ubi.maps[chip as usize].take(dst);
     let mut cmds = Vec::with_capacity(n + 3);
-    if dirty {
-        ec += 1;
-        cmds.push(Command::Erase {
-            addr: BlockAddr::new(chip, dst),
-        });
-        cmds.push(ubi.ec_command(chip, dst, ec));
-    }
+    let ec = ubi.reset_if_dirty(chip, dst, ec, dirty, &mut cmds);
     cmds.push(ubi.vid_command(chip, dst, leb, Some((n as u32, crc))));
     for (i, (data, oob)) in pages.into_iter().enumerate() {
         cmds.push(Command::Program {
