@@ -119,7 +119,7 @@ fn check(args: &FsckArgs) -> anyhow::Result<Report> {
     let _lock = image::lock(img, Access::Read)?;
 
     let start = Instant::now();
-    let dev = image::open_device(img, DeviceOptions::default())?;
+    let mut dev = image::open_device(img, DeviceOptions::default())?;
     if let Some(nvram) = args.nvram.nvram.as_deref() {
         // A minv file system: its metadata is the NVRAM's, nothing to scan on flash.
         let mut fs = image::mount_read_only_with(img, dev, false, Some(nvram))?;
@@ -137,9 +137,27 @@ fn check(args: &FsckArgs) -> anyhow::Result<Report> {
             checkpoint: "nvram",
         });
     }
+    let mut failed = dev.failed_chips();
     let mut scanned = image::mount_read_only(img, dev, true)?;
     let scan_host_ms = start.elapsed().as_secs_f64() * 1e3;
-    let fsck = scanned.fsck();
+    let mut fsck = scanned.fsck();
+    // An array with parity that lost a chip: its data is whole, its redundancy is not.
+    let parity = scanned.device().parity_report();
+    if let Some(p) = parity {
+        for chip in p.dead_chips {
+            if !failed.iter().any(|(c, _)| *c == chip) {
+                failed.push((chip, "its operations fail".into()));
+            }
+        }
+        for (chip, why) in failed {
+            fsck.notes.push(format!(
+                "the array is degraded: chip {chip} has failed ({why}); its pages were \
+                 checked as rebuilt from parity (`nandkit rebuild {} --chip {chip}` restores \
+                 redundancy)",
+                img.display()
+            ));
+        }
+    }
     let mut problems = fsck.problems.clone();
     // The UBI of every chip (if the image has them): headers against the attached maps.
     problems.extend(

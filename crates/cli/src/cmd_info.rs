@@ -75,6 +75,19 @@ struct Info {
     nvram: Option<nandkit_fs::meta::minv::NvramReport>,
     /// The UBI of every chip, if the image was formatted with `--ubi on`.
     ubi: Option<nandkit_flash::ubi::UbiReport>,
+    /// Parity across the chips, if the image was made with `--parity`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parity: Option<nandkit_flash::striped::parity::ParityReport>,
+    /// Chips that failed whole, and why: the array runs degraded.
+    failed_chips: Vec<FailedChip>,
+    /// "ok", or "degraded" when a chip of an array with parity has failed.
+    array_state: &'static str,
+}
+
+#[derive(Serialize)]
+struct FailedChip {
+    chip: u32,
+    why: String,
 }
 
 pub fn run(args: InfoArgs) -> anyhow::Result<()> {
@@ -100,6 +113,11 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
         max = max.max(b.erase_count);
     }
     let device = dev.config().clone();
+    let failed_chips: Vec<FailedChip> = dev
+        .failed_chips()
+        .into_iter()
+        .map(|(chip, why)| FailedChip { chip, why })
+        .collect();
 
     let start = Instant::now();
     let mut fs = image::mount_read_only_with(img, dev, false, args.nvram.nvram.as_deref())?;
@@ -113,6 +131,9 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
     let layout = Layout::new(fs.device().geometry())?;
     let (object_numbers_given, object_numbers_max) = fs.object_numbers();
     let (block_granular_files, page_mapped_files) = fs.file_map_shapes();
+    // One device lock at a time: a guard lives to the end of its statement.
+    let ubi = fs.device().ubi_report();
+    let parity = fs.device().parity_report();
     let info = Info {
         image: img.clone(),
         total_bytes: g.total_bytes(),
@@ -152,7 +173,14 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
         invalidity: i,
         uniformity: p,
         nvram: fs.nvram(),
-        ubi: fs.device().ubi_report(),
+        ubi,
+        parity,
+        array_state: if failed_chips.is_empty() {
+            "ok"
+        } else {
+            "degraded"
+        },
+        failed_chips,
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&info)?);
@@ -174,14 +202,11 @@ fn print_text(x: &Info) {
     println!("image        {}", x.image.display());
     println!("device       {}", image::describe_device(&x.device));
     if let Some(u) = &x.ubi {
-        let bad: u32 = u.chips.iter().map(|c| c.bad).sum();
-        let limit: u32 = u.chips.iter().map(|c| c.bad_limit).sum();
-        let spread = u
-            .chips
-            .iter()
-            .map(|c| c.ec_max - c.ec_min)
-            .max()
-            .unwrap_or(0);
+        // A chip that failed whole says nothing of its blocks.
+        let live = || u.chips.iter().filter(|c| !u.dead_chips.contains(&c.chip));
+        let bad: u32 = live().map(|c| c.bad).sum();
+        let limit: u32 = live().map(|c| c.bad_limit).sum();
+        let spread = live().map(|c| c.ec_max - c.ec_min).max().unwrap_or(0);
         println!(
             "UBI          one per chip: {} LEBs each; {bad} bad PEBs of {limit} reserved; \
              erase-count spread {spread} (wear levelling at {})",
@@ -189,6 +214,28 @@ fn print_text(x: &Info) {
         );
         if let Some(why) = &u.read_only {
             println!("             READ-ONLY: {why}");
+        }
+    }
+    if let Some(p) = &x.parity {
+        println!(
+            "parity       across {} chips: a page is {} data pages and their XOR, the parity \
+             chip rotating per stripe",
+            p.chips,
+            p.chips - 1
+        );
+        if x.failed_chips.is_empty() {
+            println!("             every chip present: any one may fail without loss");
+        }
+        for f in &x.failed_chips {
+            println!(
+                "             DEGRADED: chip {} has failed ({}); its pages are rebuilt from \
+                 parity on every read, and one more failure loses data. Run `nandkit rebuild \
+                 {} --chip {}`",
+                f.chip,
+                f.why,
+                x.image.display(),
+                f.chip
+            );
         }
     }
     println!(

@@ -73,7 +73,16 @@ impl std::fmt::Display for MkfsReport {
 pub fn make(args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
     let image = &args.image;
     // A bad --geometry or --profile is reported before any file is touched.
-    let wanted = args.device.config()?;
+    let mut wanted = args.device.config()?;
+    // Parity: a file per chip, so one chip can go (or be replaced) on its own.
+    wanted.chip_files = args.fs.parity;
+    if args.fs.parity && wanted.geometry.chips < 3 {
+        bail!(
+            "--parity needs 3 chips or more (--chips {}): a stripe is at least two data pages \
+             and their parity",
+            wanted.geometry.chips
+        );
+    }
     nandkit_fs::FsConfig::profile(&args.fs.profile, wanted.geometry.blocks_per_chip).with_context(
         || {
             format!(
@@ -117,8 +126,9 @@ pub fn make(args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
     if !image.exists() {
         // A mkfs that fails leaves nothing it made: the image, its sidecar, the NVRAM.
         let mut made = Made::default();
-        made.add(image.to_path_buf());
-        made.add(nandkit_flash::backend::file::sidecar_path(image));
+        for p in nandkit_flash::backend::file::image_files(image, &wanted) {
+            made.add(p);
+        }
         let dev = FlashDevice::create_image(image, wanted, false, DeviceOptions::default())
             .with_context(|| format!("creating flash image {}", image.display()))?;
         let _lock = image::lock(image, Access::Write)?;
@@ -137,6 +147,26 @@ pub fn make(args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
         Err(e) => bail!("{e:#}\n(--force recreates the image)"),
     };
     let existing = dev.config().clone();
+    if existing.chip_files != wanted.chip_files {
+        if !args.force {
+            bail!(
+                "{} keeps {}; {} (--force recreates it, losing its contents)",
+                image.display(),
+                if existing.chip_files {
+                    "a file per chip (it was made with --parity)"
+                } else {
+                    "all its chips in one file"
+                },
+                if wanted.chip_files {
+                    "--parity needs a file per chip"
+                } else {
+                    "give --parity to format it with parity again"
+                }
+            );
+        }
+        drop(dev);
+        return recreate(image, wanted, args);
+    }
     if args.device.given() && args.device.differs_from(&wanted, &existing) {
         if !args.force {
             bail!(
@@ -251,7 +281,14 @@ fn format(
     // asked.
     let dev = args.fs.stripe(dev)?;
     let config = args.fs.config(&dev)?;
-    let profile = format!("{}, allocation {}", config.profile, config.allocator.name());
+    let mut profile = format!("{}, allocation {}", config.profile, config.allocator.name());
+    if let Some(p) = dev.parity_report() {
+        profile.push_str(&format!(
+            ", parity across {} chips (a page is {} data pages and their XOR)",
+            p.chips,
+            p.chips - 1
+        ));
+    }
     let in_nvram = config.metadata == nandkit_fs::meta::MetadataKind::Nvram;
     let mut fs = match (in_nvram, &args.nvram.nvram) {
         (true, None) => bail!(

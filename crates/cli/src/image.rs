@@ -353,9 +353,12 @@ pub fn canonical(image: &Path) -> PathBuf {
     })
 }
 
-/// Fails with a hint if the image's page file does not exist.
+/// Fails with a hint if the image's page file does not exist (an image with a file per
+/// chip may have lost its chip 0 file: its sidecar says so, and it opens degraded).
 pub fn require_exists(image: &Path) -> anyhow::Result<()> {
-    if !image.exists() {
+    let chip_files =
+        || nandkit_flash::backend::file::read_config(image).is_ok_and(|c| c.chip_files);
+    if !image.exists() && !chip_files() {
         bail!(
             "{}: no such flash image (create one with `nandkit mkfs {}`)",
             image.display(),

@@ -5,6 +5,7 @@ mod cmd_dump;
 mod cmd_fsck;
 mod cmd_info;
 mod cmd_mkfs;
+mod cmd_rebuild;
 mod device_args;
 mod flash_bench;
 mod heap;
@@ -90,6 +91,18 @@ enum Command {
         nandkit info disk.img --json"
     )]
     Info(cmd_info::InfoArgs),
+    /// Rebuild a chip of an array with parity onto a new chip, restoring redundancy.
+    #[command(
+        after_help = "An array made with `mkfs --chips P --parity` loses no data when \
+        one chip fails: it runs degraded, rebuilding that chip's pages from the others on \
+        every read. `rebuild` puts a new erased chip in place of the failed one (its image \
+        file IMAGE.chip<K>, or IMAGE for chip 0) and writes back every page it should hold. \
+        A rebuild cut short (a power loss, Ctrl-C) is resumed by running it again.\n\n\
+        Examples:\n  \
+        nandkit rebuild disk.img --chip 2\n  \
+        nandkit rebuild disk.img --chip 0 --new-chip --json"
+    )]
+    Rebuild(cmd_rebuild::RebuildArgs),
     /// Per-block state of an image, or the decoded tags of one block's pages.
     #[command(after_help = "Examples:\n  \
         nandkit dump disk.img\n  \
@@ -150,6 +163,7 @@ fn main() -> ExitCode {
         Command::Mount(args) => return mount::main(args),
         Command::Fsck(args) => return cmd_fsck::main(args),
         Command::Info(args) => cmd_info::run(args),
+        Command::Rebuild(args) => cmd_rebuild::run(args),
         Command::Dump(args) => cmd_dump::run(args),
         Command::Model(args) => model_cmd::run(args),
         Command::Reproduce(args) => reproduce::run(args),

@@ -132,6 +132,10 @@ impl Chip {
         self.realtime = on;
     }
 
+    pub fn realtime(&self) -> bool {
+        self.realtime
+    }
+
     pub fn stats(&self) -> ChipStats {
         self.stats
     }
@@ -145,6 +149,11 @@ impl Chip {
     }
 
     /// Heap the chip's stored pages take (see `Storage::heap_bytes`).
+    /// True when the chip's storage vanished under it (its image file was removed).
+    pub fn storage_gone(&self) -> bool {
+        self.storage.gone()
+    }
+
     pub fn storage_heap_bytes(&self) -> usize {
         self.storage.heap_bytes()
     }

@@ -26,6 +26,9 @@ pub struct DeviceConfig {
     pub ecc: EccModel,
     /// Seed for every random draw the device makes. Same seed, same device, same faults.
     pub seed: u64,
+    /// A file image keeps each chip in a file of its own (chip 0 in the image file, chip k
+    /// in `IMAGE.chip<k>`), so one chip can be removed or replaced: arrays with parity.
+    pub chip_files: bool,
 }
 
 /// A configuration as a sidecar stores it. Sidecars written before the energy model have
@@ -42,6 +45,8 @@ struct StoredConfig {
     wear: WearModel,
     ecc: EccModel,
     seed: u64,
+    #[serde(default)]
+    chip_files: bool,
 }
 
 impl From<StoredConfig> for DeviceConfig {
@@ -55,6 +60,7 @@ impl From<StoredConfig> for DeviceConfig {
             wear: s.wear,
             ecc: s.ecc,
             seed: s.seed,
+            chip_files: s.chip_files,
         }
     }
 }

@@ -103,6 +103,10 @@ pub struct FlashDevice {
     host: HostCost,
     /// Host nanoseconds charged so far (all kinds).
     host_charged_ns: u64,
+    /// Per chip, why it has failed whole (every operation on it then errors at once).
+    failed: Vec<Option<String>>,
+    /// A whole-chip failure armed at a state-changing operation: (chip, operation index).
+    chip_fault: Option<(u32, u64)>,
 }
 
 impl FlashDevice {
@@ -137,18 +141,19 @@ impl FlashDevice {
 
     /// Opens an existing file image exactly as it was left, torn pages and all.
     pub fn open_image(path: &Path, options: DeviceOptions) -> Result<Self, FlashError> {
-        let (config, storages) = file::open(path)?;
+        let (config, storages, missing) = file::open(path)?;
         let storages = storages
             .into_iter()
             .map(|s| Box::new(s) as Box<dyn Storage>)
             .collect();
-        Ok(Self::assemble(
-            config,
-            storages,
-            false,
-            options,
-            Some(path.to_path_buf()),
-        ))
+        let mut dev = Self::assemble(config, storages, false, options, Some(path.to_path_buf()));
+        for chip in missing {
+            dev.failed[chip as usize] = Some(format!(
+                "its image file {} is missing",
+                file::chip_path(path, chip).display()
+            ));
+        }
+        Ok(dev)
     }
 
     fn assemble(
@@ -169,6 +174,8 @@ impl FlashDevice {
             .collect();
         Self {
             power: PowerControl::new(config.seed ^ 0x0050_4f57_4552),
+            failed: vec![None; config.geometry.chips as usize],
+            chip_fault: None,
             exec: Executor::new(options.executor, chips),
             config,
             now_ns: 0,
@@ -187,6 +194,82 @@ impl FlashDevice {
         let placeholder = Executor::new(ExecutorKind::Simulated, Vec::new());
         let chips = std::mem::replace(&mut self.exec, placeholder).into_chips();
         self.exec = Executor::new(kind, chips);
+    }
+
+    /// Fails chip `chip` whole from now on: every operation on it errors with
+    /// [`FlashError::ChipFailed`] (fault injection).
+    pub fn fail_chip(&mut self, chip: u32, why: &str) {
+        if let Some(slot) = self.failed.get_mut(chip as usize) {
+            slot.get_or_insert_with(|| why.to_string());
+        }
+    }
+
+    /// Arms a whole-chip failure: chip `chip` fails at the `ops`-th state-changing operation
+    /// from now (counted as power cuts count them), which errors, as does everything after.
+    pub fn arm_chip_failure(&mut self, chip: u32, ops: u64) {
+        self.chip_fault = Some((chip, self.power.ops_done() + ops));
+    }
+
+    /// The chips that have failed whole, and why.
+    pub fn failed_chips(&mut self) -> Vec<(u32, String)> {
+        self.notice_gone_files();
+        self.failed
+            .iter()
+            .enumerate()
+            .filter_map(|(i, w)| w.clone().map(|w| (i as u32, w)))
+            .collect()
+    }
+
+    /// Puts a new, erased chip in place of chip `chip` (its own image file recreated, for a
+    /// file image with chip files): a replacement for a failed chip, for a rebuild.
+    pub fn replace_chip(&mut self, chip: u32) -> Result<(), FlashError> {
+        self.config.geometry.check_block(BlockAddr::new(chip, 0))?;
+        let storage: Box<dyn Storage> = match &self.image {
+            Some(path) => Box::new(file::fresh_chip(path, chip)?),
+            None => Box::new(RamStorage::new(&self.config.geometry)),
+        };
+        let mut fresh = Chip::new(chip, &self.config, storage, true);
+        let kind = self.exec.kind();
+        let placeholder = Executor::new(ExecutorKind::Simulated, Vec::new());
+        let mut chips = std::mem::replace(&mut self.exec, placeholder).into_chips();
+        fresh.set_realtime(chips[chip as usize].realtime());
+        chips[chip as usize] = fresh;
+        self.exec = Executor::new(kind, chips);
+        self.failed[chip as usize] = None;
+        if self.chip_fault.is_some_and(|(c, _)| c == chip) {
+            self.chip_fault = None;
+        }
+        Ok(())
+    }
+
+    /// A chip whose own image file was removed under the device has failed.
+    fn notice_gone_files(&mut self) {
+        if !self.config.chip_files {
+            return;
+        }
+        for chip in 0..self.exec.chip_count() {
+            if self.failed[chip].is_none() && self.exec.with_chip(chip, |c| c.storage_gone()) {
+                let path = self.image.as_deref().map_or_else(
+                    || format!("chip {chip}"),
+                    |p| file::chip_path(p, chip as u32).display().to_string(),
+                );
+                self.failed[chip] = Some(format!("its image file {path} was removed"));
+            }
+        }
+    }
+
+    /// Whether an operation on `chip` must fail at once (the chip has failed whole). For a
+    /// state-changing operation this also fires an armed chip failure that is due.
+    fn chip_refuses(&mut self, chip: u32, changes_state: bool) -> bool {
+        if changes_state {
+            if let Some((c, at)) = self.chip_fault {
+                if self.power.ops_done() >= at && !self.power.is_lost() {
+                    self.fail_chip(c, "failed by fault injection");
+                    self.chip_fault = None;
+                }
+            }
+        }
+        self.failed.get(chip as usize).is_some_and(|w| w.is_some())
     }
 
     /// Host nanoseconds charged in simulated time since the device was opened.
@@ -346,6 +429,16 @@ impl FlashDevice {
         t.result
     }
 
+    /// [`FlashError::ChipFailed`] for an operation on a failed chip (none once power is
+    /// gone: the power loss is what the caller hears of).
+    fn refuse_failed(&mut self, chip: u32, changes_state: bool) -> Result<(), FlashError> {
+        self.notice_gone_files();
+        if !self.power.is_lost() && self.chip_refuses(chip, changes_state) {
+            return Err(FlashError::ChipFailed(chip));
+        }
+        Ok(())
+    }
+
     fn read_verdict(&self) -> Result<(), FlashError> {
         match self.power.check_read() {
             Verdict::Refuse => Err(FlashError::PowerLost),
@@ -366,17 +459,20 @@ impl Flash for FlashDevice {
         oob: &mut [u8],
     ) -> Result<EccReport, FlashError> {
         self.read_verdict()?;
+        self.refuse_failed(addr.chip, false)?;
         self.charge_single(1);
         self.single(addr.chip, |c, now| c.read_page(addr, data, oob, now))
     }
 
     fn read_oob(&mut self, addr: PageAddr, oob: &mut [u8]) -> Result<EccReport, FlashError> {
         self.read_verdict()?;
+        self.refuse_failed(addr.chip, false)?;
         self.charge_single(0);
         self.single(addr.chip, |c, now| c.read_oob(addr, oob, now))
     }
 
     fn program_page(&mut self, addr: PageAddr, data: &[u8], oob: &[u8]) -> Result<(), FlashError> {
+        self.refuse_failed(addr.chip, true)?;
         let verdict = self.power.next_op();
         self.charge_single(1);
         self.single(addr.chip, |c, now| {
@@ -385,12 +481,14 @@ impl Flash for FlashDevice {
     }
 
     fn program_spare(&mut self, addr: PageAddr, oob: &[u8]) -> Result<(), FlashError> {
+        self.refuse_failed(addr.chip, true)?;
         let verdict = self.power.next_op();
         self.charge_single(0);
         self.single(addr.chip, |c, now| c.program_spare(addr, oob, now, verdict))
     }
 
     fn erase_block(&mut self, addr: BlockAddr) -> Result<(), FlashError> {
+        self.refuse_failed(addr.chip, true)?;
         let verdict = self.power.next_op();
         self.charge_single(0);
         self.single(addr.chip, |c, now| c.erase_block(addr, now, verdict))
@@ -399,11 +497,13 @@ impl Flash for FlashDevice {
     fn is_bad(&mut self, addr: BlockAddr) -> Result<bool, FlashError> {
         self.read_verdict()?;
         self.config.geometry.check_block(addr)?;
+        self.refuse_failed(addr.chip, false)?;
         self.exec.with_chip(addr.chip as usize, |c| c.is_bad(addr))
     }
 
     fn mark_bad(&mut self, addr: BlockAddr) -> Result<(), FlashError> {
         self.config.geometry.check_block(addr)?;
+        self.refuse_failed(addr.chip, true)?;
         let verdict = self.power.next_op();
         self.exec
             .with_chip(addr.chip as usize, |c| c.mark_bad(addr, verdict))
@@ -424,12 +524,23 @@ impl Flash for FlashDevice {
         self.charge(self.host.page_ns * pages);
         let handoff = self.handoff_ns();
         let issue_ns = self.now_ns;
+        self.notice_gone_files();
         let mut refused = Vec::new();
         let mut jobs = Vec::with_capacity(batch.len());
         for (index, cmd) in batch.into_iter().enumerate() {
-            // An operation on a chip that does not exist never reaches a worker.
+            // An operation on a chip that does not exist, or has failed whole, never
+            // reaches a worker.
             if cmd.chip() >= chips {
-                refused.push(index);
+                refused.push((
+                    index,
+                    FlashError::OutOfRange {
+                        what: "chip number".into(),
+                    },
+                ));
+                continue;
+            }
+            if !self.power.is_lost() && self.chip_refuses(cmd.chip(), cmd.changes_state()) {
+                refused.push((index, FlashError::ChipFailed(cmd.chip())));
                 continue;
             }
             let verdict = if cmd.changes_state() {
@@ -465,11 +576,9 @@ impl Flash for FlashDevice {
             self.now_ns = self.now_ns.max(completion.end_ns);
             out[slot] = Some(completion);
         }
-        for slot in refused {
+        for (slot, err) in refused {
             out[slot] = Some(Completion {
-                result: Err(FlashError::OutOfRange {
-                    what: "chip number".into(),
-                }),
+                result: Err(err),
                 start_ns: issue_ns,
                 end_ns: issue_ns,
             });

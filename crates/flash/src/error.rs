@@ -41,6 +41,11 @@ pub enum FlashError {
     #[error("power lost: the device refuses operations until it is reopened")]
     PowerLost,
 
+    /// The whole chip is gone (it died, or its image file was removed): every operation on
+    /// it fails. An array with parity goes on without it; any other device cannot.
+    #[error("chip {0} has failed: every operation on it errors")]
+    ChipFailed(u32),
+
     #[error("invalid geometry: {0}")]
     InvalidGeometry(String),
 

@@ -83,6 +83,7 @@ fn make(
         wear: WearModel::for_cell(cell),
         ecc,
         seed: 0x006e_616e_646b_6974,
+        chip_files: false,
     }
 }
 

@@ -113,36 +113,36 @@ pub struct IozoneArgs {
 
 #[derive(Serialize, Clone)]
 pub struct Row {
-    bench: &'static str,
-    geometry: String,
-    chips: u32,
-    executor: &'static str,
+    pub(crate) bench: &'static str,
+    pub(crate) geometry: String,
+    pub(crate) chips: u32,
+    pub(crate) executor: &'static str,
     /// The host cost charged in simulated time (all 0: flash time only).
-    software_cost: nandkit_flash::HostCost,
-    mode: Mode,
-    record_bytes: u64,
-    file_size_bytes: u64,
+    pub(crate) software_cost: nandkit_flash::HostCost,
+    pub(crate) mode: Mode,
+    pub(crate) record_bytes: u64,
+    pub(crate) file_size_bytes: u64,
     /// Bytes written (read, in the read modes) in the measured phase.
-    bytes: u64,
-    sim_ms: f64,
+    pub(crate) bytes: u64,
+    pub(crate) sim_ms: f64,
     /// Joules the measured phase spent (the same on any number of chips for the same
     /// flash operations: parallelism saves time, not energy).
-    energy_j: f64,
-    host_ms: f64,
+    pub(crate) energy_j: f64,
+    pub(crate) host_ms: f64,
     pub sim_mb_per_s: f64,
-    host_mb_per_s: f64,
+    pub(crate) host_mb_per_s: f64,
     /// Host microseconds per record (write and fsync, or read): where the executor's
     /// threads show.
-    host_us_per_record: f64,
+    pub(crate) host_us_per_record: f64,
     /// Simulated latency of one record (write and fsync, or read), microseconds: mean,
     /// nearest-rank percentiles and the largest.
-    record_mean_us: f64,
-    record_p50_us: f64,
-    record_p99_us: f64,
-    record_max_us: f64,
+    pub(crate) record_mean_us: f64,
+    pub(crate) record_p50_us: f64,
+    pub(crate) record_p99_us: f64,
+    pub(crate) record_max_us: f64,
     /// Flash page programs and full page reads in the measured phase.
-    page_programs: u64,
-    page_reads: u64,
+    pub(crate) page_programs: u64,
+    pub(crate) page_reads: u64,
     /// sim_mb_per_s over the same run on one chip.
     pub speedup_vs_p1: f64,
 }

@@ -24,6 +24,7 @@ mod moda_repeat;
 mod moda_table;
 mod moda_utilization;
 mod mount;
+mod parity;
 mod peers;
 mod random_overwrite;
 mod seq_write;
@@ -122,6 +123,18 @@ enum BenchCommand {
             nandkit bench iozone --geometry tlc-1g --chips 4 --ubi off --mode reread"
     )]
     Iozone(iozone::IozoneArgs),
+    /// Parity across the chips: O_SYNC writes with parity and without, write
+    /// amplification, and the time to rebuild a chip of a full array.
+    #[command(
+        long_about = parity::LONG_ABOUT,
+        after_help = "Target (parity issue): 4 chips with parity >= 70% of 4 chips without \
+            on 16 MB O_SYNC writes.\n\n\
+            Examples:\n  \
+            nandkit bench parity\n  \
+            nandkit bench parity --chips 4,8 --json\n  \
+            nandkit bench parity --geometry mlc-1g --chips 3 --device-size 128MiB"
+    )]
+    Parity(parity::ParityArgs),
     /// MA's arrays with a UBI per chip and without: what bad blocks cost, and how even the
     /// wear stays.
     #[command(long_about = ma_capacity::LONG_ABOUT, after_help = "Target (MA issue): usable \
@@ -250,6 +263,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Mount(a) => mount::run(a),
         BenchCommand::Fuse(a) => fuse::run(a),
         BenchCommand::Iozone(a) => iozone::run(a),
+        BenchCommand::Parity(a) => parity::run(a),
         BenchCommand::MaCapacity(a) => ma_capacity::run(a),
         BenchCommand::SoftwareCost(a) => software_cost::run(a),
         BenchCommand::MaMount(a) => ma_mount::run(a),
@@ -313,6 +327,12 @@ pub struct FsArgs {
     /// CONFIG_MTD_UBI_BEB_LIMIT).
     #[arg(long, value_name = "N", default_value_t = UbiParams::default().bad_per_1024)]
     pub ubi_bad_per_1024: u32,
+    /// Parity across the chips (3 or more; over a UBI per chip): each page of the file
+    /// system is a stripe of one page on every chip, P-1 of data and their XOR, the parity
+    /// chip rotating per stripe, so the array loses no data when any one chip fails. An
+    /// image keeps a file per chip: IMAGE holds chip 0, IMAGE.chip<k> chip k.
+    #[arg(long)]
+    pub parity: bool,
     /// Profiles with metadata in NVRAM (minv): the NVRAM's capacity for a bench that asks
     /// for one [default: the FeRAM preset's 12 MiB, the MiNV paper's board]. Not a flag
     /// here: mkfs has its own `--nvram-size`.
@@ -335,6 +355,7 @@ impl Default for FsArgs {
             ubi: None,
             ubi_wl_threshold: UbiParams::default().wl_threshold,
             ubi_bad_per_1024: UbiParams::default().bad_per_1024,
+            parity: false,
             nvram_size: None,
         }
     }
@@ -347,14 +368,27 @@ impl FsArgs {
     }
 
     /// The array as the file system will see it: striped over a fresh UBI per chip if
-    /// `--ubi on`, else over the physical blocks.
+    /// `--ubi on` (or with parity if `--parity`), else over the physical blocks.
     pub fn stripe(&self, dev: FlashDevice) -> anyhow::Result<StripedDevice> {
-        if !self.ubi.unwrap_or(false) {
+        if self.parity {
+            let chips = dev.geometry().chips;
+            anyhow::ensure!(
+                chips >= 3,
+                "--parity needs 3 chips or more (--chips {chips}): a stripe is at least two \
+                 data pages and their parity"
+            );
+            anyhow::ensure!(
+                self.ubi != Some(false),
+                "--parity runs over a UBI per chip (a replacement chip must offer the same \
+                 logical blocks whatever its bad blocks): drop --ubi off"
+            );
+        } else if !self.ubi.unwrap_or(false) {
             return Ok(StripedFlash::new(dev));
         }
         let params = UbiParams {
             wl_threshold: self.ubi_wl_threshold,
             bad_per_1024: self.ubi_bad_per_1024,
+            parity: self.parity,
         };
         anyhow::ensure!(
             params.wl_threshold > 0,

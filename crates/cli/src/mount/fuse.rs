@@ -420,6 +420,7 @@ impl NandFuse {
         let mut guard = self.fs.write().map_err(|_| Errno::EIO)?;
         let fs = guard.as_mut().ok_or(Errno::EIO)?;
         let out = f(fs).map_err(|e| errno(&e));
+        super::log_chip_failures(fs);
         self.activity.touch();
         out
     }

@@ -482,6 +482,7 @@ fn start(p: &Prepared) -> anyhow::Result<Started> {
         p.nvram.as_deref(),
     )?;
     fs.set_dir_atime(p.config.fuse.dir_atime);
+    log_chip_failures(&mut fs);
     let chunk_bytes = fs.chunk_bytes();
     let capacity = {
         let s = fs.statfs();
@@ -674,5 +675,26 @@ fn detach_stdio(log: Option<&Path>) {
             libc::dup2(o.as_raw_fd(), 2);
         }
         libc::chdir(c"/".as_ptr());
+    }
+}
+
+/// Logs, once each, the chips of an array with parity that failed since the last call (at
+/// the mount's attach, or under a request): the array goes on degraded.
+pub fn log_chip_failures(fs: &mut nandkit_fs::FileSystem<nandkit_flash::StripedDevice>) {
+    let events = fs.device_mut().take_parity_events();
+    if events.is_empty() {
+        return;
+    }
+    let reasons = fs.device_mut().failed_chips();
+    for nandkit_flash::striped::parity::ParityEvent::ChipFailed { chip, why } in events {
+        let why = reasons
+            .iter()
+            .find(|(c, _)| *c == chip)
+            .map_or(why, |(_, w)| w.clone());
+        eprintln!(
+            "nandkit: chip {chip} of the array has failed ({why}): running degraded, its pages \
+             rebuilt from parity on every read; one more failure loses data. Unmount and run \
+             `nandkit rebuild IMAGE --chip {chip}` to restore redundancy"
+        );
     }
 }

@@ -980,3 +980,97 @@ fn a_ubi_array_serves_files_and_attaches_again() {
     m.unmount();
     rig.fsck_clean();
 }
+
+/// An array with parity keeps serving reads and writes when one chip's image file is
+/// deleted under the mount, and the daemon logs the failure once; `info` says degraded;
+/// `rebuild` puts a new chip in, after which fsck is clean, every file reads as before,
+/// and the array survives losing another chip.
+#[test]
+fn a_parity_array_survives_a_deleted_chip_image_and_rebuilds() {
+    if !fuse_ready("a_parity_array_survives_a_deleted_chip_image_and_rebuilds") {
+        return;
+    }
+    let rig = Rig::new(&["--geometry", "tiny", "--chips", "4", "--parity"]);
+    let log = rig.dir.path().join("daemon.log");
+    let chip_file = |k: u32| PathBuf::from(format!("{}.chip{k}", rig.img.display()));
+    let make = |i: u8| {
+        let len = 30_000 + 55_000 * usize::from(i);
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(100 + u64::from(i));
+        let mut data = vec![0u8; len];
+        rng.fill(&mut data[..]);
+        (format!("f{i}"), data)
+    };
+    let mut files: Vec<(String, Vec<u8>)> = (0..5u8).map(make).collect();
+    let m = rig.mount(&["--log", s(&log)]);
+    for (name, data) in &files {
+        let mut f = File::create(rig.path(name)).unwrap();
+        f.write_all(data).unwrap();
+        f.sync_all().unwrap();
+    }
+    std::fs::remove_file(chip_file(2)).unwrap();
+    for (name, data) in &files {
+        assert_eq!(
+            &std::fs::read(rig.path(name)).unwrap(),
+            data,
+            "{name}, degraded"
+        );
+    }
+    // Writes go on over the three chips left.
+    for i in 5..8u8 {
+        let (name, data) = make(i);
+        let mut f = File::create(rig.path(&name)).unwrap();
+        f.write_all(&data).unwrap();
+        f.sync_all().unwrap();
+        files.push((name, data));
+    }
+    std::fs::write(rig.path("f0"), &files[7].1).unwrap();
+    files[0].1 = files[7].1.clone();
+    for (name, data) in &files {
+        assert_eq!(
+            &std::fs::read(rig.path(name)).unwrap(),
+            data,
+            "{name}, degraded"
+        );
+    }
+    m.unmount();
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        logged.matches("chip 2 of the array has failed").count(),
+        1,
+        "logged once: {logged}"
+    );
+    let info = nandkit(&["info", s(&rig.img)]);
+    assert!(info.status.success(), "{}", text(&info.stderr));
+    assert!(
+        text(&info.stdout).contains("DEGRADED: chip 2"),
+        "{}",
+        text(&info.stdout)
+    );
+    let json = nandkit(&["info", s(&rig.img), "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["array_state"], "degraded");
+    rig.fsck_clean();
+
+    let r = nandkit(&["rebuild", s(&rig.img), "--chip", "2"]);
+    assert!(r.status.success(), "{}{}", text(&r.stdout), text(&r.stderr));
+    assert!(chip_file(2).exists());
+    let info = nandkit(&["info", s(&rig.img)]);
+    assert!(
+        text(&info.stdout).contains("every chip present"),
+        "{}",
+        text(&info.stdout)
+    );
+    rig.fsck_clean();
+    // Redundancy is back: another chip may go.
+    std::fs::remove_file(chip_file(1)).unwrap();
+    let m = rig.mount(&[]);
+    for (name, data) in &files {
+        assert_eq!(
+            &std::fs::read(rig.path(name)).unwrap(),
+            data,
+            "{name}, after rebuild"
+        );
+    }
+    m.unmount();
+    rig.fsck_clean();
+}

@@ -65,6 +65,50 @@ fn meta_len(config: &DeviceConfig) -> u64 {
     HEADER_BYTES as u64 + RECORD_BYTES as u64 * config.geometry.total_blocks()
 }
 
+/// Where chip `chip`'s pages live: the image file, or with chip files (arrays with parity)
+/// chip 0 in the image file and chip k in `IMAGE.chip<k>`, so one chip can be removed or
+/// replaced on its own.
+pub fn chip_path(image: &Path, chip: u32) -> PathBuf {
+    if chip == 0 {
+        return image.to_path_buf();
+    }
+    let mut name = image.as_os_str().to_owned();
+    name.push(format!(".chip{chip}"));
+    PathBuf::from(name)
+}
+
+/// Every file an image is made of: its page file(s), then its sidecar.
+pub fn image_files(image: &Path, config: &DeviceConfig) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = if config.chip_files {
+        (0..config.geometry.chips)
+            .map(|c| chip_path(image, c))
+            .collect()
+    } else {
+        vec![image.to_path_buf()]
+    };
+    out.push(sidecar_path(image));
+    out
+}
+
+/// Bytes of one chip's pages.
+fn chip_data_len(config: &DeviceConfig) -> u64 {
+    let g = &config.geometry;
+    g.raw_page_bytes() as u64 * g.pages_per_chip()
+}
+
+/// Writes `len` bytes of 0xFF (erased NAND reads as 0xFF, so a page file is filled, not left
+/// sparse: zeros).
+fn fill_erased(file: &mut File, path: &Path, len: u64) -> Result<(), FlashError> {
+    let chunk = vec![0xFFu8; 1 << 20];
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        file.write_all(&chunk[..n]).map_err(io_err(path))?;
+        left -= n as u64;
+    }
+    file.sync_all().map_err(io_err(path))
+}
+
 /// Creates a new, fully erased image (every byte 0xFF) and its sidecar. Refuses to replace
 /// an existing image unless `overwrite` is set.
 pub fn create(
@@ -81,16 +125,17 @@ pub fn create(
     } else {
         opts.create_new(true);
     }
-    let mut data = opts.open(path).map_err(io_err(path))?;
-    // Erased NAND reads as 0xFF, so the page file is filled, not left sparse (zeros).
-    let chunk = vec![0xFFu8; 1 << 20];
-    let mut left = data_len(config);
-    while left > 0 {
-        let n = left.min(chunk.len() as u64) as usize;
-        data.write_all(&chunk[..n]).map_err(io_err(path))?;
-        left -= n as u64;
+    let page_files: Vec<(PathBuf, u64)> = if config.chip_files {
+        (0..config.geometry.chips)
+            .map(|c| (chip_path(path, c), chip_data_len(config)))
+            .collect()
+    } else {
+        vec![(path.to_path_buf(), data_len(config))]
+    };
+    for (file, len) in &page_files {
+        let mut data = opts.open(file).map_err(io_err(file))?;
+        fill_erased(&mut data, file, *len)?;
     }
-    data.sync_all().map_err(io_err(path))?;
 
     let header = Header {
         format: FORMAT.into(),
@@ -116,8 +161,10 @@ pub fn create(
     meta.write_all(&text).map_err(io_err(&meta_path))?;
     meta.set_len(meta_len(config)).map_err(io_err(&meta_path))?;
     meta.sync_all().map_err(io_err(&meta_path))?;
-    drop((data, meta));
-    open(path).map(|(_, chips)| chips)
+    drop(meta);
+    let (_, chips, missing) = open(path)?;
+    debug_assert!(missing.is_empty());
+    Ok(chips)
 }
 
 /// Reads an image's configuration without mapping it.
@@ -143,30 +190,17 @@ pub fn read_config(path: &Path) -> Result<DeviceConfig, FlashError> {
     Ok(parsed.config)
 }
 
-/// Opens an existing image, checking that its files match the geometry it records.
-pub fn open(path: &Path) -> Result<(DeviceConfig, Vec<FileStorage>), FlashError> {
+fn open_rw(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new().read(true).write(true).open(path)
+}
+
+/// Opens an existing image, checking that its files match the geometry it records. With
+/// chip files, a chip whose file is gone is listed in the third value (its storage is a
+/// placeholder the device never touches: the chip has failed).
+pub fn open(path: &Path) -> Result<(DeviceConfig, Vec<FileStorage>, Vec<u32>), FlashError> {
     let config = read_config(path)?;
     let meta_path = sidecar_path(path);
-    let data = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(path)
-        .map_err(io_err(path))?;
-    let meta = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&meta_path)
-        .map_err(io_err(&meta_path))?;
-    let data_size = data.metadata().map_err(io_err(path))?.len();
-    if data_size != data_len(&config) {
-        return Err(bad_image(
-            path,
-            format!(
-                "page file is {data_size} bytes, the geometry needs {}",
-                data_len(&config)
-            ),
-        ));
-    }
+    let meta = open_rw(&meta_path).map_err(io_err(&meta_path))?;
     let meta_size = meta.metadata().map_err(io_err(&meta_path))?.len();
     if meta_size != meta_len(&config) {
         return Err(bad_image(
@@ -178,36 +212,134 @@ pub fn open(path: &Path) -> Result<(DeviceConfig, Vec<FileStorage>), FlashError>
         ));
     }
     let g = config.geometry;
-    let chip_data_bytes = g.raw_page_bytes() as u64 * g.pages_per_chip();
-    let chip_meta_bytes = RECORD_BYTES as u64 * u64::from(g.blocks_per_chip);
+    let chip_data_bytes = chip_data_len(&config);
+    // The page file(s) and where each chip starts in its file.
+    let mut files: Vec<Option<(PathBuf, File, u64)>> = Vec::with_capacity(g.chips as usize);
+    let mut missing = Vec::new();
+    if config.chip_files {
+        for chip in 0..g.chips {
+            let p = chip_path(path, chip);
+            match open_rw(&p) {
+                Ok(f) => {
+                    check_size(path, &p, &f, chip_data_bytes)?;
+                    files.push(Some((p, f, 0)));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    missing.push(chip);
+                    files.push(None);
+                }
+                Err(e) => return Err(io_err(&p)(e)),
+            }
+        }
+    } else {
+        let data = open_rw(path).map_err(io_err(path))?;
+        check_size(path, path, &data, data_len(&config))?;
+        for chip in 0..u64::from(g.chips) {
+            let f = data.try_clone().map_err(io_err(path))?;
+            files.push(Some((path.to_path_buf(), f, chip * chip_data_bytes)));
+        }
+    }
     let mut chips = Vec::with_capacity(g.chips as usize);
-    for chip in 0..u64::from(g.chips) {
-        // SAFETY: the maps cover disjoint ranges of files this process opened for writing;
-        // nandkit assumes nothing else writes an image while it is open.
-        let data_map = unsafe {
-            MmapOptions::new()
-                .offset(chip * chip_data_bytes)
-                .len(chip_data_bytes as usize)
-                .map_mut(&data)
-        }
-        .map_err(io_err(path))?;
-        let meta_map = unsafe {
-            MmapOptions::new()
-                .offset(HEADER_BYTES as u64 + chip * chip_meta_bytes)
-                .len(chip_meta_bytes as usize)
-                .map_mut(&meta)
-        }
-        .map_err(io_err(&meta_path))?;
-        let storage = FileStorage {
-            data: data_map,
-            meta: meta_map,
-            raw_page_bytes: g.raw_page_bytes(),
-            pages_per_block: g.pages_per_block as usize,
-        };
+    for (chip, file) in files.into_iter().enumerate() {
+        let storage = map_chip(&config, &meta, &meta_path, chip as u32, file)?;
         storage.check_records(path, g.pages_per_block, chip as u32)?;
         chips.push(storage);
     }
-    Ok((config, chips))
+    Ok((config, chips, missing))
+}
+
+fn check_size(image: &Path, file: &Path, f: &File, want: u64) -> Result<(), FlashError> {
+    let size = f.metadata().map_err(io_err(file))?.len();
+    if size == want {
+        return Ok(());
+    }
+    Err(bad_image(
+        image,
+        format!(
+            "page file {} is {size} bytes, the geometry needs {want}",
+            file.display()
+        ),
+    ))
+}
+
+/// Maps one chip: its pages from `file` at its offset (or, for a chip whose file is gone,
+/// anonymous memory standing in for it) and its records from the sidecar.
+fn map_chip(
+    config: &DeviceConfig,
+    meta: &File,
+    meta_path: &Path,
+    chip: u32,
+    file: Option<(PathBuf, File, u64)>,
+) -> Result<FileStorage, FlashError> {
+    let g = config.geometry;
+    let chip_data_bytes = chip_data_len(config);
+    let chip_meta_bytes = RECORD_BYTES as u64 * u64::from(g.blocks_per_chip);
+    let (data_map, own_file) = match file {
+        // SAFETY: the maps cover disjoint ranges of files this process opened for writing;
+        // nandkit assumes nothing else writes an image while it is open.
+        Some((p, f, offset)) => {
+            let map = unsafe {
+                MmapOptions::new()
+                    .offset(offset)
+                    .len(chip_data_bytes as usize)
+                    .map_mut(&f)
+            }
+            .map_err(io_err(&p))?;
+            (map, config.chip_files.then_some(f))
+        }
+        None => (
+            MmapMut::map_anon(chip_data_bytes as usize).map_err(io_err(meta_path))?,
+            None,
+        ),
+    };
+    // SAFETY: as above; each chip's records are a disjoint range of the sidecar.
+    let meta_map = unsafe {
+        MmapOptions::new()
+            .offset(HEADER_BYTES as u64 + u64::from(chip) * chip_meta_bytes)
+            .len(chip_meta_bytes as usize)
+            .map_mut(meta)
+    }
+    .map_err(io_err(meta_path))?;
+    Ok(FileStorage {
+        data: data_map,
+        meta: meta_map,
+        raw_page_bytes: g.raw_page_bytes(),
+        pages_per_block: g.pages_per_block as usize,
+        own_file,
+    })
+}
+
+/// A new chip in place of chip `chip` of an image with chip files: an erased page file
+/// (created, or overwritten) and fresh records (no erases, no bad blocks yet: the device
+/// draws the new chip's factory bad blocks).
+pub fn fresh_chip(path: &Path, chip: u32) -> Result<FileStorage, FlashError> {
+    let config = read_config(path)?;
+    if !config.chip_files {
+        return Err(bad_image(
+            path,
+            "its chips share one page file: a single chip cannot be replaced",
+        ));
+    }
+    if chip >= config.geometry.chips {
+        return Err(FlashError::OutOfRange {
+            what: format!("chip {chip} of {}", config.geometry.chips),
+        });
+    }
+    let p = chip_path(path, chip);
+    let mut f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&p)
+        .map_err(io_err(&p))?;
+    fill_erased(&mut f, &p, chip_data_len(&config))?;
+    let meta_path = sidecar_path(path);
+    let meta = open_rw(&meta_path).map_err(io_err(&meta_path))?;
+    let mut storage = map_chip(&config, &meta, &meta_path, chip, Some((p, f, 0)))?;
+    storage.meta.fill(0);
+    storage.meta.flush().map_err(io_err(&meta_path))?;
+    Ok(storage)
 }
 
 /// One chip's share of an image.
@@ -216,6 +348,9 @@ pub struct FileStorage {
     meta: MmapMut,
     raw_page_bytes: usize,
     pages_per_block: usize,
+    /// The chip's own page file (chip files only): a file removed under a running device
+    /// means the chip is gone.
+    own_file: Option<File>,
 }
 
 impl FileStorage {
@@ -279,6 +414,13 @@ impl Storage for FileStorage {
         r[4..8].copy_from_slice(&meta.write_ptr.to_le_bytes());
         r[8..12].copy_from_slice(&meta.flags.to_le_bytes());
         r[12..16].fill(0);
+    }
+
+    fn gone(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        self.own_file
+            .as_ref()
+            .is_some_and(|f| f.metadata().map_or(true, |m| m.nlink() == 0))
     }
 
     fn flush(&mut self) -> Result<(), FlashError> {

@@ -49,6 +49,11 @@ pub trait Storage: Send {
     fn erase(&mut self, block: u32);
     fn meta(&self, block: u32) -> BlockMeta;
     fn set_meta(&mut self, block: u32, meta: BlockMeta);
+    /// True when the storage has vanished under the device (a chip's own image file was
+    /// removed): the chip has failed.
+    fn gone(&self) -> bool {
+        false
+    }
     /// Makes everything written so far durable (for a file: msync).
     fn flush(&mut self) -> Result<(), FlashError>;
     /// Heap the stored pages take (a RAM backend's block buffers; a file image's are in the

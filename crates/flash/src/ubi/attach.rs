@@ -59,45 +59,62 @@ fn read_all<F: Flash>(
     Ok(out)
 }
 
-/// Good PEBs of every chip.
-fn good_pebs<F: Flash>(dev: &mut F) -> Result<Vec<Vec<u32>>, FlashError> {
+/// Good PEBs of every chip, and the chips that failed whole (none of their PEBs listed).
+fn good_pebs<F: Flash>(dev: &mut F) -> Result<(Vec<Vec<u32>>, Vec<u32>), FlashError> {
     let g = dev.geometry();
     let mut out = Vec::new();
-    for chip in 0..g.chips {
+    let mut dead = Vec::new();
+    'chips: for chip in 0..g.chips {
         let mut good = Vec::new();
         for block in 0..g.blocks_per_chip {
-            if !dev.is_bad(BlockAddr::new(chip, block))? {
-                good.push(block);
+            match dev.is_bad(BlockAddr::new(chip, block)) {
+                Ok(false) => good.push(block),
+                Ok(true) => {}
+                Err(FlashError::ChipFailed(_)) => {
+                    dead.push(chip);
+                    out.push(Vec::new());
+                    continue 'chips;
+                }
+                Err(e) => return Err(e),
             }
         }
         out.push(good);
     }
-    Ok(out)
+    Ok((out, dead))
 }
 
-/// True if chip 0 carries UBI: one of its first good PEBs has a valid EC header.
+/// True if the array carries UBI: one of the first good PEBs of its first chip that has
+/// not failed whole and is not blank (chip 0, unless it died or was replaced) has a valid
+/// EC header.
 pub fn probe<F: Flash>(dev: &mut F) -> Result<bool, FlashError> {
     let g = dev.geometry();
     let mut data = vec![0; g.page_size_bytes as usize];
     let mut oob = vec![0; g.oob_size_bytes as usize];
-    let mut tried = 0;
-    for block in 0..g.blocks_per_chip {
-        let addr = BlockAddr::new(0, block);
-        if dev.is_bad(addr)? {
-            continue;
-        }
-        match dev.read_page(addr.page(0), &mut data, &mut oob) {
-            Ok(_) => {
-                if matches!(EcHeader::decode(&data), Parsed::Valid(_)) {
-                    return Ok(true);
-                }
+    for chip in 0..g.chips {
+        let mut tried = 0;
+        for block in 0..g.blocks_per_chip {
+            let addr = BlockAddr::new(chip, block);
+            match dev.is_bad(addr) {
+                Ok(true) => continue,
+                Ok(false) => {}
+                Err(FlashError::ChipFailed(_)) => break,
+                Err(e) => return Err(e),
             }
-            Err(FlashError::PowerLost) => return Err(FlashError::PowerLost),
-            Err(_) => {}
-        }
-        tried += 1;
-        if tried == 4 {
-            break;
+            match dev.read_page(addr.page(0), &mut data, &mut oob) {
+                Ok(_) => match EcHeader::decode(&data) {
+                    Parsed::Valid(_) => return Ok(true),
+                    // A blank chip (a replacement not yet rebuilt): ask the next one.
+                    Parsed::Empty => break,
+                    Parsed::Corrupt => {}
+                },
+                Err(FlashError::PowerLost) => return Err(FlashError::PowerLost),
+                Err(FlashError::ChipFailed(_)) => break,
+                Err(_) => {}
+            }
+            tried += 1;
+            if tried == 4 {
+                return Ok(false);
+            }
         }
     }
     Ok(false)
@@ -120,7 +137,10 @@ pub(super) fn format<F: Flash>(dev: &mut F, params: UbiParams) -> Result<Ubi, Fl
         ))
     })?;
     let bad_limit = params.bad_limit(g.blocks_per_chip);
-    let good = good_pebs(dev)?;
+    let (good, dead) = good_pebs(dev)?;
+    if let Some(&chip) = dead.first() {
+        return Err(FlashError::ChipFailed(chip));
+    }
     let old = read_all(dev, &good, 0)?;
     // A seed-derived tag for this format, so headers of an older one are not mistaken.
     let image_seq = (dev.now_ns() as u32 ^ 0x5542_4921).wrapping_mul(2_654_435_761) | 1;
@@ -199,7 +219,7 @@ pub(super) fn format<F: Flash>(dev: &mut F, params: UbiParams) -> Result<Ubi, Fl
 /// The scan: both headers of every good PEB, then the map.
 pub(super) fn attach<F: Flash>(dev: &mut F, read_only: bool) -> Result<Ubi, FlashError> {
     let g = dev.geometry();
-    let good = good_pebs(dev)?;
+    let (good, dead) = good_pebs(dev)?;
     let ecs = read_all(dev, &good, 0)?;
     let vids = read_all(dev, &good, 1)?;
     let found: Vec<Vec<Found>> = ecs
@@ -235,8 +255,16 @@ pub(super) fn attach<F: Flash>(dev: &mut F, read_only: bool) -> Result<Ubi, Flas
         // Only the limit is stored; the per-1024 rate is what it came from.
         bad_per_1024: (u64::from(shape.bad_limit) * 1024 / u64::from(g.blocks_per_chip)) as u32,
         wl_threshold: shape.wl_threshold.max(1),
+        parity: shape.parity,
     };
+    // Only parity makes up for a chip that failed whole.
+    if let (Some(&chip), false) = (dead.first(), shape.parity) {
+        return Err(FlashError::ChipFailed(chip));
+    }
     let mut ubi = Ubi::new(g, shape.image_seq, params, read_only);
+    for &chip in &dead {
+        ubi.chip_failed(chip);
+    }
     for (chip, list) in good.iter().enumerate() {
         let map = attach_chip(dev, &ubi, chip as u32, list, &found[chip], &shape)?;
         ubi.maps.push(map);

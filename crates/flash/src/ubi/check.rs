@@ -14,6 +14,10 @@ pub(super) fn check<F: Flash>(ubi: &Ubi, dev: &mut F) -> Result<Vec<String>, Fla
     let mut problems = Vec::new();
     for m in &ubi.maps {
         let chip = m.chip;
+        if ubi.is_dead(chip) {
+            // Reported as the array's state (degraded), not as a fault of its maps.
+            continue;
+        }
         let mut reads = Vec::new();
         let mut pebs = Vec::new();
         for (peb, p) in m.pebs.iter().enumerate() {

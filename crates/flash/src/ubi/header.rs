@@ -33,6 +33,9 @@ pub struct EcHeader {
     pub wl_threshold: u32,
     /// Identifies one format: PEBs of another format are not this volume's.
     pub image_seq: u32,
+    /// The array keeps a parity page per stripe (see `crate::striped::parity`): each chip's
+    /// LEB pages are addressed on their own, not round-robin.
+    pub parity: bool,
 }
 
 /// The volume-identifier header.
@@ -94,7 +97,7 @@ impl EcHeader {
     pub fn encode(&self, page_bytes: usize) -> Vec<u8> {
         let mut b = Vec::with_capacity(HEADER_BYTES);
         b.extend_from_slice(EC_MAGIC);
-        b.extend_from_slice(&[VERSION, 0, 0, 0]);
+        b.extend_from_slice(&[VERSION, u8::from(self.parity), 0, 0]);
         b.extend_from_slice(&self.ec.to_le_bytes());
         b.extend_from_slice(&self.lebs.to_le_bytes());
         b.extend_from_slice(&self.bad_limit.to_le_bytes());
@@ -114,6 +117,7 @@ impl EcHeader {
                 bad_limit: u32_at(b, 20),
                 wl_threshold: u32_at(b, 24),
                 image_seq: u32_at(b, 28),
+                parity: b[5] == 1,
             }),
         }
     }
@@ -173,6 +177,7 @@ mod tests {
             bad_limit: 20,
             wl_threshold: 4096,
             image_seq: 0xdead_beef,
+            parity: true,
         };
         let page = ec.encode(2048);
         assert_eq!(page.len(), 2048);

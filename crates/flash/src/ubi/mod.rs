@@ -46,6 +46,10 @@ pub struct UbiParams {
     pub bad_per_1024: u32,
     /// Erase-count spread that triggers a wear-levelling move (UBI's default: 4096).
     pub wl_threshold: u32,
+    /// The array above keeps parity across chips: it addresses each chip's LEBs itself
+    /// ([`Ubi::geometry`] is then one chip's volume, chip by chip) and goes on without a
+    /// chip that fails whole.
+    pub parity: bool,
 }
 
 impl Default for UbiParams {
@@ -53,6 +57,7 @@ impl Default for UbiParams {
         Self {
             bad_per_1024: 20,
             wl_threshold: 4096,
+            parity: false,
         }
     }
 }
@@ -83,6 +88,8 @@ pub struct UbiReport {
     pub wl_pages_copied: u64,
     /// PEBs retired because an erase or program failed.
     pub grown_bad: u64,
+    /// Chips that failed whole (an array with parity goes on without them).
+    pub dead_chips: Vec<u32>,
     /// Why UBI refuses writes (a chip past its spares), if it does.
     pub read_only: Option<String>,
     pub chips: Vec<UbiChipReport>,
@@ -124,6 +131,8 @@ pub struct Ubi {
     /// Set when a chip has too few good PEBs left to hold every LEB and a spare: UBI then
     /// refuses every program and erase (Linux UBI's read-only mode), and reads go on.
     worn_out: Option<String>,
+    /// Per chip: it failed whole (only an array with parity attaches without a chip).
+    dead: Vec<bool>,
 }
 
 /// A page as read: its data and its OOB.
@@ -155,7 +164,34 @@ impl Ubi {
             read_only,
             wl_skip: std::collections::BTreeSet::new(),
             worn_out: None,
+            dead: vec![false; chip.chips as usize],
         }
+    }
+
+    /// The chips that failed whole.
+    pub fn dead_chips(&self) -> Vec<u32> {
+        (0..self.dead.len() as u32)
+            .filter(|&c| self.dead[c as usize])
+            .collect()
+    }
+
+    pub fn is_dead(&self, chip: u32) -> bool {
+        self.dead.get(chip as usize).copied().unwrap_or(false)
+    }
+
+    /// The PEB holding `leb` of `chip`, if it is mapped.
+    pub fn peb_of(&self, chip: u32, leb: u32) -> Option<u32> {
+        self.maps.get(chip as usize)?.peb_of(leb)
+    }
+
+    /// Whether `leb` of `chip` is mapped to a PEB.
+    pub fn is_mapped(&self, chip: u32, leb: u32) -> bool {
+        self.peb_of(chip, leb).is_some()
+    }
+
+    /// The array keeps parity (its EC headers say so).
+    pub fn parity(&self) -> bool {
+        self.params.parity
     }
 
     /// Rebuilds every chip's map from its headers. Read-only: writes nothing, ever.
@@ -173,8 +209,16 @@ impl Ubi {
         self.chip.pages_per_block - HEADER_PAGES
     }
 
-    /// The geometry the file system sees: LEB i of every chip as one block.
+    /// The geometry the array above addresses: LEB i of every chip as one block (striped);
+    /// with parity, every chip's volume as a chip of its own, its LEBs as blocks.
     pub fn geometry(&self) -> Geometry {
+        if self.params.parity {
+            return Geometry {
+                pages_per_block: self.leb_pages(),
+                blocks_per_chip: self.lebs(),
+                ..self.chip
+            };
+        }
         Geometry {
             pages_per_block: self.leb_pages() * self.chip.chips,
             blocks_per_chip: self.lebs(),
@@ -191,6 +235,7 @@ impl Ubi {
             wl_moves: self.counters.wl_moves,
             wl_pages_copied: self.counters.wl_pages_copied,
             grown_bad: self.counters.grown_bad,
+            dead_chips: self.dead_chips(),
             read_only: self.worn_out.clone(),
             chips: self
                 .maps
@@ -218,18 +263,27 @@ impl Ubi {
         check::check(self, dev)
     }
 
-    /// Where a virtual page lives: its chip, LEB, and PEB page (if the LEB is mapped).
-    fn locate(&self, addr: PageAddr) -> Result<(u32, u32, Option<PageAddr>), FlashError> {
+    /// Where a page of [`Ubi::geometry`] lives: its chip, LEB, page in the PEB, and the
+    /// PEB (if the LEB is mapped). A chip that failed whole answers nothing.
+    fn locate(&self, addr: PageAddr) -> Result<(u32, u32, u32, Option<u32>), FlashError> {
         self.geometry().check_page(addr)?;
-        let p = self.chip.chips;
-        let chip = addr.page % p;
-        let page = HEADER_PAGES + addr.page / p;
+        let (chip, leb_page) = if self.params.parity {
+            (addr.chip, addr.page)
+        } else {
+            let p = self.chip.chips;
+            (addr.page % p, addr.page / p)
+        };
+        if self.is_dead(chip) {
+            return Err(FlashError::ChipFailed(chip));
+        }
         let peb = self.maps[chip as usize].peb_of(addr.block);
-        Ok((
-            chip,
-            addr.block,
-            peb.map(|block| PageAddr { chip, block, page }),
-        ))
+        Ok((chip, addr.block, HEADER_PAGES + leb_page, peb))
+    }
+
+    /// A PEB page located by [`Ubi::locate`], if its LEB is mapped.
+    fn located(at: (u32, u32, u32, Option<u32>)) -> Option<PageAddr> {
+        let (chip, _, page, peb) = at;
+        peb.map(|block| PageAddr { chip, block, page })
     }
 
     /// Largest erase count of the PEBs behind a LEB (the chip's mean where unmapped).
@@ -252,6 +306,7 @@ impl Ubi {
             bad_limit: self.maps[chip as usize].bad_limit,
             wl_threshold: self.params.wl_threshold,
             image_seq: self.image_seq,
+            parity: self.params.parity,
         };
         Command::Program {
             addr: PageAddr {
@@ -396,6 +451,9 @@ impl Ubi {
         // Per recycled PEB: its slot, chip, PEB, new erase count and first failure.
         let mut recycled: Vec<(usize, u32, u32, u32, Option<FlashError>)> = Vec::new();
         for (c, (slot, role)) in completions.into_iter().zip(owner) {
+            if let Err(FlashError::ChipFailed(chip)) = c.result {
+                self.chip_failed(chip);
+            }
             match role {
                 Role::Recycle { chip, peb, ec } => {
                     background = true;
@@ -482,7 +540,7 @@ impl Ubi {
             )
         };
         match cmd {
-            Command::Read { addr } => match self.locate(addr)?.2 {
+            Command::Read { addr } => match Self::located(self.locate(addr)?) {
                 None => {
                     let (data, oob) = erased();
                     Ok(Some(Reply::Read {
@@ -497,7 +555,7 @@ impl Ubi {
                     Ok(None)
                 }
             },
-            Command::ReadOob { addr } => match self.locate(addr)?.2 {
+            Command::ReadOob { addr } => match Self::located(self.locate(addr)?) {
                 None => Ok(Some(Reply::ReadOob {
                     oob: erased().1,
                     ecc: EccReport::default(),
@@ -509,8 +567,9 @@ impl Ubi {
                 }
             },
             Command::Program { addr, data, oob } => {
-                let (chip, leb, phys) = self.locate(addr)?;
-                let phys = match phys {
+                let at = self.locate(addr)?;
+                let (chip, leb, page, _) = at;
+                let phys = match Self::located(at) {
                     Some(p) => p,
                     None => {
                         let (peb, prep) = self.map_fresh(chip, leb, None)?;
@@ -521,7 +580,7 @@ impl Ubi {
                         PageAddr {
                             chip,
                             block: peb,
-                            page: HEADER_PAGES + addr.page / g.chips,
+                            page,
                         }
                     }
                 };
@@ -533,7 +592,7 @@ impl Ubi {
                 owner.push((slot, Role::Data));
                 Ok(None)
             }
-            Command::ProgramSpare { addr, oob } => match self.locate(addr)?.2 {
+            Command::ProgramSpare { addr, oob } => match Self::located(self.locate(addr)?) {
                 None => Err(FlashError::SpareOfErasedPage(addr)),
                 Some(addr) => {
                     physical.push(Command::ProgramSpare { addr, oob });
@@ -544,7 +603,19 @@ impl Ubi {
             Command::Erase { addr } => {
                 self.geometry().check_block(addr)?;
                 let mut any = false;
-                for chip in 0..g.chips {
+                // Striped, a LEB is the same LEB of every chip; with parity, of one chip.
+                let chips = if self.params.parity {
+                    if self.is_dead(addr.chip) {
+                        return Err(FlashError::ChipFailed(addr.chip));
+                    }
+                    addr.chip..addr.chip + 1
+                } else {
+                    0..g.chips
+                };
+                for chip in chips {
+                    if self.is_dead(chip) {
+                        continue;
+                    }
                     if let Some(peb) = self.maps[chip as usize].unmap(addr.block) {
                         self.wl_skip.remove(&(chip, peb));
                         let ec = self.maps[chip as usize].pebs[peb as usize].ec + 1;
@@ -564,6 +635,14 @@ impl Ubi {
         }
     }
 
+    /// A chip failed whole: nothing is sent to it again. Its map stays as it was, so a
+    /// report still shows what it held.
+    fn chip_failed(&mut self, chip: u32) {
+        if let Some(d) = self.dead.get_mut(chip as usize) {
+            *d = true;
+        }
+    }
+
     /// Marks a PEB that failed bad on the chip and drops it from the pools.
     fn retire<F: Flash>(&mut self, dev: &mut F, chip: u32, peb: u32) {
         // Several commands on one PEB (an erase and its EC header) may each fail.
@@ -579,6 +658,9 @@ impl Ubi {
 
     /// Goes read-only if `chip` no longer has a good PEB for every LEB and one spare.
     fn check_spares(&mut self, chip: u32) {
+        if self.is_dead(chip) {
+            return;
+        }
         let m = &self.maps[chip as usize];
         let bad = m.bad();
         let good = m.pebs.len() as u32 - bad;

@@ -30,6 +30,9 @@ pub(super) fn run<F: Flash>(ubi: &mut Ubi, dev: &mut F) {
         return;
     }
     for chip in 0..ubi.maps.len() as u32 {
+        if ubi.is_dead(chip) {
+            continue;
+        }
         for _ in 0..MAX_MOVES {
             if !one(ubi, dev, chip) {
                 break;

@@ -7,6 +7,7 @@ mod factory_bad;
 mod file_image;
 mod model;
 mod oob_ecc;
+mod parity;
 mod power_loss;
 mod rules;
 mod spare_program;

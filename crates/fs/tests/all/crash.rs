@@ -1192,6 +1192,101 @@ fn crash_array_ubi_during_cleaning() {
     cleaning_sweep(Dev::ArrayUbi, 0, 10);
 }
 
+/// Parity across the chips: power cuts at every op, a cut inside a stripe (some pieces
+/// programmed, the rest not) included.
+#[test]
+fn crash_array_parity_every_op() {
+    let ops = sweep(Dev::ArrayParity, "small-files", small_files, 1, 1);
+    assert!(ops > 50, "{ops}");
+    let ops = sweep(Dev::ArrayParity, "big-file", big_file, 2, 1);
+    assert!(ops > 80, "{ops}");
+    sweep(Dev::ArrayParity, "random", random_workload, 100, 1);
+}
+
+/// A whole chip dies at op `n` of the workload, for every `stride`-th op and every chip:
+/// the workload runs on to its end degraded, everything it made durable reads back, fsck
+/// is clean, and so again after a mount that attaches the array without the chip.
+fn chip_kill_sweep(name: &str, w: Workload, seed: u64, stride: u64) -> u64 {
+    let dev = Dev::ArrayParity;
+    let total = count_ops(dev, w, seed, name);
+    let chips = dev.config().geometry.chips;
+    println!("{name} on {}: {total} state-changing ops", dev.name());
+    for n in (0..total).step_by(stride as usize) {
+        for chip in 0..chips {
+            let ctx = format!("workload {name} seed {seed}: chip {chip} dies at op {n} of {total}");
+            let mut fs = format_as(dev, yaffs);
+            fs.device_mut().arm_chip_failure(chip, n);
+            let mut d = Driver::new(fs);
+            w(&mut d, seed).unwrap_or_else(|e| panic!("{ctx}: the workload failed: {e}"));
+            // Noticed at the first operation on it after it died, if there was one.
+            let dead = d.fs.device().parity_report().expect("parity").dead_chips;
+            assert!(
+                dead.is_empty() || dead == vec![chip],
+                "{ctx}: dead chips {dead:?}"
+            );
+            let Driver { mut fs, m } = d;
+            verify_full(&mut fs, &m, &ctx).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            let (flash, nv) = fs.into_parts();
+            let mut fs = mount_parts(flash, nv)
+                .unwrap_or_else(|e| panic!("{ctx}: mount without the chip: {e}"));
+            let dead = fs.device().parity_report().expect("parity").dead_chips;
+            assert_eq!(dead, vec![chip], "{ctx}: attach found the chip dead");
+            verify_full(&mut fs, &m, &ctx).unwrap_or_else(|e| panic!("{ctx}, remounted: {e}"));
+        }
+    }
+    total
+}
+
+#[test]
+fn chip_dies_at_every_op() {
+    let ops = chip_kill_sweep("small-files", small_files, 1, 1);
+    assert!(ops > 50, "{ops}");
+    chip_kill_sweep("big-file", big_file, 2, if long() { 1 } else { 7 });
+}
+
+/// A chip dies, a new one takes its place, and the rebuild is cut by a power loss at every
+/// `stride`-th op: run again, it finishes; then another chip dies, and everything durable
+/// still reads back with fsck clean (the rebuild restored redundancy).
+#[test]
+fn rebuild_cut_at_every_op_resumes() {
+    let dev = Dev::ArrayParity;
+    // The workload, then chip 1 dies and is replaced (a fresh chip).
+    let degraded = || {
+        let mut d = Driver::new(format_as(dev, yaffs));
+        small_files(&mut d, 4).expect("workload");
+        let Driver { fs, m } = d;
+        let (mut flash, _) = fs.into_parts();
+        flash.fail_chip(1, "test");
+        let mut inner = flash.into_inner();
+        inner.replace_chip(1).expect("new chip");
+        (inner, m)
+    };
+    let total = {
+        let (inner, _) = degraded();
+        let mut a = nandkit_flash::StripedFlash::open(inner, false).unwrap();
+        let before = a.state_ops();
+        a.rebuild_chip(1, &mut |_, _| {}).expect("rebuild");
+        a.state_ops() - before
+    };
+    assert!(total > 50, "{total}");
+    for n in (0..total).step_by(if long() { 1 } else { 5 }) {
+        let ctx = format!("rebuild of chip 1 cut at op {n} of {total}");
+        let (inner, m) = degraded();
+        let mut a = nandkit_flash::StripedFlash::open(inner, false).unwrap();
+        a.arm_power_cut(PowerCut::AtOp(n));
+        assert!(a.rebuild_chip(1, &mut |_, _| {}).is_err(), "{ctx}");
+        a.power_cycle().unwrap();
+        let mut a = a.reattach(false).unwrap();
+        let r = a
+            .rebuild_chip(1, &mut |_, _| {})
+            .unwrap_or_else(|e| panic!("{ctx}: resumed: {e}"));
+        assert!(r.lebs_written + r.lebs_kept > 0, "{ctx}");
+        a.fail_chip(3, "test");
+        let mut fs = mount_parts(a, None).unwrap_or_else(|e| panic!("{ctx}: mount: {e}"));
+        verify_full(&mut fs, &m, &ctx).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+    }
+}
+
 /// The checker itself: a wrong durable model or a half-done namespace change must fail.
 #[test]
 fn verify_rejects_wrong_recoveries() {
@@ -3340,9 +3435,9 @@ fn crash_minv_after_a_clean_mount_small() {
 /// `dev`'s geometry on a device of a few blocks, so that "nearly full" is little data.
 fn small_device(dev: Dev) -> Fs {
     let bytes = match dev {
-        Dev::Tiny => 2 << 20,                  // 16 blocks of 64 pages
-        Dev::Small => 512 << 10,               // 32 blocks of 32 pages
-        Dev::Array | Dev::ArrayUbi => 8 << 20, // 16 blocks of 4 x 64 pages
+        Dev::Tiny => 2 << 20,    // 16 blocks of 64 pages
+        Dev::Small => 512 << 10, // 32 blocks of 32 pages
+        Dev::Array | Dev::ArrayUbi | Dev::ArrayParity => 8 << 20, // 16 blocks of 4 x 64 pages
     };
     let config = dev.config().with_total_bytes(bytes).unwrap();
     let blocks = config.geometry.blocks_per_chip;

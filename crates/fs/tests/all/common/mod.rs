@@ -29,6 +29,9 @@ pub enum Dev {
     /// The same chips with a UBI each (MA as its paper built it): 13 LEBs of 4 x 62 pages,
     /// each LEB wherever every chip's UBI keeps it.
     ArrayUbi,
+    /// The same chips with parity (a UBI each): a page is a stripe of 3 data pieces and
+    /// their XOR, so the file system's page is 6 KiB.
+    ArrayParity,
 }
 
 impl Dev {
@@ -41,7 +44,7 @@ impl Dev {
                 .expect("smallblock preset")
                 .with_total_bytes(2 << 20)
                 .expect("2 MiB smallblock"),
-            Dev::Array | Dev::ArrayUbi => preset("tiny")
+            Dev::Array | Dev::ArrayUbi | Dev::ArrayParity => preset("tiny")
                 .expect("tiny preset")
                 .with_total_bytes(16 << 20)
                 .expect("16 MiB tiny")
@@ -55,7 +58,9 @@ impl Dev {
     pub fn blocks(self) -> u32 {
         let pebs = self.config().geometry.blocks_per_chip;
         match self {
-            Dev::ArrayUbi => UbiParams::default().lebs(pebs).expect("room for LEBs"),
+            Dev::ArrayUbi | Dev::ArrayParity => {
+                UbiParams::default().lebs(pebs).expect("room for LEBs")
+            }
             _ => pebs,
         }
     }
@@ -74,6 +79,14 @@ impl Dev {
                 },
             )
             .expect("UBI format"),
+            Dev::ArrayParity => StripedFlash::format_ubi(
+                flash,
+                UbiParams {
+                    parity: true,
+                    ..UbiParams::default()
+                },
+            )
+            .expect("UBI format with parity"),
             _ => StripedFlash::new(flash),
         }
     }
@@ -82,6 +95,7 @@ impl Dev {
     pub fn chunk(self) -> usize {
         match self {
             Dev::Tiny | Dev::Array | Dev::ArrayUbi => 2048,
+            Dev::ArrayParity => 3 * 2048,
             Dev::Small => 512,
         }
     }
@@ -92,6 +106,7 @@ impl Dev {
             Dev::Small => "small-2m",
             Dev::Array => "tiny-16m-x4",
             Dev::ArrayUbi => "tiny-16m-x4-ubi",
+            Dev::ArrayParity => "tiny-16m-x4-parity",
         }
     }
 }

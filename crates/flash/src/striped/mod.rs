@@ -6,6 +6,12 @@
 //! With a UBI per chip ([`crate::ubi`], the MA paper's design) block b is LEB b of every
 //! chip's UBI, wherever each chip keeps it; without, it is physical block b of every chip
 //! (one bad block then takes the whole stripe out).
+//!
+//! With parity ([`parity`]), block b is still LEB b of every chip, but page r of it is row r
+//! of every chip's LEB: P-1 data pieces and their XOR, so any one chip can fail.
+
+pub mod parity;
+pub mod rebuild;
 
 use crate::command::{Command, Completion, Reply};
 use crate::device::Flash;
@@ -13,11 +19,34 @@ use crate::ecc::EccReport;
 use crate::error::FlashError;
 use crate::geometry::{BlockAddr, Geometry, PageAddr};
 use crate::ubi::{Ubi, UbiParams, UbiReport};
+use parity::{Parity, ParityEvent, ParityReport, Volumes};
 
 pub struct StripedFlash<F: Flash> {
     inner: F,
     chips: u32,
     ubi: Option<Ubi>,
+    /// Parity across the chips (over UBI only).
+    parity: Option<Parity>,
+}
+
+/// The chips' UBI volumes, as the parity layer drives them.
+struct UbiVolumes<'a, F: Flash> {
+    ubi: &'a mut Ubi,
+    dev: &'a mut F,
+}
+
+impl<F: Flash> Volumes for UbiVolumes<'_, F> {
+    fn run(&mut self, batch: Vec<Command>) -> Vec<Completion> {
+        self.ubi.submit(self.dev, batch)
+    }
+
+    fn is_dead(&self, chip: u32) -> bool {
+        self.ubi.is_dead(chip)
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.dev.now_ns()
+    }
 }
 
 impl<F: Flash> StripedFlash<F> {
@@ -28,6 +57,7 @@ impl<F: Flash> StripedFlash<F> {
             inner,
             chips,
             ubi: None,
+            parity: None,
         }
     }
 
@@ -44,10 +74,55 @@ impl<F: Flash> StripedFlash<F> {
     }
 
     fn with_ubi(inner: F, ubi: Ubi) -> Self {
+        let mut parity = ubi
+            .parity()
+            .then(|| Parity::new(inner.geometry().chips, ubi.geometry()));
+        if let Some(p) = parity.as_mut() {
+            for chip in ubi.dead_chips() {
+                p.note_dead(chip, "it does not answer");
+            }
+        }
         Self {
             ubi: Some(ubi),
+            parity,
             ..Self::new(inner)
         }
+    }
+
+    /// The array keeps parity across its chips.
+    pub fn has_parity(&self) -> bool {
+        self.parity.is_some()
+    }
+
+    /// The parity layer's counters and dead chips, if the array keeps parity.
+    pub fn parity_report(&self) -> Option<ParityReport> {
+        let dead = self.ubi.as_ref().map(Ubi::dead_chips).unwrap_or_default();
+        self.parity.as_ref().map(|p| p.report(dead))
+    }
+
+    /// Chip failures not yet taken (each is reported once), for a daemon to log.
+    pub fn take_parity_events(&mut self) -> Vec<ParityEvent> {
+        self.parity
+            .as_mut()
+            .map(Parity::take_events)
+            .unwrap_or_default()
+    }
+
+    /// A batch through the layout above the chips' UBI: parity, or UBI's own striping.
+    fn submit_ubi(&mut self, batch: Vec<Command>) -> Option<Vec<Completion>> {
+        let ubi = self.ubi.as_mut()?;
+        let Some(parity) = self.parity.as_mut() else {
+            return Some(ubi.submit(&mut self.inner, batch));
+        };
+        let mut vols = UbiVolumes {
+            ubi,
+            dev: &mut self.inner,
+        };
+        let out = parity.submit(batch, &mut vols);
+        for chip in ubi.dead_chips() {
+            parity.note_dead(chip, "its operations fail");
+        }
+        Some(out)
     }
 
     /// Attaches UBI if the chips carry it, else stripes physical blocks.
@@ -88,8 +163,7 @@ impl<F: Flash> StripedFlash<F> {
 
     /// One command through UBI: its completion.
     fn via_ubi(&mut self, cmd: Command) -> Option<Result<Reply, FlashError>> {
-        let ubi = self.ubi.as_mut()?;
-        let c = ubi.submit(&mut self.inner, vec![cmd]).pop();
+        let c = self.submit_ubi(vec![cmd])?.pop();
         Some(c.map_or_else(
             || Err(FlashError::Ubi("no completion".into())),
             |c| c.result,
@@ -157,9 +231,10 @@ impl<F: Flash> std::ops::DerefMut for StripedFlash<F> {
 
 impl<F: Flash> Flash for StripedFlash<F> {
     fn geometry(&self) -> Geometry {
-        match &self.ubi {
-            Some(u) => u.geometry(),
-            None => self.inner.geometry().striped(),
+        match (&self.parity, &self.ubi) {
+            (Some(p), _) => p.geometry(),
+            (None, Some(u)) => u.geometry(),
+            (None, None) => self.inner.geometry().striped(),
         }
     }
 
@@ -277,8 +352,8 @@ impl<F: Flash> Flash for StripedFlash<F> {
     }
 
     fn submit(&mut self, batch: Vec<Command>) -> Vec<Completion> {
-        if let Some(ubi) = self.ubi.as_mut() {
-            return ubi.submit(&mut self.inner, batch);
+        if self.ubi.is_some() {
+            return self.submit_ubi(batch).expect("UBI present");
         }
         // Each virtual command becomes one physical command (an erase becomes p); `owner`
         // maps every physical completion back to its virtual slot.
