@@ -76,7 +76,8 @@ pub fn make(args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
     let mut wanted = args.device.config()?;
     // Parity: a file per chip, so one chip can go (or be replaced) on its own.
     wanted.chip_files = args.fs.parity;
-    if args.fs.parity && wanted.geometry.chips < 3 {
+    // (An existing image formatted as it is has its own chip count: `stripe` checks it.)
+    if args.fs.parity && wanted.geometry.chips < 3 && (!image.exists() || args.device.given()) {
         bail!(
             "--parity needs 3 chips or more (--chips {}): a stripe is at least two data pages \
              and their parity",
@@ -138,7 +139,7 @@ pub fn make(args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
     }
 
     let _lock = image::lock(image, Access::Write)?;
-    let dev = match image::open_device(image, DeviceOptions::default()) {
+    let mut dev = match image::open_device(image, DeviceOptions::default()) {
         Ok(dev) => dev,
         Err(e) if args.force => {
             eprintln!("nandkit mkfs: {e:#}; recreating the image");
@@ -147,6 +148,27 @@ pub fn make(args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
         Err(e) => bail!("{e:#}\n(--force recreates the image)"),
     };
     let existing = dev.config().clone();
+    if let Some((chip, why)) = dev.failed_chips().into_iter().next() {
+        if !args.force {
+            bail!(
+                "{}: chip {chip} has failed ({why}); `nandkit rebuild {} --chip {chip}` \
+                 brings it back with its data, --force recreates the image empty",
+                image.display(),
+                image.display()
+            );
+        }
+        drop(dev);
+        // The same device unless device options say otherwise.
+        let config = if args.device.given() {
+            wanted
+        } else {
+            nandkit_flash::DeviceConfig {
+                chip_files: wanted.chip_files,
+                ..existing
+            }
+        };
+        return recreate(image, config, args);
+    }
     if existing.chip_files != wanted.chip_files {
         if !args.force {
             bail!(
@@ -165,7 +187,15 @@ pub fn make(args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
             );
         }
         drop(dev);
-        return recreate(image, wanted, args);
+        let config = if args.device.given() {
+            wanted
+        } else {
+            nandkit_flash::DeviceConfig {
+                chip_files: wanted.chip_files,
+                ..existing
+            }
+        };
+        return recreate(image, config, args);
     }
     if args.device.given() && args.device.differs_from(&wanted, &existing) {
         if !args.force {
@@ -197,6 +227,18 @@ pub fn make(args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
 /// An image recreated replaces one that was there: a failure after this cannot bring
 /// the old one back (the new NVRAM image, if mkfs made it, is still removed).
 fn recreate(image: &Path, config: DeviceConfig, args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
+    // Chip files an image with parity left, which the new one does not have.
+    let chips = if config.chip_files {
+        config.geometry.chips
+    } else {
+        1
+    };
+    for k in chips..64 {
+        let p = nandkit_flash::backend::file::chip_path(image, k);
+        if p.exists() {
+            std::fs::remove_file(&p).with_context(|| format!("removing {}", p.display()))?;
+        }
+    }
     let dev = FlashDevice::create_image(image, config, true, DeviceOptions::default())
         .with_context(|| format!("recreating flash image {}", image.display()))?;
     let mut made = Made::default();

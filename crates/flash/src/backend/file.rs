@@ -253,12 +253,14 @@ fn check_size(image: &Path, file: &Path, f: &File, want: u64) -> Result<(), Flas
     if size == want {
         return Ok(());
     }
+    let which = if file == image {
+        "page file".to_string()
+    } else {
+        format!("chip file {}", file.display())
+    };
     Err(bad_image(
         image,
-        format!(
-            "page file {} is {size} bytes, the geometry needs {want}",
-            file.display()
-        ),
+        format!("{which} is {size} bytes, the geometry needs {want}"),
     ))
 }
 

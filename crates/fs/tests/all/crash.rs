@@ -1196,11 +1196,14 @@ fn crash_array_ubi_during_cleaning() {
 /// programmed, the rest not) included.
 #[test]
 fn crash_array_parity_every_op() {
+    // Every op with NANDKIT_LONG; by default a share of them, as `chip_dies_at_every_op`
+    // runs the same workloads once per chip and op.
+    let k = if long() { 1 } else { 3 };
     let ops = sweep(Dev::ArrayParity, "small-files", small_files, 1, 1);
     assert!(ops > 50, "{ops}");
-    let ops = sweep(Dev::ArrayParity, "big-file", big_file, 2, 1);
+    let ops = sweep(Dev::ArrayParity, "big-file", big_file, 2, 2);
     assert!(ops > 80, "{ops}");
-    sweep(Dev::ArrayParity, "random", random_workload, 100, 1);
+    sweep(Dev::ArrayParity, "random", random_workload, 100, k);
 }
 
 /// A whole chip dies at op `n` of the workload, for every `stride`-th op and every chip:
@@ -1239,14 +1242,15 @@ fn chip_kill_sweep(name: &str, w: Workload, seed: u64, stride: u64) -> u64 {
 
 #[test]
 fn chip_dies_at_every_op() {
-    let ops = chip_kill_sweep("small-files", small_files, 1, 1);
+    let ops = chip_kill_sweep("small-files", small_files, 1, if long() { 1 } else { 2 });
     assert!(ops > 50, "{ops}");
-    chip_kill_sweep("big-file", big_file, 2, if long() { 1 } else { 7 });
+    chip_kill_sweep("big-file", big_file, 2, if long() { 1 } else { 9 });
 }
 
 /// A chip dies, a new one takes its place, and the rebuild is cut by a power loss at every
 /// `stride`-th op: run again, it finishes; then another chip dies, and everything durable
-/// still reads back with fsck clean (the rebuild restored redundancy).
+/// still reads back with fsck clean (the rebuild restored redundancy). And the new chip
+/// dying at each of those ops instead leaves the array degraded with nothing lost.
 #[test]
 fn rebuild_cut_at_every_op_resumes() {
     let dev = Dev::ArrayParity;
@@ -1284,7 +1288,62 @@ fn rebuild_cut_at_every_op_resumes() {
         a.fail_chip(3, "test");
         let mut fs = mount_parts(a, None).unwrap_or_else(|e| panic!("{ctx}: mount: {e}"));
         verify_full(&mut fs, &m, &ctx).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+
+        // The new chip dies at the same op instead: the rebuild stops, the array stays
+        // degraded, and everything still reads back.
+        let ctx = format!("rebuild of chip 1: the new chip dies at op {n} of {total}");
+        let (inner, m) = degraded();
+        let mut a = nandkit_flash::StripedFlash::open(inner, false).unwrap();
+        a.arm_chip_failure(1, n);
+        assert!(a.rebuild_chip(1, &mut |_, _| {}).is_err(), "{ctx}");
+        let mut fs = mount_parts(a, None).unwrap_or_else(|e| panic!("{ctx}: mount: {e}"));
+        verify_full(&mut fs, &m, &ctx).unwrap_or_else(|e| panic!("{ctx}: {e}"));
     }
+}
+
+/// Every page of one chip beyond ECC: reads rebuild them from parity, the file reads back
+/// whole, and cleaning rewrites (scrubs) the blocks they were in, where the pages are
+/// whole again.
+#[test]
+fn pages_beyond_ecc_are_rebuilt_from_parity_and_scrubbed() {
+    let mut fs = format_as(Dev::ArrayParity, yaffs);
+    let ino = fs.create(ROOT_INO, b"f", new_obj(Kind::File)).unwrap().ino;
+    let data: Vec<u8> = (0..1_500_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+    fs.write(ino, 0, &data).unwrap();
+    fs.fsync(ino).unwrap();
+    let (mut flash, _) = fs.unmount_parts().unwrap();
+    let g = flash.inner().geometry();
+    let t = flash.inner().config().ecc.correctable_bits;
+    let mut ruined = 0;
+    for block in 0..g.blocks_per_chip {
+        for page in 2..g.pages_per_block {
+            let addr = PageAddr::new(1, block, page);
+            if flash.raw_page(addr).unwrap().iter().any(|&b| b != 0xFF) {
+                flash.inject_bit_errors(addr, 0, t + 1).unwrap();
+                ruined += 1;
+            }
+        }
+    }
+    assert!(ruined > 10, "{ruined}");
+    let mut fs = mount_parts(flash, None).unwrap();
+    let mut got = vec![0; data.len()];
+    assert_eq!(fs.read(ino, 0, &mut got).unwrap(), data.len());
+    assert_eq!(got, data, "rebuilt from parity");
+    let rebuilt = fs.device().parity_report().unwrap().pieces_rebuilt;
+    assert!(rebuilt > 0);
+    // The reads flagged their blocks; cleaning moves the data and erases them.
+    while fs.gc(u32::MAX).unwrap() > 0 {}
+    assert!(fs.stats().scrubs > 0, "scrubbed");
+    assert_fsck(&mut fs, "after the scrub");
+    let before = fs.device().parity_report().unwrap().pieces_rebuilt;
+    let mut again = vec![0; data.len()];
+    fs.read(ino, 0, &mut again).unwrap();
+    assert_eq!(again, data);
+    assert_eq!(
+        fs.device().parity_report().unwrap().pieces_rebuilt,
+        before,
+        "the rewritten pages need no parity"
+    );
 }
 
 /// The checker itself: a wrong durable model or a half-done namespace change must fail.

@@ -6,6 +6,7 @@ mod ma;
 mod minv;
 mod mnfs;
 mod moda;
+mod parity;
 mod peers;
 
 use std::collections::BTreeMap;
@@ -26,6 +27,8 @@ pub enum Paper {
     Moda,
     Mnfs,
     Peers,
+    /// An extension beside MA: parity across the chips (no paper; the goal).
+    Parity,
     All,
 }
 
@@ -37,13 +40,15 @@ impl Paper {
             Paper::Moda => "moda",
             Paper::Mnfs => "mnfs",
             Paper::Peers => "peers",
+            Paper::Parity => "parity",
             Paper::All => "all",
         }
     }
 
-    pub fn each() -> [Paper; 5] {
+    pub fn each() -> [Paper; 6] {
         [
             Paper::Ma,
+            Paper::Parity,
             Paper::Moda,
             Paper::Minv,
             Paper::Mnfs,
@@ -100,6 +105,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
     ma::TRACE_ANGRYBIRD,
     ma::TRACE_GOOGLEMAP,
     ma::TRACE_WEB,
+    parity::PARITY,
     moda::MODEL,
     moda::SURFACE,
     moda::BY_U,
@@ -314,6 +320,7 @@ pub fn claims(p: Paper, d: &Data) -> Vec<Claim> {
         Paper::Moda => moda::claims(d),
         Paper::Mnfs => mnfs::claims(d),
         Paper::Peers => peers::claims(d),
+        Paper::Parity => parity::claims(d),
         Paper::All => Vec::new(),
     }
 }
@@ -325,6 +332,7 @@ pub fn figures(p: Paper, d: &Data) -> Vec<Figure> {
         Paper::Moda => moda::figures(d),
         Paper::Mnfs => mnfs::figures(d),
         Paper::Peers => peers::figures(d),
+        Paper::Parity => parity::figures(d),
         Paper::All => Vec::new(),
     }
 }
