@@ -148,6 +148,16 @@ pub fn make(args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
         Err(e) => bail!("{e:#}\n(--force recreates the image)"),
     };
     let existing = dev.config().clone();
+    // What --force recreates when it must: the same device unless device options say
+    // otherwise, with a file per chip if --parity.
+    let renewed = if args.device.given() {
+        wanted.clone()
+    } else {
+        DeviceConfig {
+            chip_files: wanted.chip_files,
+            ..existing.clone()
+        }
+    };
     if let Some((chip, why)) = dev.failed_chips().into_iter().next() {
         if !args.force {
             bail!(
@@ -158,16 +168,7 @@ pub fn make(args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
             );
         }
         drop(dev);
-        // The same device unless device options say otherwise.
-        let config = if args.device.given() {
-            wanted
-        } else {
-            nandkit_flash::DeviceConfig {
-                chip_files: wanted.chip_files,
-                ..existing
-            }
-        };
-        return recreate(image, config, args);
+        return recreate(image, renewed, args);
     }
     if existing.chip_files != wanted.chip_files {
         if !args.force {
@@ -187,15 +188,7 @@ pub fn make(args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
             );
         }
         drop(dev);
-        let config = if args.device.given() {
-            wanted
-        } else {
-            nandkit_flash::DeviceConfig {
-                chip_files: wanted.chip_files,
-                ..existing
-            }
-        };
-        return recreate(image, config, args);
+        return recreate(image, renewed, args);
     }
     if args.device.given() && args.device.differs_from(&wanted, &existing) {
         if !args.force {

@@ -1198,7 +1198,7 @@ fn crash_array_ubi_during_cleaning() {
 fn crash_array_parity_every_op() {
     // Every op with NANDKIT_LONG; by default a share of them, as `chip_dies_at_every_op`
     // runs the same workloads once per chip and op.
-    let k = if long() { 1 } else { 3 };
+    let k = if long() { 1 } else { 5 };
     let ops = sweep(Dev::ArrayParity, "small-files", small_files, 1, 1);
     assert!(ops > 50, "{ops}");
     let ops = sweep(Dev::ArrayParity, "big-file", big_file, 2, 2);
@@ -1206,8 +1206,9 @@ fn crash_array_parity_every_op() {
     sweep(Dev::ArrayParity, "random", random_workload, 100, k);
 }
 
-/// A whole chip dies at op `n` of the workload, for every `stride`-th op and every chip:
-/// the workload runs on to its end degraded, everything it made durable reads back, fsck
+/// A whole chip dies at op `n` of the workload, for every `stride`-th op: the chips take
+/// turns (chip n mod P dies at op n), and with NANDKIT_LONG every chip dies at every op.
+/// The workload runs on to its end degraded, everything it made durable reads back, fsck
 /// is clean, and so again after a mount that attaches the array without the chip.
 fn chip_kill_sweep(name: &str, w: Workload, seed: u64, stride: u64) -> u64 {
     let dev = Dev::ArrayParity;
@@ -1215,7 +1216,10 @@ fn chip_kill_sweep(name: &str, w: Workload, seed: u64, stride: u64) -> u64 {
     let chips = dev.config().geometry.chips;
     println!("{name} on {}: {total} state-changing ops", dev.name());
     for n in (0..total).step_by(stride as usize) {
-        for chip in 0..chips {
+        let all = 0..chips;
+        let turn = (n % u64::from(chips)) as u32;
+        let which = if long() { all } else { turn..turn + 1 };
+        for chip in which {
             let ctx = format!("workload {name} seed {seed}: chip {chip} dies at op {n} of {total}");
             let mut fs = format_as(dev, yaffs);
             fs.device_mut().arm_chip_failure(chip, n);
@@ -1242,9 +1246,9 @@ fn chip_kill_sweep(name: &str, w: Workload, seed: u64, stride: u64) -> u64 {
 
 #[test]
 fn chip_dies_at_every_op() {
-    let ops = chip_kill_sweep("small-files", small_files, 1, if long() { 1 } else { 2 });
+    let ops = chip_kill_sweep("small-files", small_files, 1, 1);
     assert!(ops > 50, "{ops}");
-    chip_kill_sweep("big-file", big_file, 2, if long() { 1 } else { 9 });
+    chip_kill_sweep("big-file", big_file, 2, if long() { 1 } else { 5 });
 }
 
 /// A chip dies, a new one takes its place, and the rebuild is cut by a power loss at every
