@@ -58,13 +58,16 @@ enum Command {
     /// Create a flash image (if absent) and format it with a nandkit file system.
     #[command(
         after_help = "The image is two files: IMAGE (every page's data then OOB, as \
-        nanddump --oob writes it) and IMAGE.meta (geometry and per-block wear).\n\
+        nanddump --oob writes it) and IMAGE.meta (geometry and per-block wear); with \
+        --parity, a file per chip (IMAGE holds chip 0, IMAGE.chip<k> chip k), so one chip \
+        can fail or be replaced on its own.\n\
         mkfs refuses to format an image that already holds a file system or data unless \
         --force is given; with --force and different device options it recreates the image.\n\n\
         Examples:\n  \
         nandkit mkfs disk.img\n  \
         nandkit mkfs disk.img --geometry mlc-1g --device-size 256MiB\n  \
-        nandkit mkfs disk.img --geometry tlc-1g --chips 4 --force"
+        nandkit mkfs disk.img --geometry tlc-1g --chips 4 --force\n  \
+        nandkit mkfs disk.img --geometry tlc-1g --chips 4 --parity --force"
     )]
     Mkfs(cmd_mkfs::MkfsArgs),
     /// Mount an image through FUSE (returns once the mount is up; `fusermount3 -u` unmounts).

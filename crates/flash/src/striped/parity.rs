@@ -392,7 +392,9 @@ impl Parity {
                     pieces.push((chip, slot));
                 }
                 self.report.stripes_written += 1;
-                self.report.parity_pages += 1;
+                if !vols.is_dead(self.parity_chip(addr.block, addr.page)) {
+                    self.report.parity_pages += 1;
+                }
                 if skipped > 0 {
                     self.report.degraded_stripes += 1;
                 }
