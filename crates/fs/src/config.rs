@@ -13,6 +13,9 @@ pub enum AllocatorKind {
     /// MODA: system data apart from user data, user data by its file's modification
     /// class (multi-queue over files): hot, cold, unclassified.
     Moda,
+    /// MODA's first level alone: system data apart from user data, no classifier (for
+    /// measuring what the classifier adds).
+    ModaSplit,
     /// DAC (Chiang et al.): k regions by update frequency, per page.
     Dac,
     /// MODA's classes at page (chunk) granularity instead of file granularity.
@@ -27,6 +30,7 @@ impl AllocatorKind {
     pub const NAMES: &'static [&'static str] = &[
         "sequential",
         "moda",
+        "moda-split",
         "dac",
         "page-hotcold",
         "per-file",
@@ -37,6 +41,7 @@ impl AllocatorKind {
         match self {
             AllocatorKind::Sequential => "sequential",
             AllocatorKind::Moda => "moda",
+            AllocatorKind::ModaSplit => "moda-split",
             AllocatorKind::Dac => "dac",
             AllocatorKind::PageHotcold => "page-hotcold",
             AllocatorKind::PerFile => "per-file",
@@ -51,12 +56,14 @@ impl std::str::FromStr for AllocatorKind {
         match s {
             "sequential" => Ok(AllocatorKind::Sequential),
             "moda" => Ok(AllocatorKind::Moda),
+            "moda-split" => Ok(AllocatorKind::ModaSplit),
             "dac" => Ok(AllocatorKind::Dac),
             "page-hotcold" => Ok(AllocatorKind::PageHotcold),
             "per-file" => Ok(AllocatorKind::PerFile),
             "hybrid" => Ok(AllocatorKind::Hybrid),
             _ => Err(FsError::Invalid(
-                "allocator must be sequential, moda, dac, page-hotcold, per-file or hybrid",
+                "allocator must be sequential, moda, moda-split, dac, page-hotcold, per-file or \
+                 hybrid",
             )),
         }
     }

@@ -3,6 +3,7 @@
 
 use anyhow::Context;
 use clap::Args;
+use nandkit_fs::config::AllocParams;
 use nandkit_fs::AllocatorKind;
 
 use super::energy::Mark;
@@ -35,6 +36,15 @@ pub struct ModaArgs {
     /// that the MODA paper modified: no summaries, every page's tags read at mount).
     #[arg(long, default_value = "yaffs", value_name = "NAME", value_parser = ["yaffs", "yaffs1"])]
     pub profile: String,
+    /// MODA / page-hotcold: queues of the multi-queue classifier (the paper's m).
+    #[arg(long, value_name = "M", default_value_t = AllocParams::default().queues)]
+    pub moda_queues: u32,
+    /// MODA / page-hotcold: a queue's lifetime, in write requests.
+    #[arg(long, value_name = "TICKS", default_value_t = AllocParams::default().lifetime)]
+    pub moda_lifetime: u32,
+    /// DAC: regions (k).
+    #[arg(long, value_name = "K", default_value_t = AllocParams::default().regions)]
+    pub dac_regions: u32,
     /// Print a JSON array of rows instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -65,15 +75,19 @@ impl ModaArgs {
     }
 }
 
-/// A fresh file system under `policy` (everything else `profile`'s: yaffs or yaffs1).
+/// A fresh file system under `policy` with the classifiers' parameters `moda` gives
+/// (everything else its profile's: yaffs or yaffs1).
 pub fn format_with(
     device: &nandkit_flash::DeviceConfig,
-    profile: &str,
+    moda: &ModaArgs,
     policy: AllocatorKind,
 ) -> anyhow::Result<Fs> {
     let fs_args = FsArgs {
-        profile: profile.into(),
+        profile: moda.profile.clone(),
         alloc: Some(policy),
+        moda_queues: moda.moda_queues,
+        moda_lifetime: moda.moda_lifetime,
+        dac_regions: moda.dac_regions,
         // The YAFFS the paper modified dropped a deleted file's header without waiting
         // for its data to be erased.
         recover_lost_files: Some(false),

@@ -114,7 +114,7 @@ pub fn run(args: ModaRepeatArgs) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     for &policy in &policies {
         for &mode in &modes {
-            let mut fs = format_with(&config, &args.moda.profile, policy)?;
+            let mut fs = format_with(&config, &args.moda, policy)?;
             for run in 0..args.max_runs {
                 let u_before = fs.uip().0;
                 let cleaned_before = fs.stats().blocks_cleaned;

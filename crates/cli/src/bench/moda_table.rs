@@ -17,7 +17,8 @@ use super::print_json;
 
 pub const LONG_ABOUT: &str = "Runs each workload of the MODA paper (camera, movie, phone, \
     recorder, fax, postmark, andrew) on a fresh device under each allocation policy \
-    (sequential, moda, dac, page-hotcold). After the run it reports u, i, p, the model's \
+    (sequential, moda, moda-split, dac, page-hotcold, per-file, hybrid; --ablation: \
+    sequential, moda-split and moda, with each level's share of MODA's gain). After the run it reports u, i, p, the model's \
     estimated erases, copies and cleaning seconds (equation 2 with the device's read, \
     program and erase times), and the measured ones: explicit cleaning until nothing is \
     left to reclaim. run_s and clean_s are simulated seconds; run_energy_j and \
@@ -30,6 +31,56 @@ pub struct ModaTableArgs {
     /// Workloads to run, comma-separated [default: all seven].
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     workloads: Vec<String>,
+    /// MODA in parts: sequential, then moda-split (MODA's first level alone: system data
+    /// apart from user data), then moda (the multi-queue classifier over user data as
+    /// well), and per workload the share of MODA's cleaning-time gain each level gives.
+    /// JSON: {"rows": [...], "ablation": [...]}.
+    #[arg(long, conflicts_with = "policies")]
+    ablation: bool,
+}
+
+/// One workload's cleaning time under MODA's levels.
+#[derive(Serialize)]
+struct Ablation {
+    workload: String,
+    sequential_clean_s: f64,
+    split_clean_s: f64,
+    moda_clean_s: f64,
+    /// Shares of sequential's minus moda's cleaning time (absent when MODA gains
+    /// nothing): level 1 (the system/user split) and level 2 (the classifier). They add
+    /// up to 1; a negative share is a level that costs.
+    split_share: Option<f64>,
+    classifier_share: Option<f64>,
+}
+
+/// Each level's share, per workload, from the three policies' rows.
+fn ablation(rows: &[Row]) -> Vec<Ablation> {
+    let mut out = Vec::new();
+    let mut names: Vec<&str> = rows.iter().map(|r| r.workload.as_str()).collect();
+    names.dedup();
+    for w in names {
+        let clean = |policy: &str| {
+            rows.iter()
+                .find(|r| r.workload == w && r.policy == policy)
+                .map(|r| r.clean_s)
+        };
+        let (Some(seq), Some(split), Some(moda)) =
+            (clean("sequential"), clean("moda-split"), clean("moda"))
+        else {
+            continue;
+        };
+        let gain = seq - moda;
+        let share = |part: f64| (gain > 1e-9).then(|| part / gain);
+        out.push(Ablation {
+            workload: w.to_string(),
+            sequential_clean_s: seq,
+            split_clean_s: split,
+            moda_clean_s: moda,
+            split_share: share(seq - split),
+            classifier_share: share(split - moda),
+        });
+    }
+    out
 }
 
 #[derive(Serialize)]
@@ -62,14 +113,22 @@ pub fn run(args: ModaTableArgs) -> anyhow::Result<()> {
     } else {
         args.workloads
     };
-    let policies = args.moda.policies(AllocatorKind::NAMES)?;
+    let policies = if args.ablation {
+        vec![
+            AllocatorKind::Sequential,
+            AllocatorKind::ModaSplit,
+            AllocatorKind::Moda,
+        ]
+    } else {
+        args.moda.policies(AllocatorKind::NAMES)?
+    };
     let g = config.geometry;
     let device_bytes = g.total_bytes();
     let t = config.timing;
     let mut rows = Vec::new();
     for w in &workloads {
         for &policy in &policies {
-            let mut fs = format_with(&config, &args.moda.profile, policy)?;
+            let mut fs = format_with(&config, &args.moda, policy)?;
             let mut load = nandkit_workloads::by_name(w, args.moda.workload_seed, device_bytes)
                 .with_context(|| format!("unknown workload {w}"))?;
             let start = Mark::of_fs(&fs);
@@ -116,8 +175,12 @@ pub fn run(args: ModaTableArgs) -> anyhow::Result<()> {
             }
         }
     }
+    let parts = args.ablation.then(|| ablation(&rows));
     if args.moda.json {
-        return print_json(&rows);
+        return match parts {
+            Some(a) => print_json(&serde_json::json!({ "rows": rows, "ablation": a })),
+            None => print_json(&rows),
+        };
     }
     let ww = rows
         .iter()
@@ -161,6 +224,25 @@ pub fn run(args: ModaTableArgs) -> anyhow::Result<()> {
             r.run_energy_j,
             if r.outcome == "ok" { String::new() } else { format!("  ({})", r.outcome) }
         );
+    }
+    if let Some(parts) = parts {
+        println!();
+        println!(
+            "{:<ww$} {:>10} {:>10} {:>10} {:>14} {:>16}",
+            "workload", "seq clean_s", "split", "moda", "split's share", "classifier's"
+        );
+        let pct = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{:.0}%", x * 100.0));
+        for a in &parts {
+            println!(
+                "{:<ww$} {:>10.2} {:>10.2} {:>10.2} {:>14} {:>16}",
+                a.workload,
+                a.sequential_clean_s,
+                a.split_clean_s,
+                a.moda_clean_s,
+                pct(a.split_share),
+                pct(a.classifier_share)
+            );
+        }
     }
     Ok(())
 }

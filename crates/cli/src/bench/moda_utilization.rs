@@ -79,7 +79,7 @@ pub fn run(args: ModaUtilizationArgs) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     for &u0 in &utilizations {
         for &policy in &policies {
-            let mut fs = format_with(&config, &args.moda.profile, policy)?;
+            let mut fs = format_with(&config, &args.moda, policy)?;
             if u0 > 0.0 {
                 nandkit_workloads::andrew_fill(seed, device_bytes, u0, "/fill")
                     .run(&mut fs)

@@ -3,7 +3,8 @@
 //! sending it to different streams.
 //!
 //! Policies: `sequential` (YAFFS: one stream), `moda` (the MODA paper: system data apart,
-//! user data by its file's modification class), `dac` (Chiang et al.'s dynamic data
+//! user data by its file's modification class), `moda-split` (MODA's first level alone:
+//! system apart from user data, for measuring what the classifier adds), `dac` (Chiang et al.'s dynamic data
 //! clustering: regions by update frequency, per page), `page-hotcold` (MODA's classes
 //! per page, its stated future work), `per-file` (MNFS: each file's data in blocks of
 //! its own) and `hybrid` (small and rewritten files in the shared log, large ones in
@@ -18,6 +19,7 @@
 pub mod dac;
 pub mod hybrid;
 pub mod moda;
+pub mod moda_split;
 pub mod mq;
 pub mod page_hotcold;
 pub mod per_file;
@@ -115,6 +117,7 @@ pub fn stream_count(kind: AllocatorKind, params: &AllocParams) -> usize {
     match kind {
         AllocatorKind::Sequential => 1,
         AllocatorKind::Moda | AllocatorKind::PageHotcold => moda::STREAMS,
+        AllocatorKind::ModaSplit => 2,
         AllocatorKind::Dac => params.regions as usize,
         AllocatorKind::PerFile | AllocatorKind::Hybrid => 1 + per_file::FILE_STREAMS,
     }
@@ -130,6 +133,7 @@ pub fn make(
     match kind {
         AllocatorKind::Sequential => Box::new(sequential::Sequential),
         AllocatorKind::Moda => Box::new(moda::Moda::new(params, blocks, pages_per_block)),
+        AllocatorKind::ModaSplit => Box::new(moda_split::ModaSplit::new(blocks, pages_per_block)),
         AllocatorKind::Dac => Box::new(dac::Dac::new(params, blocks, pages_per_block)),
         AllocatorKind::PageHotcold => Box::new(page_hotcold::PageHotcold::new(
             params,

@@ -2335,6 +2335,15 @@ fn crash_during_cleaning_moda() {
     cleaning_sweep_as(Dev::Small, moda, gc_workload, 0, 1);
 }
 
+/// MODA's first level alone (the ablation's middle step): every third cut of cleaning,
+/// whose copies keep the stream their block was filled by.
+#[test]
+fn crash_during_cleaning_moda_split() {
+    let split =
+        |dev: Dev| yaffs(dev).with_allocator(nandkit_fs::AllocatorKind::ModaSplit, dev.blocks());
+    cleaning_sweep_as(Dev::Small, split, gc_workload, 0, 3);
+}
+
 #[test]
 fn crash_during_cleaning_dac() {
     cleaning_sweep_as(Dev::Small, dac, gc_workload, 0, 1);

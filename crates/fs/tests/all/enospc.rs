@@ -656,6 +656,7 @@ fn errno<T>(r: Result<T>) -> i32 {
 fn statfs_is_honest_with_several_streams() {
     for policy in [
         AllocatorKind::Moda,
+        AllocatorKind::ModaSplit,
         AllocatorKind::Dac,
         AllocatorKind::PageHotcold,
     ] {

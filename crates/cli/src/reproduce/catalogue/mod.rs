@@ -113,6 +113,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
     moda::BY_P,
     moda::TABLE,
     moda::TABLE_YAFFS1,
+    moda::ABLATION,
     moda::ANDREW_980,
     moda::UTILIZATION,
     moda::REPEAT,
