@@ -20,6 +20,104 @@ pub const MODEL: Experiment = Experiment {
     expected: [0.1, 0.1, 0.1],
 };
 
+/// Equation 2 with B = 3706 (back-solved from Table 1's Fax/YAFFS row) and the MTD-level
+/// times, on another row's u, i, p: the model judged on rows it was not fitted to.
+macro_rules! model_row {
+    ($name:ident, $id:literal, $what:literal, $u:literal, $i:literal, $p:literal) => {
+        pub const $name: Experiment = Experiment {
+            id: $id,
+            paper: Paper::Moda,
+            what: $what,
+            args: |_, _| {
+                words(concat!(
+                    "model cleaning-cost --blocks 3706 --pages-per-block 32 --u ",
+                    $u,
+                    " --i ",
+                    $i,
+                    " --p ",
+                    $p,
+                    " --read-us 200 --write-us 1030 --erase-us 1740 --json"
+                ))
+            },
+            expected: [0.1, 0.1, 0.1],
+        };
+    };
+}
+
+model_row!(
+    MODEL_CAMERA,
+    "moda-model-camera",
+    "Equation 2 on Table 1's Camera/YAFFS state",
+    "0.3",
+    "0.002",
+    "0.98"
+);
+model_row!(
+    MODEL_PHONE,
+    "moda-model-phone",
+    "Equation 2 on Table 1's Phone/YAFFS state",
+    "0.05",
+    "0.32",
+    "0.62"
+);
+model_row!(
+    MODEL_RECORDER,
+    "moda-model-recorder",
+    "Equation 2 on Table 1's Recorder/YAFFS state",
+    "0.005",
+    "0.16",
+    "0.83"
+);
+model_row!(
+    MODEL_FAX_MODA,
+    "moda-model-fax-moda",
+    "Equation 2 on Table 1's Fax/MODA state",
+    "0.86",
+    "0.0087",
+    "0.97"
+);
+model_row!(
+    MODEL_POSTMARK,
+    "moda-model-postmark",
+    "Equation 2 on Table 1's PostMark/YAFFS state",
+    "0.08",
+    "0.0107",
+    "0.90"
+);
+model_row!(
+    MODEL_ANDREW,
+    "moda-model-andrew",
+    "Equation 2 on Table 1's Andrew/YAFFS state",
+    "0.09",
+    "0.0008",
+    "0.90"
+);
+
+/// The rows above: (experiment, workload and scheme, the paper's estimated seconds, what
+/// we found where ours differs).
+// Fax/MODA's estimate is 3.14 s in Table 1, not an approximation of pi.
+#[allow(clippy::approx_constant)]
+const MODEL_ROWS: [(&str, &str, f64, &str); 6] = [
+    ("moda-model-camera", "Camera under YAFFS", 2.83, ""),
+    ("moda-model-phone", "Phone under YAFFS", 11.18, ""),
+    ("moda-model-recorder", "Recorder under YAFFS", 2.81, ""),
+    (
+        "moda-model-fax-moda",
+        "Fax under MODA",
+        3.14,
+        ". No p that prints as 0.97 gives the paper's figure (measured: p 0.965 gives 5.33 \
+         s, 0.975 3.83 s; 0.98 gives 3.07 s)",
+    ),
+    ("moda-model-postmark", "PostMark under YAFFS", 13.17, ""),
+    (
+        "moda-model-andrew",
+        "Andrew under YAFFS",
+        13.16,
+        ". Within the printed rounding of p and i (0.895-0.905, 0.00075-0.00085) the model \
+         gives 14.35-15.87 s (measured), not the paper's 13.16",
+    ),
+];
+
 /// Equation 2 on the paper's small-block 64 MB chip (4,096 blocks of 32 pages; read,
 /// write and erase 15, 200 and 2,000 us), sweeping `sweep` from `u i p`.
 fn surface(sweep: &str, u: f64, i: f64, p: f64) -> Vec<String> {
@@ -241,26 +339,30 @@ const CAMERA_NOTE: &str = " Our camera runs end with i = 0.04-0.15 (the paper's 
 
 pub fn claims(d: &Data) -> Vec<Claim> {
     let mut out = Vec::new();
-    let m = rows(d.get("moda-model-fax"))
+    // Fax/YAFFS is where B = 3706 came from (back-solved from its 40.74 s): a calibration,
+    // not a claim. The model is judged on the other rows, with B fixed.
+    let calibrated = rows(d.get("moda-model-fax"))
         .first()
         .and_then(|r| f(r, "seconds"));
-    out.push(
-        Claim::figure(
-            Paper::Moda,
-            "Equation 2: cleaning time estimated for Table 1's Fax under YAFFS",
-            40.74,
-            m,
-            "s",
-        )
-        .tolerance(
-            Tolerance::Relative(0.005),
-            "the model is the paper's equation on the paper's inputs: only their rounding \
-             (u, i, p printed to two or three digits) may move it",
-        )
-        .note(
-            "nandkit model cleaning-cost with Table 1's Fax/YAFFS u, i, p and the MTD-level times",
-        ),
-    );
+    for (id, row, paper, found) in MODEL_ROWS {
+        let ours = rows(d.get(id)).first().and_then(|r| f(r, "seconds"));
+        out.push(
+            Claim::figure(
+                Paper::Moda,
+                &format!("Equation 2: cleaning time estimated for Table 1's {row}"),
+                paper,
+                ours,
+                "s",
+            )
+            .note(&format!(
+                "nandkit model cleaning-cost with the row's u, i, p as Table 1 prints them \
+                 (two or three digits) and the MTD-level times; B = 3706 blocks is a \
+                 calibration, back-solved from the Fax/YAFFS row (40.74 s; ours there {}), \
+                 so that row is not judged{found}",
+                calibrated.map_or("-".to_string(), |x| format!("{x:.2} s"))
+            )),
+        );
+    }
     // Figures 3 and 4: the model's shape.
     let s = rows(d.get("moda-model-surface"));
     let at = |u: f64, p: f64| {
