@@ -44,6 +44,17 @@ impl Mark {
         }
     }
 
+    /// On an unmounted file system's devices: its flash and, if it has one, its NVRAM.
+    pub fn of_unmounted(parts: &mut super::Parts) -> Mark {
+        let nvram_pj = parts.1.as_ref().map_or(0, |n| n.stats().energy_pj);
+        Mark::of_parts(&mut parts.0, nvram_pj)
+    }
+
+    /// What the unmounted devices spent since `self`.
+    pub fn to_unmounted(self, parts: &mut super::Parts) -> Spent {
+        self.to(Mark::of_unmounted(parts))
+    }
+
     /// What was spent from `self` to `later`.
     pub fn to(self, later: Mark) -> Spent {
         Spent {

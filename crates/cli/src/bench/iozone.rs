@@ -339,11 +339,7 @@ pub fn one(args: &IozoneArgs, chips: u32, record: u64, file_size: u64) -> anyhow
 fn remount(fs: Fs) -> anyhow::Result<Fs> {
     let (dev, nv) = fs.unmount_parts().context("unmounting")?;
     let dev = dev.reattach(false).context("attaching UBI")?;
-    match nv {
-        Some(nv) => Fs::mount_with_nvram(dev, nv, mount_options(false)),
-        None => Fs::mount(dev, mount_options(false)),
-    }
-    .context("mounting again")
+    super::mount_parts((dev, nv), mount_options(false)).context("mounting again")
 }
 
 /// Bytes between two offset stamps.

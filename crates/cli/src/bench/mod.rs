@@ -448,6 +448,20 @@ pub fn bench_clock() -> Arc<dyn Clock> {
     Arc::new(CountingClock::new(1_700_000_000_000_000_000))
 }
 
+/// A file system's devices while it is not mounted: the flash, and the NVRAM of a profile
+/// that keeps its metadata there (minv).
+pub type Parts = (StripedDevice, Option<nandkit_nvram::Nvram>);
+
+/// Mounts `parts`: from the NVRAM when there is one, else from flash.
+pub fn mount_parts(parts: Parts, options: MountOptions) -> anyhow::Result<Fs> {
+    let (dev, nv) = parts;
+    match nv {
+        Some(nv) => FileSystem::mount_with_nvram(dev, nv, options),
+        None => FileSystem::mount(dev, options),
+    }
+    .context("mounting")
+}
+
 pub fn mount_options(force_scan: bool) -> MountOptions {
     MountOptions {
         force_scan,

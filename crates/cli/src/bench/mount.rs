@@ -4,16 +4,15 @@
 
 use anyhow::{ensure, Context};
 use clap::Args;
-use nandkit_flash::StripedDevice;
 use nandkit_fs::blocks::BlockState;
 use nandkit_fs::NewObject;
-use nandkit_fs::{FileSystem, Ino, Kind, MountMethod, ROOT_INO};
+use nandkit_fs::{Ino, Kind, MountMethod, ROOT_INO};
 use serde::Serialize;
 
 use super::energy::Mark;
 use super::{
-    directory, format, mount_options, noise, print_json, DeviceInfo, FsArgs, PhaseStats, Progress,
-    Snapshot,
+    directory, format, mount_options, mount_parts, noise, print_json, DeviceInfo, FsArgs, Parts,
+    PhaseStats, Progress, Snapshot,
 };
 use crate::device_args::{parse_bytes, DeviceArgs};
 use crate::heap as counter;
@@ -48,6 +47,10 @@ pub struct MountArgs {
     /// Seed of the data written.
     #[arg(long, default_value_t = 1, value_name = "SEED")]
     workload_seed: u64,
+    /// Profiles with metadata in NVRAM (minv): the NVRAM's capacity [default: the FeRAM
+    /// preset's 12 MiB, the MiNV paper's board].
+    #[arg(long, value_parser = parse_bytes, value_name = "SIZE")]
+    nvram_size: Option<u64>,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
@@ -106,7 +109,11 @@ pub fn run(args: MountArgs) -> anyhow::Result<()> {
     ensure!(args.dirs >= 1, "--dirs must be at least 1");
     let config = device.config()?;
     let info = DeviceInfo::of(&config);
-    let mut fs = format(config, &args.fs)?;
+    let fs_args = FsArgs {
+        nvram_size: args.nvram_size,
+        ..args.fs.clone()
+    };
+    let mut fs = format(config, &fs_args)?;
     let chunk_bytes = fs.chunk_bytes();
     let data = noise(args.file_size.max(1) as usize, args.workload_seed);
 
@@ -140,10 +147,10 @@ pub fn run(args: MountArgs) -> anyhow::Result<()> {
     progress.finish();
     let populate = PhaseStats::between(&start, &end, chunk_bytes);
     let objects = fs.statfs().objects;
-    let dev = fs.unmount().context("unmounting")?;
+    let parts = fs.unmount_parts().context("unmounting")?;
 
-    let (dev, used_blocks, open_block_pages) = {
-        let fs = FileSystem::mount(dev, mount_options(false)).context("mounting")?;
+    let (parts, used_blocks, open_block_pages) = {
+        let fs = mount_parts(parts, mount_options(false))?;
         let table = fs.block_table();
         let used = table
             .iter()
@@ -154,14 +161,14 @@ pub fn run(args: MountArgs) -> anyhow::Result<()> {
             .filter(|b| b.state == BlockState::Active)
             .map(|b| u64::from(b.next_page()))
             .sum();
-        (fs.into_device(), used, open)
+        (fs.into_parts(), used, open)
     };
-    let (dev, checkpoint_mount) = measure(dev, false, objects, used_blocks)?;
-    let (dev, scan_mount) = measure(dev, true, objects, used_blocks)?;
+    let (parts, checkpoint_mount) = measure(parts, false, objects, used_blocks)?;
+    let (parts, scan_mount) = measure(parts, true, objects, used_blocks)?;
 
     // Everything loaded: names of every directory, attributes of every object.
     let before = counter::live_bytes() as i64;
-    let mut fs = FileSystem::mount(dev, mount_options(false)).context("mounting")?;
+    let mut fs = mount_parts(parts, mount_options(false))?;
     let mut stack = vec![ROOT_INO];
     while let Some(d) = stack.pop() {
         for e in fs.readdir(d)? {
@@ -199,20 +206,20 @@ pub fn run(args: MountArgs) -> anyhow::Result<()> {
     }
 }
 
-/// Mounts, counting reads, time and heap; hands the device back.
+/// Mounts, counting reads, time and heap; hands the devices back.
 fn measure(
-    mut dev: StripedDevice,
+    mut parts: Parts,
     force_scan: bool,
     objects: u64,
     used_blocks: u64,
-) -> anyhow::Result<(StripedDevice, MountCost)> {
-    let reads_before = dev.stats().total();
+) -> anyhow::Result<(Parts, MountCost)> {
+    let reads_before = parts.0.stats().total();
     // Marks are taken outside the heap window: reading the counters allocates.
-    let start = Mark::of_device(&mut dev);
+    let start = Mark::of_unmounted(&mut parts);
     let before = counter::live_bytes() as i64;
     counter::reset_peak();
     let t = std::time::Instant::now();
-    let mut fs = FileSystem::mount(dev, mount_options(force_scan)).context("mounting")?;
+    let mut fs = mount_parts(parts, mount_options(force_scan))?;
     let host_ms = t.elapsed().as_secs_f64() * 1e3;
     let after = counter::live_bytes() as i64;
     let peak = counter::peak_bytes() as i64;
@@ -238,7 +245,7 @@ fn measure(
         heap_peak_bytes: peak - before,
         heap_bytes_per_object: (after - before) as f64 / (objects + 1) as f64,
     };
-    Ok((fs.into_device(), cost))
+    Ok((fs.into_parts(), cost))
 }
 
 fn print_table(r: &Report) {

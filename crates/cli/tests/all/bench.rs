@@ -991,3 +991,61 @@ fn minv_space_measured_equals_the_model() {
         assert_eq!(u(r, "measured_bytes"), u(r, "model_bytes"), "{r}");
     }
 }
+
+/// The mount and heap benches run minv too (its metadata in a RAM NVRAM the bench makes):
+/// both mounts come from the NVRAM, reading next to nothing on flash, and the spans'
+/// energy is the mount's own (no NVRAM energy from before it).
+#[test]
+fn mount_and_heap_benches_run_minv() {
+    let r = bench_json(&[
+        "mount",
+        "--geometry",
+        "tiny",
+        "--files",
+        "100",
+        "--profile",
+        "minv",
+    ]);
+    for mount in ["checkpoint_mount", "scan_mount"] {
+        let m = &r[mount];
+        assert_eq!(m["method"], "Nvram", "{m}");
+        assert!(u(m, "reads") <= 2, "{m}");
+        assert!(f(m, "energy_j") < 0.01, "{m}");
+    }
+    let r = bench_json(&[
+        "heap",
+        "--geometry",
+        "tiny",
+        "--profile",
+        "minv",
+        "--big-file-size",
+        "1MiB",
+        "--files",
+        "100",
+    ]);
+    assert_eq!(r["bench"], "heap");
+    assert!(f(&r, "heap_bytes_35000_files_2kib") > 0.0, "{r}");
+    // A full NVRAM is refused with the way out named.
+    let o = crate::common::nandkit(&[
+        "bench",
+        "heap",
+        "--geometry",
+        "tiny",
+        "--profile",
+        "minv",
+        "--big-file-size",
+        "64KiB",
+        "--files",
+        "3000",
+        "--small-file-size",
+        "512",
+        "--nvram-size",
+        "256KiB",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        crate::common::stderr(&o).contains("--nvram-size"),
+        "{}",
+        crate::common::stderr(&o)
+    );
+}

@@ -102,12 +102,8 @@ impl Peer {
                 Peer::Littlefs(Littlefs::mount(dev).map_err(|(e, _)| e)?)
             }
             Peer::Nandkit(fs) => {
-                let (dev, nv) = fs.unmount_parts().context("unmounting")?;
-                let fs = match nv {
-                    Some(nv) => Fs::mount_with_nvram(dev, nv, mount_options(false)),
-                    None => Fs::mount(dev, mount_options(false)),
-                }
-                .context("mounting")?;
+                let parts = fs.unmount_parts().context("unmounting")?;
+                let fs = crate::bench::mount_parts(parts, mount_options(false))?;
                 Peer::Nandkit(Box::new(fs))
             }
         })
