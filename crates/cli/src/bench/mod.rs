@@ -285,6 +285,42 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
 }
 
+/// The allocation policies' parameters (MODA's classifier, DAC's regions): on mkfs, every
+/// bench, and the MODA benches.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct ClassifierArgs {
+    /// MODA and page-hotcold: queues of the multi-queue classifier (the paper's m).
+    #[arg(long, value_name = "M", default_value_t = AllocParams::default().queues)]
+    pub moda_queues: u32,
+    /// MODA and page-hotcold: a queue's lifetime, in modifications (virtual ticks).
+    #[arg(long, value_name = "TICKS", default_value_t = AllocParams::default().lifetime)]
+    pub moda_lifetime: u32,
+    /// DAC: regions (write streams) by update frequency.
+    #[arg(long, value_name = "K", default_value_t = AllocParams::default().regions)]
+    pub dac_regions: u32,
+}
+
+impl Default for ClassifierArgs {
+    fn default() -> Self {
+        let p = AllocParams::default();
+        Self {
+            moda_queues: p.queues,
+            moda_lifetime: p.lifetime,
+            dac_regions: p.regions,
+        }
+    }
+}
+
+impl ClassifierArgs {
+    pub fn params(&self) -> AllocParams {
+        AllocParams {
+            queues: self.moda_queues,
+            lifetime: self.moda_lifetime,
+            regions: self.dac_regions,
+        }
+    }
+}
+
 /// File system options every benchmark shares.
 #[derive(Args, Debug, Clone)]
 pub struct FsArgs {
@@ -298,15 +334,8 @@ pub struct FsArgs {
     /// profile's].
     #[arg(long, value_name = "POLICY", value_parser = parse_alloc)]
     pub alloc: Option<AllocatorKind>,
-    /// MODA and page-hotcold: queues of the multi-queue classifier (the paper's m).
-    #[arg(long, value_name = "M", default_value_t = AllocParams::default().queues)]
-    pub moda_queues: u32,
-    /// MODA and page-hotcold: a queue's lifetime, in modifications (virtual ticks).
-    #[arg(long, value_name = "TICKS", default_value_t = AllocParams::default().lifetime)]
-    pub moda_lifetime: u32,
-    /// DAC: regions (write streams) by update frequency.
-    #[arg(long, value_name = "K", default_value_t = AllocParams::default().regions)]
-    pub dac_regions: u32,
+    #[command(flatten)]
+    pub classifiers: ClassifierArgs,
     /// Keep a deleted file's tombstone until cleaning has erased its data, so a mount
     /// brings files whose headers damage took back in lost+found: on or off [default: the
     /// profile's: on for yaffs and hybrid; off for yaffs1, moda, dac and page-hotcold, the
@@ -343,14 +372,11 @@ pub struct FsArgs {
 impl Default for FsArgs {
     /// The defaults the flags have: the yaffs profile as made.
     fn default() -> Self {
-        let p = AllocParams::default();
         Self {
             profile: "yaffs".into(),
             cleaner: None,
             alloc: None,
-            moda_queues: p.queues,
-            moda_lifetime: p.lifetime,
-            dac_regions: p.regions,
+            classifiers: ClassifierArgs::default(),
             recover_lost_files: None,
             ubi: None,
             ubi_wl_threshold: UbiParams::default().wl_threshold,
@@ -432,13 +458,8 @@ impl FsArgs {
         if let Some(on) = self.recover_lost_files {
             config = config.with_tombs_cover_data(on);
         }
-        let params = AllocParams {
-            queues: self.moda_queues,
-            lifetime: self.moda_lifetime,
-            regions: self.dac_regions,
-        };
         config
-            .with_alloc_params(params, blocks)
+            .with_alloc_params(self.classifiers.params(), blocks)
             .context("--moda-queues, --moda-lifetime, --dac-regions")
     }
 }

@@ -3,7 +3,6 @@
 
 use anyhow::Context;
 use clap::Args;
-use nandkit_fs::config::AllocParams;
 use nandkit_fs::AllocatorKind;
 
 use super::energy::Mark;
@@ -36,15 +35,8 @@ pub struct ModaArgs {
     /// that the MODA paper modified: no summaries, every page's tags read at mount).
     #[arg(long, default_value = "yaffs", value_name = "NAME", value_parser = ["yaffs", "yaffs1"])]
     pub profile: String,
-    /// MODA / page-hotcold: queues of the multi-queue classifier (the paper's m).
-    #[arg(long, value_name = "M", default_value_t = AllocParams::default().queues)]
-    pub moda_queues: u32,
-    /// MODA / page-hotcold: a queue's lifetime, in write requests.
-    #[arg(long, value_name = "TICKS", default_value_t = AllocParams::default().lifetime)]
-    pub moda_lifetime: u32,
-    /// DAC: regions (k).
-    #[arg(long, value_name = "K", default_value_t = AllocParams::default().regions)]
-    pub dac_regions: u32,
+    #[command(flatten)]
+    pub classifiers: super::ClassifierArgs,
     /// Print a JSON array of rows instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -85,9 +77,7 @@ pub fn format_with(
     let fs_args = FsArgs {
         profile: moda.profile.clone(),
         alloc: Some(policy),
-        moda_queues: moda.moda_queues,
-        moda_lifetime: moda.moda_lifetime,
-        dac_regions: moda.dac_regions,
+        classifiers: moda.classifiers,
         // The YAFFS the paper modified dropped a deleted file's header without waiting
         // for its data to be erased.
         recover_lost_files: Some(false),
