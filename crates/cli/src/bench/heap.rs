@@ -56,10 +56,8 @@ pub struct HeapArgs {
     /// Seed of the data written (its bytes only).
     #[arg(long, default_value_t = 1, value_name = "SEED")]
     workload_seed: u64,
-    /// Profiles with metadata in NVRAM (minv): the NVRAM's capacity [default: the FeRAM
-    /// preset's 12 MiB, the MiNV paper's board].
-    #[arg(long, value_parser = parse_bytes, value_name = "SIZE")]
-    nvram_size: Option<u64>,
+    #[command(flatten)]
+    nvram: super::BenchNvramArgs,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
@@ -175,10 +173,7 @@ fn run_case(
     size: u64,
     dirs: u64,
 ) -> anyhow::Result<Case> {
-    let fs_args = FsArgs {
-        nvram_size: args.nvram_size,
-        ..args.fs.clone()
-    };
+    let fs_args = args.nvram.apply(&args.fs);
     let mut fs = format(config.clone(), &fs_args)?;
     let chunk_bytes = fs.chunk_bytes();
     let data = noise(

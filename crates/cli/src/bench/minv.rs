@@ -43,6 +43,8 @@ pub struct MinvDeviceArgs {
     /// Seed of the workloads and the aged layout.
     #[arg(long, default_value_t = 1, value_name = "SEED")]
     pub seed: u64,
+    #[command(flatten)]
+    pub nvram: super::BenchNvramArgs,
     /// Print a JSON array of rows instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -63,14 +65,13 @@ impl MinvDeviceArgs {
 pub(super) fn format_profile(
     config: &nandkit_flash::DeviceConfig,
     profile: &str,
+    nvram: &super::BenchNvramArgs,
 ) -> anyhow::Result<Fs> {
-    format(
-        config.clone(),
-        &FsArgs {
-            profile: profile.into(),
-            ..FsArgs::default()
-        },
-    )
+    let fs = FsArgs {
+        profile: profile.into(),
+        ..FsArgs::default()
+    };
+    format(config.clone(), &nvram.apply(&fs))
 }
 
 #[derive(Args)]
@@ -140,7 +141,7 @@ pub fn run_mount(args: MinvMountArgs) -> anyhow::Result<()> {
                 anyhow::bail!("--utilizations {u}: must be within 0..=1");
             }
             for profile in &args.profiles {
-                let mut fs = format_profile(&config, profile)?;
+                let mut fs = format_profile(&config, profile, &args.dev.nvram)?;
                 let files = match layout.as_str() {
                     "fresh" => fill_fresh(&mut fs, u, args.file_size)?,
                     "aged" => fill_aged(&mut fs, u, args.dev.seed)?,
@@ -423,7 +424,7 @@ pub fn run_ttfs(args: TtfsArgs) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     for w in &args.workloads {
         for profile in &args.profiles {
-            let mut fs = format_profile(&config, profile)?;
+            let mut fs = format_profile(&config, profile, &args.dev.nvram)?;
             let mut load = nandkit_workloads::by_name(w, args.dev.seed, device_bytes)
                 .with_context(|| format!("unknown workload {w}"))?;
             let t0 = fs.device_mut().stats().total();

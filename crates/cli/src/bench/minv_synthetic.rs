@@ -61,6 +61,9 @@ pub struct BoardArgs {
     /// paper's board had 12 MB.
     #[arg(long, default_value = "16MiB", value_name = "SIZE", value_parser = crate::device_args::parse_bytes)]
     nvram_size: u64,
+    /// NVRAM technology for minv's metadata (see `nandkit presets`: feram, pram).
+    #[arg(long, value_name = "NAME", default_value = nandkit_nvram::DEFAULT_PRESET)]
+    nvram_preset: String,
 }
 
 impl BoardArgs {
@@ -85,6 +88,7 @@ impl BoardArgs {
             &super::FsArgs {
                 profile: profile.into(),
                 nvram_size: Some(self.nvram_size),
+                nvram_preset: Some(self.nvram_preset.clone()),
                 ..super::FsArgs::default()
             },
         )

@@ -367,6 +367,32 @@ pub struct FsArgs {
     /// here: mkfs has its own `--nvram-size`.
     #[arg(skip)]
     pub nvram_size: Option<u64>,
+    /// Profiles with metadata in NVRAM: its technology (a preset of `nandkit presets`)
+    /// [default: feram]. Not a flag here: see [`BenchNvramArgs`].
+    #[arg(skip)]
+    pub nvram_preset: Option<String>,
+}
+
+/// The NVRAM a bench makes for a profile that keeps its metadata there (minv).
+#[derive(Args, Debug, Clone)]
+pub struct BenchNvramArgs {
+    /// NVRAM technology for minv's metadata (see `nandkit presets`: feram, pram).
+    #[arg(long, value_name = "NAME", default_value = nandkit_nvram::DEFAULT_PRESET)]
+    pub nvram_preset: String,
+    /// NVRAM capacity [default: the preset's; FeRAM's 12 MiB is the MiNV paper's board].
+    #[arg(long, value_parser = crate::device_args::parse_bytes, value_name = "SIZE")]
+    pub nvram_size: Option<u64>,
+}
+
+impl BenchNvramArgs {
+    /// `fs` with this NVRAM.
+    pub fn apply(&self, fs: &FsArgs) -> FsArgs {
+        FsArgs {
+            nvram_size: self.nvram_size,
+            nvram_preset: Some(self.nvram_preset.clone()),
+            ..fs.clone()
+        }
+    }
 }
 
 impl Default for FsArgs {
@@ -383,6 +409,7 @@ impl Default for FsArgs {
             ubi_bad_per_1024: UbiParams::default().bad_per_1024,
             parity: false,
             nvram_size: None,
+            nvram_preset: None,
         }
     }
 }
@@ -517,7 +544,7 @@ pub fn format_with_stripe(
     let dev = fs_args.stripe(chips)?;
     let fs_config = fs_args.config(&dev)?;
     if fs_config.metadata == nandkit_fs::meta::MetadataKind::Nvram {
-        let nv = bench_nvram(fs_args.nvram_size)?;
+        let nv = bench_nvram(fs_args.nvram_size, fs_args.nvram_preset.as_deref())?;
         return FileSystem::format_with_nvram(dev, nv, fs_config, bench_clock())
             .context("formatting");
     }
@@ -531,9 +558,12 @@ pub fn used_fraction(fs: &Fs) -> f64 {
 }
 
 /// The NVRAM a bench gives a profile that keeps its metadata there: the paper's board's
-/// 12 MB of FeRAM, or `size` bytes of it.
-pub fn bench_nvram(size: Option<u64>) -> anyhow::Result<nandkit_nvram::Nvram> {
-    nandkit_nvram::preset(nandkit_nvram::DEFAULT_PRESET)
+/// 12 MB of FeRAM (or the `preset` named), or `size` bytes of it.
+pub fn bench_nvram(
+    size: Option<u64>,
+    preset: Option<&str>,
+) -> anyhow::Result<nandkit_nvram::Nvram> {
+    nandkit_nvram::preset(preset.unwrap_or(nandkit_nvram::DEFAULT_PRESET))
         .and_then(|c| match size {
             Some(size) => c.with_size_bytes(size),
             None => Ok(c),

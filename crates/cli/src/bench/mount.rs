@@ -47,10 +47,8 @@ pub struct MountArgs {
     /// Seed of the data written.
     #[arg(long, default_value_t = 1, value_name = "SEED")]
     workload_seed: u64,
-    /// Profiles with metadata in NVRAM (minv): the NVRAM's capacity [default: the FeRAM
-    /// preset's 12 MiB, the MiNV paper's board].
-    #[arg(long, value_parser = parse_bytes, value_name = "SIZE")]
-    nvram_size: Option<u64>,
+    #[command(flatten)]
+    nvram: super::BenchNvramArgs,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
@@ -109,10 +107,7 @@ pub fn run(args: MountArgs) -> anyhow::Result<()> {
     ensure!(args.dirs >= 1, "--dirs must be at least 1");
     let config = device.config()?;
     let info = DeviceInfo::of(&config);
-    let fs_args = FsArgs {
-        nvram_size: args.nvram_size,
-        ..args.fs.clone()
-    };
+    let fs_args = args.nvram.apply(&args.fs);
     let mut fs = format(config, &fs_args)?;
     let chunk_bytes = fs.chunk_bytes();
     let data = noise(args.file_size.max(1) as usize, args.workload_seed);

@@ -1012,6 +1012,20 @@ fn mount_and_heap_benches_run_minv() {
         assert!(u(m, "reads") <= 2, "{m}");
         assert!(f(m, "energy_j") < 0.01, "{m}");
     }
+    // Another NVRAM technology: the same reads, another energy.
+    let pram = bench_json(&[
+        "mount",
+        "--geometry",
+        "tiny",
+        "--files",
+        "100",
+        "--profile",
+        "minv",
+        "--nvram-preset",
+        "pram",
+    ]);
+    let energy = |r: &serde_json::Value| f(&r["checkpoint_mount"], "energy_j");
+    assert_ne!(energy(&pram), energy(&r), "{pram}");
     let r = bench_json(&[
         "heap",
         "--geometry",

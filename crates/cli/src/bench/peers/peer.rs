@@ -56,7 +56,7 @@ impl Peer {
         let pages = dev.inner_mut().storage_heap_bytes();
         let fs_config = fs_args.config(&dev)?;
         let formatted = if fs_config.metadata == nandkit_fs::meta::MetadataKind::Nvram {
-            let nv = crate::bench::bench_nvram(None)?;
+            let nv = crate::bench::bench_nvram(None, None)?;
             let base = (crate::heap::live_bytes(), pages);
             (
                 Fs::format_with_nvram(dev, nv, fs_config, bench_clock()),
