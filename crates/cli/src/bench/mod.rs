@@ -176,10 +176,11 @@ enum BenchCommand {
             nandkit bench trace --trace AngryBird --emit angrybird.csv\n  \
             nandkit bench trace --trace-file my-trace.csv --chips 4")]
     Trace(trace::TraceArgs),
-    /// The MODA paper's Table 1: seven workloads x four allocation policies; u, i, p, the
-    /// cleaning model's estimate and the measured cleaning cost.
+    /// The MODA paper's Table 1: seven workloads x every allocation policy; u, i, p, the
+    /// cleaning model's estimate and the measured cleaning cost (--ablation: MODA in parts).
     #[command(long_about = moda_table::LONG_ABOUT, after_help = "Examples:\n  \
             nandkit bench moda-table\n  \
+            nandkit bench moda-table --ablation\n  \
             nandkit bench moda-table --workloads fax,andrew --policies sequential,moda --json")]
     ModaTable(moda_table::ModaTableArgs),
     /// The MODA paper's Figure 7: PostMark after pre-filling the device to utilization 0
