@@ -77,12 +77,8 @@ pub fn make(args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
     // Parity: a file per chip, so one chip can go (or be replaced) on its own.
     wanted.chip_files = args.fs.parity;
     // (An existing image formatted as it is has its own chip count: `stripe` checks it.)
-    if args.fs.parity && wanted.geometry.chips < 3 && (!image.exists() || args.device.given()) {
-        bail!(
-            "--parity needs 3 chips or more (--chips {}): a stripe is at least two data pages \
-             and their parity",
-            wanted.geometry.chips
-        );
+    if !image.exists() || args.device.given() {
+        args.fs.check_parity_chips(wanted.geometry.chips)?;
     }
     nandkit_fs::FsConfig::profile(&args.fs.profile, wanted.geometry.blocks_per_chip).with_context(
         || {

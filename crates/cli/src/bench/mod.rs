@@ -421,16 +421,21 @@ impl FsArgs {
         self.ubi.get_or_insert(true);
     }
 
+    /// With `--parity`, refuses an array too small for a stripe.
+    pub fn check_parity_chips(&self, chips: u32) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            !self.parity || chips >= 3,
+            "--parity needs 3 chips or more (--chips {chips}): a stripe is at least two data \
+             pages and their parity"
+        );
+        Ok(())
+    }
+
     /// The array as the file system will see it: striped over a fresh UBI per chip if
     /// `--ubi on` (or with parity if `--parity`), else over the physical blocks.
     pub fn stripe(&self, dev: FlashDevice) -> anyhow::Result<StripedDevice> {
         if self.parity {
-            let chips = dev.geometry().chips;
-            anyhow::ensure!(
-                chips >= 3,
-                "--parity needs 3 chips or more (--chips {chips}): a stripe is at least two \
-                 data pages and their parity"
-            );
+            self.check_parity_chips(dev.geometry().chips)?;
             anyhow::ensure!(
                 self.ubi != Some(false),
                 "--parity runs over a UBI per chip (a replacement chip must offer the same \

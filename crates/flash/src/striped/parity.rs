@@ -103,7 +103,7 @@ impl Piece {
     }
 }
 
-fn classify(data: Vec<u8>, oob: Vec<u8>, ecc: EccReport) -> Piece {
+pub(crate) fn classify(data: Vec<u8>, oob: Vec<u8>, ecc: EccReport) -> Piece {
     if data.iter().all(|&b| b == 0xFF) && oob.iter().all(|&b| b == 0xFF) {
         Piece::Erased
     } else {
@@ -699,7 +699,7 @@ impl Parity {
     fn finish_program(
         &mut self,
         addr: PageAddr,
-        results: Vec<(u32, Result<Reply, FlashError>)>,
+        mut results: Vec<(u32, Result<Reply, FlashError>)>,
         skipped: u32,
         data: &[u8],
         oob: &[u8],
@@ -710,8 +710,15 @@ impl Parity {
         // up to the row, then the piece again, per chip in one batch.
         let mut again = Vec::new();
         let mut redo_chips = Vec::new();
-        let mut results: Vec<(u32, Result<Reply, FlashError>)> = results;
-        let stripe = self.stripe_pieces(addr, data);
+        // The pieces again only when one must be programmed again (rare: after a cut).
+        let refused = results
+            .iter()
+            .any(|(_, r)| matches!(r, Err(FlashError::OutOfOrder { .. })));
+        let stripe = if refused {
+            self.stripe_pieces(addr, data)
+        } else {
+            Vec::new()
+        };
         for (chip, r) in &results {
             if let Err(FlashError::OutOfOrder { addr: phys, next }) = r {
                 let behind = phys.page.saturating_sub(*next);

@@ -17,7 +17,7 @@
 
 use serde::Serialize;
 
-use super::parity::{xor_into, Piece};
+use super::parity::{classify, xor_into, Piece};
 use super::StripedFlash;
 use crate::command::{Command, Completion, Reply};
 use crate::device::Flash;
@@ -142,13 +142,7 @@ impl<F: Flash> StripedFlash<F> {
         for (i, c) in done.into_iter().enumerate() {
             let reader = readers[i / rows as usize];
             let p = match c.result {
-                Ok(Reply::Read { data, oob, ecc }) => {
-                    if data.iter().all(|&b| b == 0xFF) && oob.iter().all(|&b| b == 0xFF) {
-                        Piece::Erased
-                    } else {
-                        Piece::Good { data, oob, ecc }
-                    }
-                }
+                Ok(Reply::Read { data, oob, ecc }) => classify(data, oob, ecc),
                 Err(FlashError::PowerLost) => return Err(FlashError::PowerLost),
                 Err(FlashError::ChipFailed(c)) => return Err(FlashError::ChipFailed(c)),
                 _ => Piece::Lost,

@@ -3,9 +3,7 @@
 
 use crate::common::*;
 use nandkit_flash::ubi::UbiParams;
-use nandkit_flash::{
-    BlockAddr, Command, Flash, FlashDevice, FlashError, PageAddr, PowerCut, StripedFlash,
-};
+use nandkit_flash::{Flash, FlashDevice, FlashError, PageAddr, PowerCut, StripedFlash};
 
 type Array = StripedFlash<FlashDevice>;
 
@@ -26,26 +24,6 @@ fn params() -> UbiParams {
 
 fn array() -> Array {
     Array::format_ubi(FlashDevice::ram(config()).unwrap(), params()).unwrap()
-}
-
-/// Programs pages 0..pages of LEB `leb` (erased first), tagged by `tag`.
-fn write(s: &mut Array, leb: u32, pages: u32, tag: u64) -> Result<(), FlashError> {
-    s.erase_block(BlockAddr::new(0, leb))?;
-    let g = s.geometry();
-    let batch = (0..pages)
-        .map(|k| {
-            let (data, oob) = page_bytes(&g, tag * 1000 + u64::from(k));
-            Command::Program {
-                addr: PageAddr::new(0, leb, k),
-                data,
-                oob,
-            }
-        })
-        .collect();
-    for c in s.submit(batch) {
-        c.result?;
-    }
-    Ok(())
 }
 
 fn read(s: &mut Array, leb: u32, k: u32) -> Result<(Vec<u8>, Vec<u8>, bool), FlashError> {
@@ -78,10 +56,10 @@ fn a_page_is_a_stripe_and_parity_rotates() {
         chip.pages_per_block - 2,
         "UBI's two header pages"
     );
-    write(&mut s, 3, 10, 7).unwrap();
+    write_leb(&mut s, 3, 10, 7).unwrap();
     assert!(holds(&mut s, 3, 10, 7));
     let before = s.inner_mut().stats();
-    write(&mut s, 4, CHIPS, 8).unwrap();
+    write_leb(&mut s, 4, CHIPS, 8).unwrap();
     let after = s.inner_mut().stats();
     // One stripe per page, every chip programmed once per stripe (plus its LEB's VID
     // header: the PEB came from the format with its EC header).
@@ -102,11 +80,11 @@ fn a_page_is_a_stripe_and_parity_rotates() {
 fn any_one_dead_chip_loses_nothing_and_writes_go_on() {
     for dead in 0..CHIPS {
         let mut s = array();
-        write(&mut s, 1, 20, 1).unwrap();
+        write_leb(&mut s, 1, 20, 1).unwrap();
         s.inner_mut().fail_chip(dead, "test");
         assert!(holds(&mut s, 1, 20, 1), "chip {dead} dead");
         // Degraded writes: a new LEB, and the data reads back.
-        write(&mut s, 2, 20, 2).unwrap();
+        write_leb(&mut s, 2, 20, 2).unwrap();
         assert!(holds(&mut s, 2, 20, 2));
         let r = s.parity_report().unwrap();
         assert_eq!(r.dead_chips, vec![dead]);
@@ -122,14 +100,14 @@ fn any_one_dead_chip_loses_nothing_and_writes_go_on() {
         assert!(holds(&mut s, 1, 20, 1) && holds(&mut s, 2, 20, 2));
         // A second dead chip is beyond parity.
         s.inner_mut().fail_chip((dead + 1) % CHIPS, "test");
-        assert!(write(&mut s, 3, 4, 3).is_err());
+        assert!(write_leb(&mut s, 3, 4, 3).is_err());
     }
 }
 
 #[test]
 fn a_piece_beyond_ecc_is_rebuilt_and_scrubbed() {
     let mut s = array();
-    write(&mut s, 2, 6, 5).unwrap();
+    write_leb(&mut s, 2, 6, 5).unwrap();
     let ecc = s.inner().config().ecc;
     // Ruin one codeword of a data piece of row 3 (PEB page 5, after UBI's headers): the
     // parity of LEB 2's row 3 is on chip (2 + 3) mod 4 = 1, its first data piece on chip 2.
@@ -147,10 +125,10 @@ fn a_piece_beyond_ecc_is_rebuilt_and_scrubbed() {
 fn rebuild_restores_redundancy() {
     let mut s = array();
     for leb in 0..6 {
-        write(&mut s, leb, 5 + leb * 7, u64::from(leb)).unwrap();
+        write_leb(&mut s, leb, 5 + leb * 7, u64::from(leb)).unwrap();
     }
     s.inner_mut().fail_chip(2, "test");
-    write(&mut s, 6, 9, 6).unwrap(); // degraded
+    write_leb(&mut s, 6, 9, 6).unwrap(); // degraded
     let mut dev = s.into_inner();
     dev.replace_chip(2).unwrap();
     let mut s = Array::open(dev, false).unwrap();
@@ -175,7 +153,7 @@ fn a_rebuild_cut_at_any_op_resumes() {
     let base = || {
         let mut s = array();
         for leb in 0..3 {
-            write(&mut s, leb, 6 + leb * 5, u64::from(leb)).unwrap();
+            write_leb(&mut s, leb, 6 + leb * 5, u64::from(leb)).unwrap();
         }
         let mut dev = s.into_inner();
         dev.replace_chip(1).unwrap();
@@ -217,7 +195,7 @@ fn a_rebuild_cut_at_any_op_resumes() {
 #[test]
 fn a_cut_inside_a_stripe_tears_it_and_the_next_stripe_fills_the_gap() {
     let mut s = array();
-    write(&mut s, 1, 3, 1).unwrap();
+    write_leb(&mut s, 1, 3, 1).unwrap();
     let g = s.geometry();
     // Cut at the second piece of row 3: piece 0 programmed, the rest never.
     s.inner_mut().arm_power_cut(PowerCut::AtOp(1));
@@ -255,11 +233,11 @@ fn a_missing_chip_image_is_a_dead_chip() {
     c.chip_files = true;
     let dev = FlashDevice::create_image(&path, c, false, Default::default()).unwrap();
     let mut s = Array::format_ubi(dev, params()).unwrap();
-    write(&mut s, 0, 12, 9).unwrap();
+    write_leb(&mut s, 0, 12, 9).unwrap();
     // Removed while open: noticed at the next operation.
     std::fs::remove_file(nandkit_flash::backend::file::chip_path(&path, 2)).unwrap();
     assert!(holds(&mut s, 0, 12, 9));
-    write(&mut s, 1, 3, 10).unwrap();
+    write_leb(&mut s, 1, 3, 10).unwrap();
     assert_eq!(s.parity_report().unwrap().dead_chips, vec![2]);
     drop(s);
     // Reopened without it.

@@ -24,26 +24,6 @@ fn params(wl_threshold: u32) -> UbiParams {
     }
 }
 
-/// Erases LEB `leb` and writes its first `pages` virtual pages with contents from `tag`.
-fn write_leb(s: &mut Ubi, leb: u32, pages: u32, tag: u64) -> Result<(), FlashError> {
-    s.erase_block(BlockAddr::new(0, leb))?;
-    let g = s.geometry();
-    let batch = (0..pages)
-        .map(|k| {
-            let (data, oob) = page_bytes(&g, tag * 1000 + u64::from(k));
-            Command::Program {
-                addr: PageAddr::new(0, leb, k),
-                data,
-                oob,
-            }
-        })
-        .collect();
-    for c in s.submit(batch) {
-        c.result?;
-    }
-    Ok(())
-}
-
 /// What virtual page k of a LEB holds: its tag's page, or erased (None).
 fn read(s: &mut Ubi, leb: u32, k: u32) -> Result<Vec<u8>, FlashError> {
     let g = s.geometry();

@@ -107,3 +107,24 @@ pub fn read<F: Flash>(
 pub fn read_raw<F: Flash>(dev: &mut F, addr: PageAddr) -> Result<Vec<u8>, FlashError> {
     read(dev, addr).map(|(d, o, _)| raw_of(&d, &o))
 }
+
+/// Erases block `leb` of an array's view and writes its first `pages` pages with contents
+/// from `tag` (page k: `page_bytes(tag * 1000 + k)`), in one batch.
+pub fn write_leb<F: Flash>(s: &mut F, leb: u32, pages: u32, tag: u64) -> Result<(), FlashError> {
+    s.erase_block(nandkit_flash::BlockAddr::new(0, leb))?;
+    let g = s.geometry();
+    let batch = (0..pages)
+        .map(|k| {
+            let (data, oob) = page_bytes(&g, tag * 1000 + u64::from(k));
+            nandkit_flash::Command::Program {
+                addr: PageAddr::new(0, leb, k),
+                data,
+                oob,
+            }
+        })
+        .collect();
+    for c in s.submit(batch) {
+        c.result?;
+    }
+    Ok(())
+}
