@@ -24,7 +24,7 @@ impl<F: Flash> FileSystem<F> {
         self.prepare_cleaning()?;
         let mut done = 0;
         while done < max_blocks {
-            let Some(victim) = self.cleaner.pick(&self.blocks, Need::Explicit) else {
+            let Some(victim) = self.pick_victim(Need::Explicit)? else {
                 break;
             };
             self.clean_block(victim)?;
@@ -44,6 +44,44 @@ impl<F: Flash> FileSystem<F> {
         };
         self.clean_block(victim)?;
         Ok(true)
+    }
+
+    /// The cleaner's victim for `need`. With `yaffs_search_reads`, the search reads what a
+    /// YAFFS without block status in RAM would read to make the same choice: the tags of
+    /// every programmed page of every block it passed (one page of an erased block).
+    pub(crate) fn pick_victim(&mut self, need: Need) -> Result<Option<u32>> {
+        let victim = self.cleaner.pick(&self.blocks, need);
+        if self.config.yaffs_search_reads {
+            self.read_passed_blocks()?;
+        }
+        Ok(victim)
+    }
+
+    fn read_passed_blocks(&mut self) -> Result<()> {
+        let n = self.layout.blocks.max(1);
+        let ppb = self.layout.pages_per_block;
+        let mut oob = vec![0u8; self.layout.geometry.oob_size_bytes as usize];
+        for (first, count) in self.cleaner.take_passed() {
+            for k in 0..count {
+                let b = (first + k) % n;
+                let blk = self.blocks.get(b);
+                let pages = match blk.state {
+                    BlockState::Bad => 0,
+                    BlockState::Empty => 1,
+                    _ => blk.next_page().clamp(1, ppb),
+                };
+                for page in 0..pages {
+                    let addr = self.layout.page_addr(self.layout.pno(b, page));
+                    match self.dev.get_mut().read_oob(addr, &mut oob) {
+                        // What the tags say is not used: the choice is the cleaner's.
+                        Ok(_) | Err(FlashError::Uncorrectable { .. }) => {}
+                        Err(e) => return Err(self.fail(e)),
+                    }
+                    self.stats.search_reads += 1;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// What cleaning on request (explicit or idle) does before it picks a victim.

@@ -158,6 +158,15 @@ pub struct FsConfig {
     pub yaffs_normal_max_valid: u32,
     /// YAFFS switches to aggressive mode below this many erased blocks (6).
     pub yaffs_aggressive_below: u32,
+    /// YAFFS cleaning without block status in RAM, as the MODA paper says of the YAFFS it
+    /// measured (sec. 6.3.2: "it needs to read Flash memory to detect the blocks to be
+    /// cleaned and how many valid pages the blocks have"): every block a victim search
+    /// passes costs an OOB read of each of its programmed pages (one for an erased
+    /// block). Off in every profile: the YAFFS sources of the time keep each block's
+    /// pages-in-use count in RAM (`yaffs_FindDirtiestBlock`). The MODA benches turn it on
+    /// (`--search-reads`) to measure what the paper's account would cost.
+    #[serde(default)]
+    pub yaffs_search_reads: bool,
     /// Write a checkpoint at clean unmount so the next mount skips the scan.
     pub checkpoint: bool,
     /// Erase the blocks a delete leaves without a live page at once (MNFS), rather than
@@ -226,6 +235,7 @@ impl FsConfig {
             yaffs_window_blocks: 200,
             yaffs_normal_max_valid: 3,
             yaffs_aggressive_below: 6,
+            yaffs_search_reads: false,
             // Nothing to checkpoint when the metadata is in NVRAM; YAFFS1 had none; MNFS
             // keeps no central allocation structure on flash (its iBAT is rebuilt at
             // every mount).

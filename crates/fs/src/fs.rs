@@ -105,6 +105,9 @@ pub struct FsStats {
     pub deletion_markers_written: u64,
     /// YAFFS1: OOB reads of a chunk's previous copy, for its version.
     pub version_reads: u64,
+    /// OOB reads of victim searches without block status in RAM
+    /// (`FsConfig::yaffs_search_reads`).
+    pub search_reads: u64,
 }
 
 /// A directory's entries as far as they are known. Names are loaded on demand: until a

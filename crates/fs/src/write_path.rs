@@ -659,10 +659,7 @@ impl<F: Flash> FileSystem<F> {
     /// on a full device) all but the last one, which cleaning itself needs: on a device
     /// that full the checkpoint may not fit at unmount, and the next mount scans.
     fn make_room(&mut self, stream: usize, cause: WriteCause, accepted: bool) -> Result<()> {
-        if let Some(victim) = self
-            .cleaner
-            .pick(&self.blocks, crate::clean::Need::Opportunistic)
-        {
+        if let Some(victim) = self.pick_victim(crate::clean::Need::Opportunistic)? {
             self.clean_block(victim)?;
         }
         let floor = match cause {
@@ -680,7 +677,7 @@ impl<F: Flash> FileSystem<F> {
                 return Ok(());
             }
             self.absorb_scrubs();
-            match self.cleaner.pick(&self.blocks, crate::clean::Need::Space) {
+            match self.pick_victim(crate::clean::Need::Space)? {
                 Some(victim) => self.clean_block(victim)?,
                 None => return Err(FsError::NoSpace),
             }
@@ -692,7 +689,7 @@ impl<F: Flash> FileSystem<F> {
     pub(crate) fn clean_while_empty_at_most(&mut self, floor: u32) -> Result<()> {
         self.absorb_scrubs();
         while self.blocks.empty() <= floor {
-            match self.cleaner.pick(&self.blocks, crate::clean::Need::Space) {
+            match self.pick_victim(crate::clean::Need::Space)? {
                 Some(victim) => self.clean_block(victim)?,
                 None => return Err(FsError::NoSpace),
             }

@@ -372,6 +372,11 @@ pub struct FsArgs {
     /// [default: feram]. Not a flag here: see [`BenchNvramArgs`].
     #[arg(skip)]
     pub nvram_preset: Option<String>,
+    /// YAFFS cleaning reads the tags of the blocks its searches pass, as the MODA paper
+    /// says of the YAFFS it measured (`FsConfig::yaffs_search_reads`). Not a flag here:
+    /// the MODA benches' `--search-reads`.
+    #[arg(skip)]
+    pub yaffs_search_reads: bool,
 }
 
 /// The NVRAM a bench makes for a profile that keeps its metadata there (minv).
@@ -411,6 +416,7 @@ impl Default for FsArgs {
             parity: false,
             nvram_size: None,
             nvram_preset: None,
+            yaffs_search_reads: false,
         }
     }
 }
@@ -491,6 +497,7 @@ impl FsArgs {
         if let Some(on) = self.recover_lost_files {
             config = config.with_tombs_cover_data(on);
         }
+        config.yaffs_search_reads = self.yaffs_search_reads;
         config
             .with_alloc_params(self.classifiers.params(), blocks)
             .context("--moda-queues, --moda-lifetime, --dac-regions")

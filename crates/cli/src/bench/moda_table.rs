@@ -95,6 +95,9 @@ struct Row {
     est_clean_s: f64,
     erases: u64,
     copies: u64,
+    /// OOB reads of the victim searches while cleaning everything (0 unless
+    /// `--search-reads`).
+    search_reads: u64,
     clean_s: f64,
     clean_energy_j: f64,
     run_s: f64,
@@ -161,6 +164,7 @@ pub fn run(args: ModaTableArgs) -> anyhow::Result<()> {
                 est_clean_s: est.seconds,
                 erases: cleaned.erases,
                 copies: cleaned.copies,
+                search_reads: cleaned.search_reads,
                 clean_s: cleaned.seconds,
                 clean_energy_j: cleaned.energy_j,
                 run_s: run.sim_s(),
@@ -188,8 +192,14 @@ pub fn run(args: ModaTableArgs) -> anyhow::Result<()> {
         .max()
         .unwrap_or(0)
         .max(8);
+    let reads = args.moda.search_reads;
+    let reads_head = if reads {
+        format!(" {:>8}", "s_reads")
+    } else {
+        String::new()
+    };
     println!(
-        "{:<ww$} {:<13} {:>6} {:>7} {:>5} {:>9} {:>9} {:>8} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8}",
+        "{:<ww$} {:<13} {:>6} {:>7} {:>5} {:>9} {:>9} {:>8} {:>7} {:>7}{reads_head} {:>8} {:>8} {:>8} {:>8}",
         "workload",
         "policy",
         "u",
@@ -206,8 +216,13 @@ pub fn run(args: ModaTableArgs) -> anyhow::Result<()> {
         "run_J"
     );
     for r in &rows {
+        let reads_cell = if reads {
+            format!(" {:>8}", r.search_reads)
+        } else {
+            String::new()
+        };
         println!(
-            "{:<ww$} {:<13} {:>6.3} {:>7.4} {:>5.2} {:>9.0} {:>9.0} {:>8.2} {:>7} {:>7} {:>8.2} {:>8.3} {:>8.1} {:>8.3}{}",
+            "{:<ww$} {:<13} {:>6.3} {:>7.4} {:>5.2} {:>9.0} {:>9.0} {:>8.2} {:>7} {:>7}{reads_cell} {:>8.2} {:>8.3} {:>8.1} {:>8.3}{}",
             r.workload,
             r.policy,
             r.u,

@@ -27,6 +27,13 @@ pub trait Cleaner: Send + Sync {
     /// A block to reclaim now, or `None` to reclaim nothing. Only blocks for which
     /// `BlockTable::is_candidate` holds may be returned.
     fn pick(&mut self, table: &BlockTable, need: Need) -> Option<u32>;
+    /// The blocks the searches since the last call passed, as (first block, count) runs
+    /// that may wrap past the last block: what a search without block status in RAM would
+    /// have had to read (`FsConfig::yaffs_search_reads`). Empty for a policy that does
+    /// not model it.
+    fn take_passed(&mut self) -> Vec<(u32, u32)> {
+        Vec::new()
+    }
 }
 
 pub fn make(config: &FsConfig) -> Box<dyn Cleaner> {

@@ -5,7 +5,9 @@
 //! valid count, moving on window by window until it finds one.
 //!
 //! The window is walked through the block table's candidate index, so a search costs the
-//! candidates it meets, not the blocks it passes: cheap on any device size.
+//! candidates it meets, not the blocks it passes: cheap on any device size. With
+//! `yaffs_search_reads` the cleaner also lists the blocks each search passed, for the file
+//! system to charge the OOB reads a search without block status in RAM would issue.
 
 use super::{flagged, Cleaner, Need};
 use crate::blocks::BlockTable;
@@ -16,6 +18,8 @@ pub struct YaffsCleaner {
     normal_max_valid: u32,
     aggressive_below: u32,
     cursor: u32,
+    /// Runs of blocks passed since `take_passed` (only with `yaffs_search_reads`).
+    passed: Option<Vec<(u32, u32)>>,
 }
 
 impl YaffsCleaner {
@@ -25,6 +29,7 @@ impl YaffsCleaner {
             normal_max_valid: config.yaffs_normal_max_valid,
             aggressive_below: config.yaffs_aggressive_below,
             cursor: 0,
+            passed: config.yaffs_search_reads.then(Vec::new),
         }
     }
 
@@ -36,8 +41,18 @@ impl YaffsCleaner {
             .candidates_in(self.cursor, self.window)
             .into_iter()
             .min_by_key(|&b| table.get(b).valid());
+        self.pass(self.window.min(n));
         self.cursor = (self.cursor + self.window.min(n)) % n;
         best
+    }
+
+    /// The search passes `count` blocks from the cursor.
+    fn pass(&mut self, count: u32) {
+        if let Some(p) = self.passed.as_mut() {
+            if count > 0 {
+                p.push((self.cursor, count));
+            }
+        }
     }
 }
 
@@ -60,10 +75,16 @@ impl Cleaner for YaffsCleaner {
             let next = table.next_candidate(self.cursor)?;
             let n = table.len();
             let skipped = (next + n - self.cursor) % n;
+            // Without status in RAM, the windows jumped over are swept block by block.
+            self.pass(skipped / self.window * self.window);
             self.cursor = (self.cursor + skipped / self.window * self.window) % n;
             return self.dirtiest_in_window(table);
         }
         let b = self.dirtiest_in_window(table)?;
         (table.get(b).valid() < self.normal_max_valid).then_some(b)
+    }
+
+    fn take_passed(&mut self) -> Vec<(u32, u32)> {
+        self.passed.as_mut().map(std::mem::take).unwrap_or_default()
     }
 }

@@ -269,3 +269,59 @@ fn cleaning_reads_no_versions_and_marks_no_victim() {
     );
     assert_fsck(&mut fs, "after cleaning");
 }
+
+/// `yaffs_search_reads` (the MODA paper's account of YAFFS: no block status in RAM):
+/// a victim search reads the tags of every programmed page of every block it passes, one
+/// page of an erased block, as flash reads; without it, a search reads nothing.
+#[test]
+fn a_search_without_status_in_ram_reads_the_blocks_it_passes() {
+    let fill = |search_reads: bool| {
+        let mut config = FsConfig::profile("yaffs1", Dev::Small.blocks()).unwrap();
+        config.yaffs_search_reads = search_reads;
+        let mut fs = format_with(Dev::Small, config);
+        // Files rewritten in part: blocks with some invalid pages to clean.
+        for k in 0..6u64 {
+            let ino = fs
+                .create(ROOT_INO, format!("f{k}").as_bytes(), file())
+                .unwrap()
+                .ino;
+            fs.write(ino, 0, &pattern(k, 512 * 40)).unwrap();
+            fs.write(ino, 512 * 8, &pattern(k + 10, 512 * 4)).unwrap();
+        }
+        fs.sync().unwrap();
+        fs
+    };
+    let mut plain = fill(false);
+    let mut reading = fill(true);
+    let expected: u64 = {
+        // One explicit gc is one search from block 0: it passes the first window.
+        let window = reading
+            .config()
+            .yaffs_window_blocks
+            .min(Dev::Small.blocks());
+        let table = reading.block_table();
+        (0..window)
+            .map(|b| {
+                let blk = table[b as usize];
+                match blk.state {
+                    blocks::BlockState::Bad => 0,
+                    blocks::BlockState::Empty => 1,
+                    _ => u64::from(blk.next_page().max(1)),
+                }
+            })
+            .sum()
+    };
+    let before = reading.stats().search_reads;
+    let oob_before = reading.device().stats().total().oob_reads;
+    assert_eq!(reading.gc(1).unwrap(), 1);
+    let reads = reading.stats().search_reads - before;
+    assert_eq!(reads, expected, "every programmed page of the window, once");
+    assert!(
+        reading.device().stats().total().oob_reads - oob_before >= reads,
+        "the reads are flash operations"
+    );
+    assert_eq!(plain.gc(1).unwrap(), 1);
+    assert_eq!(plain.stats().search_reads, 0);
+    // The choice is the same either way: only the cost differs.
+    assert_eq!(plain.stats().pages_copied, reading.stats().pages_copied);
+}

@@ -119,6 +119,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
     moda::BY_P,
     moda::TABLE,
     moda::TABLE_YAFFS1,
+    moda::SEARCH_READS,
     moda::ABLATION,
     moda::ANDREW_980,
     moda::UTILIZATION,
