@@ -80,6 +80,9 @@ pub struct AllocParams {
     pub lifetime: u32,
     /// DAC: regions (k; Chiang et al. and this issue: 4).
     pub regions: u32,
+    /// DAC: data updated younger than this many virtual ticks (write requests) is
+    /// promoted a region (default: MODA's lifetime, 100).
+    pub dac_age: u32,
 }
 
 impl Default for AllocParams {
@@ -88,6 +91,7 @@ impl Default for AllocParams {
             queues: 2,
             lifetime: 100,
             regions: 4,
+            dac_age: 100,
         }
     }
 }
@@ -102,6 +106,11 @@ impl AllocParams {
         }
         if !(2..=8).contains(&self.regions) {
             return Err(FsError::Invalid("DAC regions must be 2..=8"));
+        }
+        if self.dac_age == 0 {
+            return Err(FsError::Invalid(
+                "DAC's age threshold must be at least 1 tick",
+            ));
         }
         Ok(())
     }

@@ -299,6 +299,10 @@ pub struct ClassifierArgs {
     /// DAC: regions (write streams) by update frequency.
     #[arg(long, value_name = "K", default_value_t = AllocParams::default().regions)]
     pub dac_regions: u32,
+    /// DAC: data updated younger than this many write requests moves up a region (older
+    /// data stays; a cleaning copy moves down one).
+    #[arg(long, value_name = "TICKS", default_value_t = AllocParams::default().dac_age)]
+    pub dac_age: u32,
 }
 
 impl Default for ClassifierArgs {
@@ -308,6 +312,7 @@ impl Default for ClassifierArgs {
             moda_queues: p.queues,
             moda_lifetime: p.lifetime,
             dac_regions: p.regions,
+            dac_age: p.dac_age,
         }
     }
 }
@@ -318,6 +323,7 @@ impl ClassifierArgs {
             queues: self.moda_queues,
             lifetime: self.moda_lifetime,
             regions: self.dac_regions,
+            dac_age: self.dac_age,
         }
     }
 }
@@ -500,7 +506,7 @@ impl FsArgs {
         config.yaffs_search_reads = self.yaffs_search_reads;
         config
             .with_alloc_params(self.classifiers.params(), blocks)
-            .context("--moda-queues, --moda-lifetime, --dac-regions")
+            .context("--moda-queues, --moda-lifetime, --dac-regions, --dac-age")
     }
 }
 
