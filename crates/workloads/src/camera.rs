@@ -50,12 +50,17 @@ pub struct Camera {
 
 impl Camera {
     pub fn new(seed: u64, device_bytes: u64, dir: &str) -> Self {
+        Self::filling(seed, device_bytes, KEPT_FRACTION, dir)
+    }
+
+    /// Run until its data fill `fraction` of the capacity, not Table 1's u.
+    pub fn filling(seed: u64, device_bytes: u64, fraction: f64, dir: &str) -> Self {
         Self {
             rng: rng(seed),
             dir: dir.to_string(),
             photo_min: device_bytes / 128,
             photo_max: device_bytes * 3 / 128,
-            kept_target: bytes_of_fraction(device_bytes, KEPT_FRACTION),
+            kept_target: bytes_of_fraction(device_bytes, fraction),
             photos: Vec::new(),
             kept: 0,
             next_photo: 1,

@@ -53,10 +53,15 @@ pub struct Fax {
 
 impl Fax {
     pub fn new(seed: u64, device_bytes: u64, dir: &str) -> Self {
+        Self::filling(seed, device_bytes, KEPT_FRACTION, dir)
+    }
+
+    /// Run until its data fill `fraction` of the capacity, not Table 1's u.
+    pub fn filling(seed: u64, device_bytes: u64, fraction: f64, dir: &str) -> Self {
         Self {
             rng: rng(seed),
             dir: dir.to_string(),
-            kept_target: bytes_of_fraction(device_bytes, KEPT_FRACTION),
+            kept_target: bytes_of_fraction(device_bytes, fraction),
             kept: 0,
             faxes: 0,
             incoming: Vec::new(),

@@ -60,12 +60,17 @@ pub struct Movie {
 
 impl Movie {
     pub fn new(seed: u64, device_bytes: u64, dir: &str) -> Self {
+        Self::filling(seed, device_bytes, FILL_FRACTION, dir)
+    }
+
+    /// Run until its data fill `fraction` of the capacity, not Table 1's u.
+    pub fn filling(seed: u64, device_bytes: u64, fraction: f64, dir: &str) -> Self {
         Self {
             rng: rng(seed),
             dir: dir.to_string(),
             movie_min: device_bytes / 16,
             movie_max: device_bytes / 8,
-            fill_target: bytes_of_fraction(device_bytes, FILL_FRACTION),
+            fill_target: bytes_of_fraction(device_bytes, fraction),
             movies: Vec::new(),
             copied: 0,
             phase: Phase::Start,

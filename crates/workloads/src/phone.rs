@@ -96,11 +96,16 @@ pub struct Phone {
 
 impl Phone {
     pub fn new(seed: u64, device_bytes: u64, dir: &str) -> Self {
+        Self::filling(seed, device_bytes, KEPT_FRACTION, dir)
+    }
+
+    /// Run until its data fill `fraction` of the capacity, not Table 1's u.
+    pub fn filling(seed: u64, device_bytes: u64, fraction: f64, dir: &str) -> Self {
         Self {
             rng: rng(seed),
             pick: WeightedIndex::new(LOGS.iter().map(|l| l.weight)).expect("positive weights"),
             dir: dir.to_string(),
-            kept_target: bytes_of_fraction(device_bytes, KEPT_FRACTION),
+            kept_target: bytes_of_fraction(device_bytes, fraction),
             sizes: [0; LOGS.len()],
             events: 0,
             started: false,

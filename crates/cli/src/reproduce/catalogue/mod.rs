@@ -120,6 +120,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
     moda::TABLE,
     moda::TABLE_YAFFS1,
     moda::SEARCH_READS,
+    moda::UNFITTED,
     moda::ABLATION,
     moda::ANDREW_980,
     moda::UTILIZATION,
