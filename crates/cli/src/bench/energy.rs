@@ -4,8 +4,9 @@
 //! The energy is what the device counted: each flash operation's energy from its preset
 //! (`nandkit presets` lists the figures and their sources; typical values, not
 //! measurements), plus the NVRAM's per-byte energy when the file system has an NVRAM.
-//! Idle time costs nothing, so a span's energy does not grow with the clock, only with the
-//! operations in it, and p chips working in parallel spend what one chip would.
+//! Idle time costs nothing here, so a span's energy does not grow with the clock, only with
+//! the operations in it, and p chips working in parallel spend what one chip would.
+//! Standby power over busy and idle time is added where a bench reports it (`standby`).
 
 use nandkit_flash::StripedDevice;
 

@@ -29,6 +29,7 @@ mod peers;
 mod random_overwrite;
 mod seq_write;
 mod software_cost;
+pub mod standby;
 mod trace;
 
 use std::io::IsTerminal;
