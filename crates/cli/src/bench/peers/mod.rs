@@ -76,6 +76,8 @@ pub struct PeersArgs {
     /// Seed of the workloads.
     #[arg(long, default_value_t = 1, value_name = "SEED")]
     workload_seed: u64,
+    #[command(flatten)]
+    nvram: crate::bench::BenchNvramArgs,
     /// Print a JSON array of rows instead of a table.
     #[arg(long)]
     json: bool,
@@ -123,6 +125,8 @@ pub struct Limits {
     sim_budget_ns: u64,
     host_budget: Duration,
     seed: u64,
+    /// The NVRAM a profile with metadata there gets.
+    nvram: crate::bench::BenchNvramArgs,
 }
 
 pub fn run(args: PeersArgs) -> anyhow::Result<()> {
@@ -169,6 +173,7 @@ pub fn run(args: PeersArgs) -> anyhow::Result<()> {
         sim_budget_ns: (args.budget_sim_s * 1e9) as u64,
         host_budget: Duration::from_secs_f64(args.budget_host_s),
         seed: args.workload_seed,
+        nvram: args.nvram.clone(),
     };
     let mut rows = Vec::new();
     for fs in &fs_list {
@@ -187,10 +192,22 @@ pub fn run(args: PeersArgs) -> anyhow::Result<()> {
             .iter()
             .filter(|f| ["littlefs", "yaffs"].contains(&f.as_str()))
         {
-            rows.push(power_cut::run(fs, args.cut_points, corrupt, args.json)?);
+            rows.push(power_cut::run(
+                fs,
+                args.cut_points,
+                corrupt,
+                &args.nvram,
+                args.json,
+            )?);
             if fs == "littlefs" {
                 let io = nandkit_littlefs::LFS_ERR_IO;
-                rows.push(power_cut::run(fs, args.cut_points, io, args.json)?);
+                rows.push(power_cut::run(
+                    fs,
+                    args.cut_points,
+                    io,
+                    &args.nvram,
+                    args.json,
+                )?);
             }
         }
     }
@@ -314,7 +331,7 @@ fn paper_workload(
     let device_bytes = config.geometry.total_bytes();
     let mut load = nandkit_workloads::by_name(name, limits.seed, device_bytes)
         .with_context(|| format!("unknown workload {name}"))?;
-    let (mut peer, heap_before) = Peer::format(config, fs)?;
+    let (mut peer, heap_before) = Peer::format(config, fs, &limits.nvram)?;
     let span = Span::start(&mut peer, heap_before);
     let mut b = budgeted(&mut peer, limits);
     let result = load.run(&mut b);

@@ -39,7 +39,12 @@ impl Peer {
     /// Formats a fresh RAM device of `config` with `fs` ("littlefs" or a profile). Also
     /// returns the heap in use once the devices (flash, and NVRAM for minv) exist and
     /// before the file system does: the file system's heap is what is in use above it.
-    pub fn format(config: &DeviceConfig, fs: &str) -> anyhow::Result<(Peer, (usize, usize))> {
+    /// A profile with metadata in NVRAM gets the NVRAM `nvram` describes.
+    pub fn format(
+        config: &DeviceConfig,
+        fs: &str,
+        nvram: &crate::bench::BenchNvramArgs,
+    ) -> anyhow::Result<(Peer, (usize, usize))> {
         if fs == "littlefs" {
             let mut dev = FlashDevice::ram(nandkit_littlefs::without_bad_blocks(config.clone()))
                 .context("creating the RAM device")?;
@@ -56,7 +61,7 @@ impl Peer {
         let pages = dev.inner_mut().storage_heap_bytes();
         let fs_config = fs_args.config(&dev)?;
         let formatted = if fs_config.metadata == nandkit_fs::meta::MetadataKind::Nvram {
-            let nv = crate::bench::bench_nvram(None, None)?;
+            let nv = crate::bench::bench_nvram(nvram.nvram_size, Some(&nvram.nvram_preset))?;
             let base = (crate::heap::live_bytes(), pages);
             (
                 Fs::format_with_nvram(dev, nv, fs_config, bench_clock()),

@@ -59,12 +59,18 @@ fn workload(peer: &mut Peer, files: &mut Vec<Expect>) -> Result<(), TargetError>
 /// The loop on `fs`. For littlefs, `lfs_uncorrectable` is the code an uncorrectable read
 /// (a page a cut tore) returns to it: LFS_ERR_CORRUPT, which it reads past as a bad commit,
 /// or LFS_ERR_IO, which it passes up.
-pub fn run(fs: &str, cut_points: u64, lfs_uncorrectable: i32, quiet: bool) -> anyhow::Result<Row> {
+pub fn run(
+    fs: &str,
+    cut_points: u64,
+    lfs_uncorrectable: i32,
+    nvram: &crate::bench::BenchNvramArgs,
+    quiet: bool,
+) -> anyhow::Result<Row> {
     let mut config = preset("tiny")?;
     config.ecc.rber_fresh = 0.0;
     config.ecc.rber_at_endurance = 0.0;
     // The whole run, uncut, to count its operations.
-    let (mut peer, _) = Peer::format(&config, fs)?;
+    let (mut peer, _) = Peer::format(&config, fs, nvram)?;
     let base = peer.state_ops();
     workload(&mut peer, &mut Vec::new()).map_err(|e| anyhow::anyhow!("uncut run: {e}"))?;
     let ops = peer.state_ops() - base;
@@ -73,7 +79,7 @@ pub fn run(fs: &str, cut_points: u64, lfs_uncorrectable: i32, quiet: bool) -> an
     let (mut mounted, mut intact) = (0u64, 0u64);
     let mut first_failure = None;
     for k in 0..points {
-        let (mut peer, _) = Peer::format(&config, fs)?;
+        let (mut peer, _) = Peer::format(&config, fs, nvram)?;
         peer.arm_power_cut(k);
         let mut files = Vec::new();
         let _ = workload(&mut peer, &mut files);

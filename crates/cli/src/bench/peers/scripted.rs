@@ -32,7 +32,7 @@ pub fn run_all(
     let mut rows = Vec::new();
 
     let host = Instant::now();
-    let (mut peer, heap_before) = Peer::format(config, fs)?;
+    let (mut peer, heap_before) = Peer::format(config, fs, &limits.nvram)?;
     rows.push(Span::from_zero(host, heap_before).row(&mut peer, fs, "format+mount", "ok".into()));
 
     let mut made = 0u64;
@@ -137,7 +137,7 @@ pub fn run_all(
     }
 
     // Files of 64 KiB until the device says it is full.
-    let (mut peer, heap_before) = Peer::format(config, fs)?;
+    let (mut peer, heap_before) = Peer::format(config, fs, &limits.nvram)?;
     step(&mut peer, heap_before, "fill", &mut rows, &mut |b, ops| {
         b.mkdir("/fill")?;
         for i in 0.. {
@@ -153,7 +153,7 @@ pub fn run_all(
 
     // A file of three quarters of the device (not measured), then 4 KiB overwrites at
     // random, fsync every 32.
-    let (mut peer, heap_before) = Peer::format(config, fs)?;
+    let (mut peer, heap_before) = Peer::format(config, fs, &limits.nvram)?;
     let big = (device_bytes * 3 / 4 / CHUNK as u64).max(1) * CHUNK as u64;
     let setup = (|| -> Result<(), TargetError> {
         let t = peer.target();
