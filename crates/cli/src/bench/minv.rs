@@ -110,6 +110,13 @@ pub struct MinvMountArgs {
     /// Size of each file of the fresh layout.
     #[arg(long, default_value = "1MiB", value_name = "SIZE", value_parser = crate::device_args::parse_bytes)]
     file_size: u64,
+    /// Instead of utilizations: file counts, comma-separated (layout "files": that many
+    /// files of --small-file-size, one after another).
+    #[arg(long, value_delimiter = ',', value_name = "N")]
+    files: Vec<u64>,
+    /// Size of each file of the "files" layout.
+    #[arg(long, default_value = "256", value_name = "SIZE", value_parser = crate::device_args::parse_bytes)]
+    small_file_size: u64,
 }
 
 #[derive(Serialize)]
@@ -133,56 +140,81 @@ struct MountRow {
     /// objects read from the NVRAM on demand by minv). Not measured after the checkpoint
     /// mount, whose image the scan mount then reads unchanged.
     list_sim_us: Option<f64>,
+    /// Heap the file system holds after the mount and, when measured, the listing (the
+    /// DRAM a design needs once every object has been used).
+    dram_bytes: u64,
 }
 
 pub fn run_mount(args: MinvMountArgs) -> anyhow::Result<()> {
     let config = args.dev.device()?;
     let mut rows = Vec::new();
-    for layout in &args.layouts {
-        for &u in &args.utilizations {
-            if !(0.0..=1.0).contains(&u) {
-                anyhow::bail!("--utilizations {u}: must be within 0..=1");
-            }
-            for profile in &args.profiles {
-                let mut fs = format_profile(&config, profile, &args.dev.nvram)?;
-                let files = match layout.as_str() {
-                    "fresh" => fill_fresh(&mut fs, u, args.file_size)?,
-                    "aged" => fill_aged(&mut fs, u, args.dev.seed)?,
-                    other => anyhow::bail!("--layouts {other}: fresh or aged"),
-                };
-                let s = fs.statfs();
-                let utilization = s.used_chunks as f64 / s.total_chunks.max(1) as f64;
-                let base = RowBase {
-                    layout: layout.clone(),
-                    target: u,
-                    utilization,
-                    files,
-                };
-                if fs.nvram().is_some() {
-                    rows.push(minv_mount_row(fs, profile, &base)?);
-                } else {
-                    let checkpoint = fs.config().checkpoint;
-                    let mut dev = fs.unmount().context("unmounting")?;
-                    if checkpoint {
-                        let (fs, t) = timed_mount_row(dev, profile, false, &base)?;
-                        rows.push(t);
-                        dev = fs.unmount().context("unmounting")?;
-                    }
-                    let (mut fs, mut t) = timed_mount_row(dev, profile, true, &base)?;
-                    t.list_sim_us = Some(list_everything(&mut fs)?);
-                    rows.push(t);
+    // (layout, target): utilizations per layout, or file counts.
+    let mut cases: Vec<(String, f64)> = Vec::new();
+    if args.files.is_empty() {
+        for layout in &args.layouts {
+            for &u in &args.utilizations {
+                if !(0.0..=1.0).contains(&u) {
+                    anyhow::bail!("--utilizations {u}: must be within 0..=1");
                 }
+                if layout != "fresh" && layout != "aged" {
+                    anyhow::bail!("--layouts {layout}: fresh or aged");
+                }
+                cases.push((layout.clone(), u));
             }
-            if !args.dev.json {
-                eprintln!("{layout} u={u}: done");
+        }
+    } else {
+        cases.extend(args.files.iter().map(|&n| ("files".to_string(), n as f64)));
+    }
+    for (layout, target) in &cases {
+        for profile in &args.profiles {
+            let mut fs = format_profile(&config, profile, &args.dev.nvram)?;
+            let files = match layout.as_str() {
+                "fresh" => fill_fresh(&mut fs, *target, args.file_size)?,
+                "aged" => fill_aged(&mut fs, *target, args.dev.seed)?,
+                _ => fill_count(&mut fs, *target as u64, args.small_file_size)?,
+            };
+            let s = fs.statfs();
+            let utilization = s.used_chunks as f64 / s.total_chunks.max(1) as f64;
+            let base = RowBase {
+                layout: layout.clone(),
+                target: *target,
+                utilization,
+                files,
+            };
+            // After a power cut: everything was synced, nothing unmounted.
+            let (dev, nv) = fs.into_parts();
+            let (fs, mut t) = mount_row(dev, nv, profile, Method::Crash, &base)?;
+            let fs = listed(fs, &mut t)?;
+            rows.push(t);
+            // After a clean unmount: minv from its saved state; the others from their
+            // checkpoint (if they keep one), then by a full scan.
+            let checkpoint = fs.config().checkpoint;
+            let (dev, nv) = fs.unmount_parts().context("unmounting")?;
+            if nv.is_some() {
+                let (fs, mut t) = mount_row(dev, nv, profile, Method::Clean, &base)?;
+                listed(fs, &mut t)?;
+                rows.push(t);
+                continue;
             }
+            let mut dev = dev;
+            if checkpoint {
+                let (fs, t) = mount_row(dev, None, profile, Method::Clean, &base)?;
+                rows.push(t);
+                dev = fs.unmount().context("unmounting")?;
+            }
+            let (fs, mut t) = mount_row(dev, None, profile, Method::Scan, &base)?;
+            listed(fs, &mut t)?;
+            rows.push(t);
+        }
+        if !args.dev.json {
+            eprintln!("{layout} {target}: done");
         }
     }
     if args.dev.json {
         return print_json(&rows);
     }
     println!(
-        "{:<6} {:<16} {:<6} {:>6} {:>6} {:>6} {:>12} {:>10} {:>10} {:>10}",
+        "{:<6} {:<18} {:>7} {:>6} {:>6} {:>6} {:>12} {:>10} {:>10} {:>10} {:>9}",
         "layout",
         "mount",
         "target",
@@ -192,11 +224,12 @@ pub fn run_mount(args: MinvMountArgs) -> anyhow::Result<()> {
         "mount_us",
         "host_ms",
         "energy_mJ",
-        "list_us"
+        "list_us",
+        "DRAM_KiB"
     );
     for r in &rows {
         println!(
-            "{:<6} {:<16} {:>6.2} {:>6.3} {:>6} {:>6} {:>12.1} {:>10.2} {:>10.3} {:>10}",
+            "{:<6} {:<18} {:>7} {:>6.3} {:>6} {:>6} {:>12.1} {:>10.2} {:>10.3} {:>10} {:>9.0}",
             r.layout,
             format!("{}/{}", r.profile, r.method),
             r.target,
@@ -206,7 +239,8 @@ pub fn run_mount(args: MinvMountArgs) -> anyhow::Result<()> {
             r.mount_sim_us,
             r.mount_host_ms,
             r.energy_j * 1e3,
-            r.list_sim_us.map_or("-".into(), |v| format!("{v:.1}"))
+            r.list_sim_us.map_or("-".into(), |v| format!("{v:.1}")),
+            r.dram_bytes as f64 / 1024.0
         );
     }
     Ok(())
@@ -224,50 +258,55 @@ fn reads(fs: &Fs) -> u64 {
     t.page_reads + t.oob_reads
 }
 
-fn timed_mount_row(
+/// Which mount a row measures.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Method {
+    /// After a power cut (everything synced, nothing unmounted).
+    Crash,
+    /// After a clean unmount: the checkpoint, or minv's saved state.
+    Clean,
+    /// A full scan, forced.
+    Scan,
+}
+
+/// Mounts the parts as `method` says and measures it: simulated time and energy (flash and
+/// NVRAM), host time, flash reads, NVRAM bytes read, and the heap the mount leaves.
+fn mount_row(
     dev: nandkit_flash::StripedDevice,
+    nv: Option<nandkit_nvram::Nvram>,
     profile: &str,
-    force_scan: bool,
+    method: Method,
     b: &RowBase,
 ) -> anyhow::Result<(Fs, MountRow)> {
     let mut dev = dev;
+    let nv_before = nv.as_ref().map(|n| n.stats());
     let t = dev.stats().total();
     let before = t.page_reads + t.oob_reads;
-    let (fs, timing) = timed_mount(dev, force_scan)?;
-    let row = MountRow {
-        profile: profile.into(),
-        method: if force_scan { "scan" } else { "checkpoint" },
-        layout: b.layout.clone(),
-        target: b.target,
-        utilization: b.utilization,
-        files: b.files,
-        mount_sim_us: timing.sim_ms * 1e3,
-        mount_host_ms: timing.host_ms,
-        flash_reads: reads(&fs) - before,
-        nvram_bytes_read: 0,
-        energy_j: timing.energy_j,
-        list_sim_us: None,
-    };
-    Ok((fs, row))
-}
-
-fn minv_mount_row(fs: Fs, profile: &str, b: &RowBase) -> anyhow::Result<MountRow> {
-    let (mut dev, nv) = fs.unmount_parts().context("unmounting")?;
-    let nv = nv.context("a minv file system without its NVRAM")?;
-    let nv_before = nv.stats();
-    let t = dev.stats().total();
-    let before = t.page_reads + t.oob_reads;
-    let start = Mark::of_parts(&mut dev, nv_before.energy_pj);
+    let start = Mark::of_parts(&mut dev, nv_before.map_or(0, |s| s.energy_pj));
+    let heap_before = crate::heap::live_bytes();
     let host = std::time::Instant::now();
-    let mut fs = nandkit_fs::FileSystem::mount_with_nvram(dev, nv, mount_options(false))
-        .context("mounting from NVRAM")?;
+    let fs = match nv {
+        Some(nv) => nandkit_fs::FileSystem::mount_with_nvram(dev, nv, mount_options(false))
+            .context("mounting from NVRAM")?,
+        None => {
+            let (fs, _) = timed_mount(dev, method == Method::Scan)?;
+            fs
+        }
+    };
     let mount_host_ms = host.elapsed().as_secs_f64() * 1e3;
     let mount = start.to_fs(&fs);
-    let nv_after = fs.nvram().context("the NVRAM")?.stats;
-    let list_sim_us = Some(list_everything(&mut fs)?);
-    Ok(MountRow {
+    let nvram_bytes_read = match (nv_before, fs.nvram()) {
+        (Some(a), Some(n)) => n.stats.bytes_read - a.bytes_read,
+        _ => 0,
+    };
+    let row = MountRow {
         profile: profile.into(),
-        method: "nvram",
+        method: match (method, fs.mount_method()) {
+            (Method::Crash, _) => "after-crash",
+            (_, nandkit_fs::MountMethod::Nvram) => "nvram",
+            (_, nandkit_fs::MountMethod::Scan) => "scan",
+            _ => "checkpoint",
+        },
         layout: b.layout.clone(),
         target: b.target,
         utilization: b.utilization,
@@ -275,10 +314,49 @@ fn minv_mount_row(fs: Fs, profile: &str, b: &RowBase) -> anyhow::Result<MountRow
         mount_sim_us: mount.sim_us(),
         mount_host_ms,
         flash_reads: reads(&fs) - before,
-        nvram_bytes_read: nv_after.bytes_read - nv_before.bytes_read,
+        nvram_bytes_read,
         energy_j: mount.energy_j(),
-        list_sim_us,
-    })
+        list_sim_us: None,
+        dram_bytes: crate::heap::live_bytes().saturating_sub(heap_before) as u64,
+    };
+    Ok((fs, row))
+}
+
+/// Lists everything after the mount `t` measured, and takes the heap held after it.
+fn listed(mut fs: Fs, t: &mut MountRow) -> anyhow::Result<Fs> {
+    let before = crate::heap::live_bytes();
+    t.list_sim_us = Some(list_everything(&mut fs)?);
+    let grown = crate::heap::live_bytes() as i64 - before as i64;
+    t.dram_bytes = (t.dram_bytes as i64 + grown).max(0) as u64;
+    Ok(fs)
+}
+
+/// `n` files of `size` bytes, one after another (fewer if the device or the NVRAM fills).
+fn fill_count(fs: &mut Fs, n: u64, size: u64) -> anyhow::Result<u64> {
+    let data = super::noise(size as usize, 7);
+    let mut made = 0u64;
+    for k in 0..n {
+        let ino = match fs.create(
+            ROOT_INO,
+            format!("f{k:06}").as_bytes(),
+            NewObject::regular_file(),
+        ) {
+            Ok(a) => a.ino,
+            Err(FsError::NoSpace) => break,
+            Err(e) => return Err(e).context("creating a file"),
+        };
+        made += 1;
+        match fs.write(ino, 0, &data) {
+            Ok(_) => {}
+            Err(FsError::NoSpace) => break,
+            Err(e) => return Err(e).context("writing a file"),
+        }
+    }
+    fs.sync().or_else(|e| match e {
+        FsError::NoSpace => Ok(()),
+        e => Err(e),
+    })?;
+    Ok(made)
 }
 
 /// Lists every directory and stats every object (`ls -lR`); returns the simulated us.

@@ -126,6 +126,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
     moda::UTILIZATION,
     moda::REPEAT,
     minv::MOUNT,
+    minv::MOUNT_FILES,
     minv::MOUNT_DATASHEET,
     minv::TTFS,
     minv::SYNTHETIC,
