@@ -55,9 +55,10 @@ impl NewNvramArgs {
             return Ok(());
         }
         // The file system sees the chips as one striped device, and counts its blocks.
-        let blocks = nandkit_fs::layout::Layout::new(g.striped())?.blocks;
+        let layout = nandkit_fs::layout::Layout::new(g.striped())?;
+        let blocks = layout.blocks;
         let size = self.config()?.size_bytes;
-        let least = nandkit_fs::meta::minv::min_nvram_bytes(blocks);
+        let least = nandkit_fs::meta::minv::min_nvram_bytes(blocks, layout.pages_per_block);
         if size < least {
             bail!(
                 "an NVRAM of {size} bytes cannot hold a minv file system on this device: its \

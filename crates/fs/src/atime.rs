@@ -70,7 +70,9 @@ impl<F: Flash> FileSystem<F> {
             .details
             .as_deref()
             .is_some_and(|d| self.moves(d, now));
-        if moves {
+        // An access time is kept only where its header write will find room (a full
+        // NVRAM): a read never fails for want of it.
+        if moves && self.metadata_room(ino, None).is_ok() {
             let o = self.obj_mut(ino)?;
             o.d_mut().atime = now;
             o.set_dirty(true);

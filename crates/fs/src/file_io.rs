@@ -175,9 +175,13 @@ impl<F: Flash> FileSystem<F> {
         if data.is_empty() {
             return Ok(0);
         }
+        let size = self.obj(ino)?.size;
+        // The header this write leaves for later (new chunks, a new size) must find room
+        // where it goes (NVRAM): ENOSPC now, not at fsync.
+        let first = (offset.min(size) / c) as u32;
+        self.metadata_room(ino, Some(first..end.div_ceil(c) as u32))?;
         // The classifying allocators count modifications (MODA's virtual clock).
         self.allocator.write_request(ino);
-        let size = self.obj(ino)?.size;
         if offset > size {
             self.extend(ino, offset)?;
         }

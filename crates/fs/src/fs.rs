@@ -557,6 +557,21 @@ impl<F: Flash> FileSystem<F> {
     }
 
     /// Does this file system keep its metadata on flash (as opposed to NVRAM)?
+    /// Before a call that leaves `ino`'s header for later (see `MetadataStore::room_for`).
+    pub(crate) fn metadata_room(
+        &mut self,
+        ino: Ino,
+        chunks: Option<std::ops::Range<u32>>,
+    ) -> Result<()> {
+        if self.metadata_on_flash() {
+            return Ok(());
+        }
+        let mut store = self.metadata.take().expect("a metadata store");
+        let out = store.room_for(self, ino, chunks);
+        self.metadata = Some(store);
+        out
+    }
+
     pub(crate) fn metadata_on_flash(&self) -> bool {
         matches!(
             self.config.metadata,

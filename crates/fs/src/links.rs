@@ -50,6 +50,9 @@ impl<F: Flash> FileSystem<F> {
             return Err(FsError::NotPermitted);
         }
         self.load(ino)?;
+        // The directory's times and the file's ctime are written later.
+        self.metadata_room(parent, None)?;
+        self.metadata_room(ino, None)?;
         let own = self.obj(ino)?.d().names.len() as u32;
         let links = self.link_count(ino);
         if own == 0 && links == 0 {

@@ -163,6 +163,8 @@ impl<F: Flash> FileSystem<F> {
         if self.has_child(parent, name)? {
             return Err(FsError::Exists);
         }
+        // The directory's times are written later: room for that header first.
+        self.metadata_room(parent, None)?;
         let mut size = 0;
         if new.kind == Kind::Symlink {
             if new.target.is_empty() {
@@ -377,6 +379,9 @@ impl<F: Flash> FileSystem<F> {
         if src_kind == Kind::Dir && self.is_ancestor(src, new_parent) {
             return Err(FsError::Invalid("cannot move a directory into itself"));
         }
+        // Both directories' times are written later.
+        self.metadata_room(parent, None)?;
+        self.metadata_room(new_parent, None)?;
         self.load(src)?;
         if let Some(d) = dst {
             self.load(d)?;

@@ -94,6 +94,8 @@ impl<F: Flash> FileSystem<F> {
         if value.len() > XATTR_SIZE_MAX {
             return Err(FsError::ValueTooBig);
         }
+        // The owner's ctime is written later.
+        self.metadata_room(ino, None)?;
         let mut list = self.xattr_list(ino)?;
         let existing = list.iter().position(|(k, _)| k == name);
         match (mode, existing) {

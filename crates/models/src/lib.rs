@@ -15,4 +15,4 @@ pub mod nvram_space;
 
 pub use cleaning_cost::{cleaning_cost, lfs_write_cost, CleaningCost, CleaningCostInput};
 pub use error::ModelError;
-pub use nvram_space::{nvram_space, nvram_space_uniform, NvramConstants, NvramSpace};
+pub use nvram_space::{nvram_space, nvram_space_uniform, NvramConstants, NvramSpace, SavedState};

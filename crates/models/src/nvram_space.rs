@@ -47,6 +47,41 @@ pub struct NvramConstants {
     pub offsets_per_struct: u64,
     /// C_OffSize: one file-offset structure.
     pub offset_struct: u64,
+    /// What a clean unmount saves so the next mount walks nothing (none in the paper,
+    /// whose structures are used in place): see [`SavedState`].
+    pub saved_state: SavedState,
+}
+
+/// The layout of a clean unmount's saved state: a head, a bit per flash page, a record
+/// per free extent of the NVRAM manager and an entry per object (with its slot in its
+/// directory's child list), rounded up to the manager's allocation unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+pub struct SavedState {
+    pub head: u64,
+    /// Bytes per free extent listed.
+    pub per_extent: u64,
+    /// Bytes per object (its entry).
+    pub per_object: u64,
+    /// Bytes per child slot (every object but the root is its directory's child).
+    pub per_child: u64,
+    /// The allocation unit it is rounded up to (0: none saved).
+    pub unit: u64,
+}
+
+impl SavedState {
+    /// Bytes of a state for `pages` flash pages, `objects` objects (the root included,
+    /// which is nobody's child) and `extents` free extents listed.
+    pub fn bytes(&self, pages: u64, objects: u64, extents: u64) -> u64 {
+        if self.unit == 0 {
+            return 0;
+        }
+        let raw = self.head
+            + 8 * pages.div_ceil(64)
+            + self.per_extent * extents
+            + self.per_object * objects
+            + self.per_child * objects.saturating_sub(1);
+        raw.div_ceil(self.unit) * self.unit
+    }
 }
 
 impl NvramConstants {
@@ -63,6 +98,13 @@ impl NvramConstants {
         root_inode: 140,
         offsets_per_struct: 32,
         offset_struct: 140,
+        saved_state: SavedState {
+            head: 0,
+            per_extent: 0,
+            per_object: 0,
+            per_child: 0,
+            unit: 0,
+        },
     };
 
     fn validate(&self) -> Result<(), ModelError> {
@@ -97,6 +139,10 @@ pub struct NvramSpace {
     pub offset_bytes: u64,
     /// R = f + g + h.
     pub bytes: u64,
+    /// What a clean unmount adds (0 with the paper's constants): the saved state, with
+    /// the heap in one free extent (files written and never deleted; each further free
+    /// extent adds `per_extent`) and the extent its own allocation splits off.
+    pub saved_state_bytes: u64,
     /// R in KiB, rounded to the nearest (Table 2's unit).
     pub kib: u64,
 }
@@ -106,13 +152,22 @@ fn fixed(c: &NvramConstants, flash_bytes: u64) -> u64 {
     c.manager + flash_bytes / c.block_size * c.block_info + c.inode_table + c.root_inode
 }
 
-fn answer(fixed_bytes: u64, inode_bytes: u64, offset_bytes: u64) -> NvramSpace {
+fn answer(
+    c: &NvramConstants,
+    flash_bytes: u64,
+    files: u64,
+    fixed_bytes: u64,
+    inode_bytes: u64,
+    offset_bytes: u64,
+) -> NvramSpace {
     let bytes = fixed_bytes + inode_bytes + offset_bytes;
+    let pages = flash_bytes / c.block_size * (c.block_size / c.alloc_unit);
     NvramSpace {
         fixed_bytes,
         inode_bytes,
         offset_bytes,
         bytes,
+        saved_state_bytes: c.saved_state.bytes(pages, files + 1, 2),
         kib: (bytes + 512) / 1024,
     }
 }
@@ -144,6 +199,9 @@ pub fn nvram_space_uniform(
     let total = files.saturating_mul(file_size);
     check_fit(c, flash_bytes, files, total)?;
     Ok(answer(
+        c,
+        flash_bytes,
+        files,
         fixed(c, flash_bytes),
         c.inode * files,
         c.offset_structs(file_size) * c.offset_struct * files,
@@ -165,6 +223,9 @@ pub fn nvram_space(
     check_fit(c, flash_bytes, files, total)?;
     let structs: u64 = file_sizes.iter().map(|&s| c.offset_structs(s)).sum();
     Ok(answer(
+        c,
+        flash_bytes,
+        files,
         fixed(c, flash_bytes),
         c.inode * files,
         structs * c.offset_struct,

@@ -78,6 +78,19 @@ pub trait MetadataStore<F: Flash>: Send + Sync {
         Ok(())
     }
 
+    /// Before a call that leaves `ino`'s header to be written later (its data gets
+    /// `chunks` mapped, its attributes change): a store that allocates for header writes
+    /// makes sure that write will find room, or fails with NoSpace now, before the call
+    /// changes anything.
+    fn room_for(
+        &mut self,
+        _fs: &mut FileSystem<F>,
+        _ino: Ino,
+        _chunks: Option<std::ops::Range<u32>>,
+    ) -> Result<()> {
+        Ok(())
+    }
+
     /// Puts `ino` in RAM if the store holds it and RAM does not (`FileSystem::present`).
     fn load_object(&mut self, _fs: &mut FileSystem<F>, _ino: Ino) -> Result<()> {
         Ok(())

@@ -145,6 +145,12 @@ fn nvram_use_equals_the_space_model() {
         let model = nandkit_models::nvram_space_uniform(&c, flash, files, size).unwrap();
         let measured = fs.nvram().unwrap().bytes_in_use;
         assert_eq!(measured, model.bytes, "{files} files of {size} bytes");
+        // The saved state lists the manager's free extents (and room for the one its own
+        // allocation may split off): how fragmented the heap is, an input of the model.
+        fs.sync().unwrap();
+        let extents = fs.nvram().unwrap().free_extents;
+        let pages = u64::from(dev.blocks()) * (c.block_size / c.alloc_unit);
+        let state = c.saved_state.bytes(pages, files + 1, extents + 1);
         // And again from a mount, which holds the state the unmount saved until every
         // object is read from it (fsck reads them all).
         let mut fs = clean_remount(fs);
@@ -158,6 +164,14 @@ fn nvram_use_equals_the_space_model() {
             model.bytes,
             "remounted"
         );
+        // The state itself, as the model has it.
+        assert_eq!(
+            r.saved_state_bytes, state,
+            "{files} files of {size} bytes: the saved state"
+        );
+        if extents == 1 {
+            assert_eq!(state, model.saved_state_bytes, "one free extent");
+        }
         assert!(fs.fsck().is_clean());
         let r = fs.nvram().unwrap();
         assert_eq!(
@@ -868,4 +882,103 @@ fn a_close_compares_what_changed_not_the_whole_file() {
     assert_bytes(&read_all(&mut fs, ino).unwrap(), &want, "remounted");
     let mut fs = crash_remount(fs);
     assert_bytes(&read_all(&mut fs, ino).unwrap(), &want, "after a crash");
+}
+
+/// A full NVRAM refuses the call that needs room (a create, a write that maps new
+/// chunks, a chmod), never the sync, close or unmount after it: the header writes a call
+/// leaves for later were promised room, and the saved state's room is kept, so the
+/// unmount saves it and the next mount walks nothing. Deletes still work.
+#[test]
+fn a_full_nvram_refuses_the_call_never_the_sync() {
+    let dev = Dev::Small;
+    let g = dev.config().geometry.striped();
+    let layout = nandkit_fs::layout::Layout::new(g).unwrap();
+    let least = nandkit_fs::meta::minv::min_nvram_bytes(layout.blocks, layout.pages_per_block);
+    let config = nandkit_nvram::preset("feram")
+        .unwrap()
+        .with_size_bytes(least + (24 << 10))
+        .unwrap();
+    let nv = nandkit_nvram::Nvram::new_ram(config).unwrap();
+    let mut fs = FileSystem::format_with_nvram(dev.striped(), nv, minv(dev), clock()).unwrap();
+    let mut files: Vec<(Ino, Vec<u8>)> = Vec::new();
+    // Files of three chunks, none synced: their headers wait for the sync.
+    let mut refused = None;
+    for i in 0..10_000u64 {
+        let ino = match fs.create(ROOT_INO, format!("f{i:05}").as_bytes(), file()) {
+            Ok(a) => a.ino,
+            Err(FsError::NoSpace) => {
+                refused = Some("create");
+                break;
+            }
+            Err(e) => panic!("create {i}: {e}"),
+        };
+        let body = pattern(i, 3 * Dev::Small.chunk());
+        match fs.write(ino, 0, &body) {
+            Ok(n) => assert_eq!(n, body.len()),
+            Err(FsError::NoSpace) => {
+                // Refused whole: nothing was written.
+                assert_eq!(fs.getattr(ino).unwrap().size, 0);
+                files.push((ino, Vec::new()));
+                refused = Some("write");
+                break;
+            }
+            Err(e) => panic!("write {i}: {e}"),
+        }
+        files.push((ino, body));
+    }
+    assert!(refused.is_some(), "the NVRAM never filled");
+    assert!(files.len() > 10, "only {} files fit", files.len());
+    // Then empty files, smaller still, until even a create is refused: every byte the
+    // NVRAM can give is given.
+    for i in 0..10_000u64 {
+        match fs.create(ROOT_INO, format!("e{i:05}").as_bytes(), file()) {
+            Ok(a) => files.push((a.ino, Vec::new())),
+            Err(FsError::NoSpace) => break,
+            Err(e) => panic!("create e{i}: {e}"),
+        }
+    }
+    // A write far into a file needs a new offset structure: refused or done, never owed.
+    let (ino, _) = files[0];
+    match fs.write(ino, 1 << 20, b"far") {
+        Ok(_) => files[0].1 = read_all(&mut fs, ino).unwrap(),
+        Err(FsError::NoSpace) => {}
+        Err(e) => panic!("far write: {e}"),
+    }
+    // Everything accepted is written without complaint.
+    fs.sync().expect("sync on a full NVRAM");
+    // The sync spent the promises: what they held beyond the headers' use is given out
+    // too, until a create is refused again.
+    for i in 0..10_000u64 {
+        match fs.create(ROOT_INO, format!("s{i:05}").as_bytes(), file()) {
+            Ok(a) => files.push((a.ino, Vec::new())),
+            Err(FsError::NoSpace) => break,
+            Err(e) => panic!("create s{i}: {e}"),
+        }
+    }
+    fs.sync().expect("sync on a full NVRAM");
+    let r = fs.nvram().unwrap();
+    assert!(r.bytes_in_use <= r.size_bytes);
+    // The unmount saves its state: the next mount reads no inode until asked.
+    let mut fs = clean_remount(fs);
+    assert!(
+        fs.nvram().unwrap().saved_state_bytes > 0,
+        "the state was not saved"
+    );
+    for (ino, body) in &files {
+        assert_bytes(&read_all(&mut fs, *ino).unwrap(), body, "after remount");
+    }
+    assert_fsck(&mut fs, "full NVRAM");
+    // Deletes work on a full NVRAM, and give room back.
+    let before = fs.nvram().unwrap().bytes_in_use;
+    for (i, _) in files.iter().enumerate().take(5) {
+        fs.unlink(ROOT_INO, format!("f{i:05}").as_bytes()).unwrap();
+    }
+    fs.sync().unwrap();
+    assert!(fs.nvram().unwrap().bytes_in_use < before);
+    let ino = fs.create(ROOT_INO, b"again", file()).unwrap().ino;
+    fs.write(ino, 0, b"room again").unwrap();
+    fs.sync().unwrap();
+    let mut fs = clean_remount(fs);
+    assert_eq!(read_all(&mut fs, ino).unwrap(), b"room again");
+    assert_fsck(&mut fs, "after deletes");
 }

@@ -5,28 +5,42 @@
 //! so a mount after a crash rebuilds the heap from what is reachable, and everything else
 //! is free: a crash between an allocation and its publication leaks nothing. A clean
 //! unmount saves the free extents (`save`), so the next mount need not walk every offset
-//! structure to find them. Free space is kept as extents by size (exact fit first, else
-//! the smallest larger extent is split); extents freed while mounted are not merged until
-//! the free list is listed or rebuilt.
+//! structure to find them.
+//!
+//! Free space is kept as extents, merged with their free neighbours when released, and
+//! found by size (exact fit first, else the smallest larger extent is split). The extent
+//! that ends at the heap's end (the top) can be kept back: an allocation may take from it
+//! only what leaves `keep` bytes of it, so the room a clean unmount's saved state needs
+//! is always there in one piece (`Minv::alloc`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::layout::UNIT;
 
 #[derive(Debug, Default)]
 pub(crate) struct Heap {
     /// Free extents: units -> their offsets.
-    free: BTreeMap<u64, Vec<u64>>,
-    /// The same extents by offset -> units (to tell whether room is free).
+    free: BTreeMap<u64, BTreeSet<u64>>,
+    /// The same extents by offset -> units.
     by_off: BTreeMap<u64, u64>,
     in_use_units: u64,
+    free_units: u64,
+    /// Where the heap ends (the top extent ends here).
+    end: u64,
 }
 
 impl Heap {
+    fn over(end: u64) -> Heap {
+        Heap {
+            end,
+            ..Heap::default()
+        }
+    }
+
     /// A heap over `[start, end)` with the extents `used` (offset, bytes; sorted, not
     /// overlapping, inside the range) in use.
     pub(crate) fn rebuild(start: u64, end: u64, used: &[(u64, u64)]) -> Heap {
-        let mut h = Heap::default();
+        let mut h = Heap::over(end);
         let mut at = start;
         for &(off, bytes) in used {
             if off > at {
@@ -45,45 +59,60 @@ impl Heap {
     /// [`Heap::free_extents`] listed them. None if they are not sorted, unit-aligned,
     /// disjoint and inside the range.
     pub(crate) fn from_free(start: u64, end: u64, free: &[(u64, u64)]) -> Option<Heap> {
-        let mut h = Heap::default();
+        let mut h = Heap::over(end);
         let mut at = start;
-        let mut free_units = 0;
         for &(off, bytes) in free {
             let aligned = off.is_multiple_of(UNIT) && bytes.is_multiple_of(UNIT) && bytes > 0;
             if !aligned || off < at || off.checked_add(bytes)? > end {
                 return None;
             }
-            h.put(off, bytes / UNIT);
-            free_units += bytes / UNIT;
+            // Listed extents touching each other are one.
+            h.release_units(off, bytes / UNIT);
             at = off + bytes;
         }
-        h.in_use_units = (end - start) / UNIT - free_units;
+        h.in_use_units = (end - start) / UNIT - h.free_units;
         Some(h)
     }
 
-    /// The free extents (offset, bytes), sorted, adjacent ones merged.
+    /// The free extents (offset, bytes), sorted (neighbours are always merged).
     pub(crate) fn free_extents(&self) -> Vec<(u64, u64)> {
-        let mut all: Vec<(u64, u64)> = self
-            .free
-            .iter()
-            .flat_map(|(&units, offs)| offs.iter().map(move |&o| (o, units * UNIT)))
-            .collect();
-        all.sort_unstable();
-        let mut out: Vec<(u64, u64)> = Vec::with_capacity(all.len());
-        for (off, bytes) in all {
-            match out.last_mut() {
-                Some(last) if last.0 + last.1 == off => last.1 += bytes,
-                _ => out.push((off, bytes)),
-            }
+        self.by_off.iter().map(|(&o, &u)| (o, u * UNIT)).collect()
+    }
+
+    /// How many free extents there are.
+    pub(crate) fn extent_count(&self) -> usize {
+        self.by_off.len()
+    }
+
+    pub(crate) fn free_bytes(&self) -> u64 {
+        self.free_units * UNIT
+    }
+
+    /// Bytes of the top extent (0 when the heap's last unit is in use).
+    pub(crate) fn top_bytes(&self) -> u64 {
+        match self.by_off.iter().next_back() {
+            Some((&o, &u)) if o + u * UNIT == self.end => u * UNIT,
+            _ => 0,
         }
-        out
     }
 
     fn put(&mut self, off: u64, units: u64) {
         if units > 0 {
-            self.free.entry(units).or_default().push(off);
+            self.free.entry(units).or_default().insert(off);
             self.by_off.insert(off, units);
+            self.free_units += units;
         }
+    }
+
+    fn take(&mut self, off: u64, units: u64) {
+        if let Some(set) = self.free.get_mut(&units) {
+            set.remove(&off);
+            if set.is_empty() {
+                self.free.remove(&units);
+            }
+        }
+        self.by_off.remove(&off);
+        self.free_units -= units;
     }
 
     /// Whether any of `off .. off + bytes` is free.
@@ -98,15 +127,31 @@ impl Heap {
 
     /// Takes `bytes` (a multiple of the unit); None when no free extent is big enough.
     pub(crate) fn alloc(&mut self, bytes: u64) -> Option<u64> {
+        self.alloc_keeping(bytes, 0)
+    }
+
+    /// `alloc`, leaving at least `keep` bytes of the top extent free (the top's low end
+    /// is taken only when no other extent fits).
+    pub(crate) fn alloc_keeping(&mut self, bytes: u64, keep: u64) -> Option<u64> {
         debug_assert!(bytes > 0 && bytes.is_multiple_of(UNIT));
         let units = bytes / UNIT;
-        let size = *self.free.range(units..).next()?.0;
-        let list = self.free.get_mut(&size).expect("listed");
-        let off = list.pop().expect("non-empty lists only");
-        if list.is_empty() {
-            self.free.remove(&size);
+        let top = self
+            .by_off
+            .iter()
+            .next_back()
+            .filter(|(&o, &u)| o + u * UNIT == self.end)
+            .map(|(&o, _)| o);
+        let mut pick = None;
+        'sizes: for (&size, offs) in self.free.range(units..) {
+            for &off in offs {
+                if Some(off) != top || (size - units) * UNIT >= keep {
+                    pick = Some((off, size));
+                    break 'sizes;
+                }
+            }
         }
-        self.by_off.remove(&off);
+        let (off, size) = pick?;
+        self.take(off, size);
         self.put(off + bytes, size - units);
         self.in_use_units += units;
         Some(off)
@@ -115,19 +160,32 @@ impl Heap {
     pub(crate) fn release(&mut self, off: u64, bytes: u64) {
         let units = bytes / UNIT;
         self.in_use_units -= units;
-        self.put(off, units);
+        self.release_units(off, units);
+    }
+
+    /// Frees `units` at `off`, merged with the free extents on either side.
+    fn release_units(&mut self, off: u64, units: u64) {
+        if units == 0 {
+            return;
+        }
+        let (mut start, mut len) = (off, units);
+        if let Some((&o, &u)) = self.by_off.range(..off).next_back() {
+            if o + u * UNIT == off {
+                self.take(o, u);
+                start = o;
+                len += u;
+            }
+        }
+        let after = start + len * UNIT;
+        if let Some(&u) = self.by_off.get(&after) {
+            self.take(after, u);
+            len += u;
+        }
+        self.put(start, len);
     }
 
     pub(crate) fn in_use_bytes(&self) -> u64 {
         self.in_use_units * UNIT
-    }
-
-    #[cfg(test)]
-    pub(crate) fn free_bytes(&self) -> u64 {
-        self.free
-            .iter()
-            .map(|(u, l)| u * UNIT * l.len() as u64)
-            .sum()
     }
 }
 
@@ -176,6 +234,7 @@ mod tests {
         let free = h.free_extents();
         // Freed neighbours come back as one extent: only the used one splits the range.
         assert_eq!(free, vec![(0, 10 * UNIT), (12 * UNIT, 52 * UNIT)]);
+        assert_eq!(h.extent_count(), 2);
         let back = Heap::from_free(0, 64 * UNIT, &free).unwrap();
         assert_eq!(back.in_use_bytes(), 2 * UNIT);
         assert_eq!(back.free_extents(), free);
@@ -184,5 +243,38 @@ mod tests {
         assert!(Heap::from_free(0, 64 * UNIT, &[(0, 65 * UNIT)]).is_none());
         assert!(Heap::from_free(0, 64 * UNIT, &[(1, UNIT)]).is_none());
         assert!(Heap::from_free(0, 64 * UNIT, &[(0, 0)]).is_none());
+    }
+
+    #[test]
+    fn releases_merge_with_both_neighbours() {
+        let mut h = Heap::rebuild(0, 16 * UNIT, &[]);
+        let a = h.alloc(2 * UNIT).unwrap();
+        let b = h.alloc(2 * UNIT).unwrap();
+        let c = h.alloc(2 * UNIT).unwrap();
+        assert_eq!(h.extent_count(), 1);
+        h.release(a, 2 * UNIT);
+        h.release(c, 2 * UNIT);
+        assert_eq!(h.extent_count(), 2, "b keeps a apart from c and the top");
+        h.release(b, 2 * UNIT);
+        assert_eq!(h.free_extents(), vec![(0, 16 * UNIT)]);
+        assert_eq!(h.free_bytes(), 16 * UNIT);
+        assert_eq!(h.in_use_bytes(), 0);
+    }
+
+    #[test]
+    fn the_top_keeps_what_it_is_asked_to() {
+        let mut h = Heap::rebuild(0, 16 * UNIT, &[(2 * UNIT, UNIT)]);
+        // Free: a 2-unit hole at 0, the top of 13 units from 3.
+        assert_eq!(h.top_bytes(), 13 * UNIT);
+        // The hole is used first when it fits, whatever is kept.
+        assert_eq!(h.alloc_keeping(2 * UNIT, 13 * UNIT), Some(0));
+        // Then the top only down to what is kept.
+        assert_eq!(h.alloc_keeping(4 * UNIT, 10 * UNIT), None);
+        assert_eq!(h.alloc_keeping(3 * UNIT, 10 * UNIT), Some(3 * UNIT));
+        assert_eq!(h.top_bytes(), 10 * UNIT);
+        // Without keeping, all of it.
+        assert_eq!(h.alloc(10 * UNIT), Some(6 * UNIT));
+        assert_eq!(h.top_bytes(), 0);
+        assert_eq!(h.alloc(UNIT), None);
     }
 }

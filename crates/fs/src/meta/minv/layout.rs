@@ -121,11 +121,14 @@ impl Regions {
     }
 }
 
-/// The smallest NVRAM a device of `blocks` erase blocks can be formatted with (its fixed
-/// regions and a minimal heap), so mkfs can refuse a smaller one before it touches a file.
-pub fn min_nvram_bytes(blocks: u32) -> u64 {
+/// The smallest NVRAM a device of `blocks` erase blocks of `pages_per_block` pages can be
+/// formatted with (its fixed regions, a minimal heap and the room a clean unmount's saved
+/// state keeps, see `room`), so mkfs can refuse a smaller one before it touches a file.
+pub fn min_nvram_bytes(blocks: u32, pages_per_block: u32) -> u64 {
     let buckets_off = round_up(TABLE_OFF + 8 * u64::from(blocks), UNIT);
-    buckets_off + 8 * BUCKETS + 64 * UNIT
+    let pages = u64::from(blocks) * u64::from(pages_per_block);
+    let state = record_bytes(super::save::bound_bytes(pages, 3, 0, 2) as usize);
+    buckets_off + 8 * BUCKETS + 64 * UNIT + state
 }
 
 pub(crate) fn round_up(x: u64, to: u64) -> u64 {
@@ -329,6 +332,7 @@ pub fn model_constants(
         root_inode: object_bytes(None),
         offsets_per_struct: SPACE.offsets_per_struct,
         offset_struct: SPACE.offset_struct,
+        saved_state: super::save::SAVED_STATE,
     })
 }
 
@@ -366,10 +370,12 @@ mod tests {
     #[test]
     fn regions_fit_and_slots_fill_the_structure() {
         let r = Regions::new(4096, 1 << 20).unwrap();
-        // The smallest NVRAM mkfs accepts is the smallest that formats.
-        let least = min_nvram_bytes(4096);
+        // The smallest NVRAM mkfs accepts formats, with the saved state's room beyond
+        // the minimal heap.
+        let least = min_nvram_bytes(4096, 32);
         assert!(Regions::new(4096, least).is_ok());
-        assert!(Regions::new(4096, least - 1).is_err());
+        let bare = Regions::new(4096, least).unwrap();
+        assert!(bare.heap_end - bare.heap_off >= 64 * UNIT + 4096 * 32 / 8);
         assert!(r.heap_off > r.buckets_off && r.heap_off.is_multiple_of(UNIT));
         assert_eq!(OFFSETS_HEAD + 4 * u64::from(SLOTS), OFFSETS_BYTES);
         assert!(Regions::new(4096, 4096).is_err());

@@ -45,6 +45,11 @@ impl Lazy {
         self.region.1
     }
 
+    /// Objects the index lists that are not in RAM yet.
+    pub(crate) fn unread(&self) -> u64 {
+        self.left
+    }
+
     pub(crate) fn new(s: &Saved) -> Lazy {
         Lazy {
             region: (s.off, s.bytes),

@@ -44,6 +44,7 @@ pub mod layout;
 mod lazy;
 mod recover;
 mod redo;
+mod room;
 mod save;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -127,6 +128,10 @@ pub struct Minv {
     /// Chunks header writes compared between RAM's maps and the published slots (see
     /// `slot_changes`): what a close costs in host time grows with this.
     slots_compared: u64,
+    /// What deferred header writes will need (`room`).
+    promises: room::Promises,
+    /// Files with fallocated chunks, as last seen (the saved state lists them).
+    reserved_files: u64,
 }
 
 /// Maps NVRAM failures; a lost power marks the file system dead like a flash power cut.
@@ -171,6 +176,8 @@ impl Minv {
             pages: u64::from(fs.layout.blocks) * u64::from(fs.layout.pages_per_block),
             clean_word: false,
             slots_compared: 0,
+            promises: room::Promises::default(),
+            reserved_files: 0,
         })
     }
 
@@ -203,10 +210,6 @@ impl Minv {
         self.unclean()?;
         self.nv.write_u64(off, value)?;
         self.nv.persist(off, 8)
-    }
-
-    fn alloc(&mut self, bytes: u64) -> Result<u64> {
-        self.heap.alloc(bytes).ok_or(FsError::NoSpace)
     }
 
     /// Writes `bytes` into a new extent and persists it (unreachable until published).
@@ -448,6 +451,7 @@ impl Minv {
         // A chain never read is read now, to free it; if it cannot be, its structures
         // stay taken until the next mount that walks everything.
         let _ = self.nv_load(ino);
+        self.promises.take(ino);
         let Some(n) = self.inodes.remove(&ino) else {
             return;
         };
@@ -892,9 +896,24 @@ impl<F: Flash> MetadataStore<F> for Minv {
         ino: Ino,
         rec: &mut Record,
     ) -> Result<Option<u32>> {
+        self.reserved_files = fs.reserves.inos().count() as u64;
+        // The header write spends what the calls before it promised.
+        let promise = self.promises.take(ino);
         let out = self.store_header_inner(fs, ino, rec);
+        if let (Err(_), Some(p)) = (&out, promise) {
+            self.promises.restore(ino, p);
+        }
         self.settle_clock(fs);
         out.map(|()| None)
+    }
+
+    fn room_for(
+        &mut self,
+        fs: &mut FileSystem<F>,
+        ino: Ino,
+        chunks: Option<std::ops::Range<u32>>,
+    ) -> Result<()> {
+        self.room_for_inner(fs, ino, chunks)
     }
 
     fn recover(&mut self, _fs: &mut FileSystem<F>, _options: &MountOptions) -> Result<MountMethod> {
@@ -977,6 +996,7 @@ impl<F: Flash> MetadataStore<F> for Minv {
             bytes_in_use: self.bytes_in_use(),
             saved_state_bytes: self.lazy.as_ref().map_or(0, |l| l.region_bytes()),
             slots_compared: self.slots_compared,
+            free_extents: self.heap.extent_count() as u64,
             size_bytes: self.nv.size_bytes(),
             power_lost: self.nv.power_lost(),
         })
@@ -1001,6 +1021,8 @@ pub struct NvramReport {
     /// Chunks the header writes since mount compared between RAM's chunk maps and the
     /// published page slots: a close costs what changed, not the file's size.
     pub slots_compared: u64,
+    /// Free extents of the NVRAM manager (a clean unmount's saved state lists them).
+    pub free_extents: u64,
     pub bytes_in_use: u64,
     pub size_bytes: u64,
     pub power_lost: bool,

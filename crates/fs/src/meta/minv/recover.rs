@@ -431,6 +431,8 @@ fn mount_inner<F: Flash>(
         pages,
         clean_word: word_set && !options.read_only,
         slots_compared: 0,
+        promises: Default::default(),
+        reserved_files: 0,
     };
     if let Some(entries) = log {
         if !options.read_only {
@@ -510,6 +512,8 @@ fn mount_lazy<F: Flash>(
         // state's room stays taken while objects are still read from it.
         clean_word: !options.read_only,
         slots_compared: 0,
+        promises: Default::default(),
+        reserved_files: s.reserved.len() as u64,
     };
     fs.next_serial = s.next_serial;
     fs.next_ino = (crate::types::ROOT_INO + 1).max(u32::try_from(high_water).unwrap_or(u32::MAX));

@@ -44,6 +44,15 @@ pub(crate) const CLEAN_OFF: u64 = super::layout::LOG_OFF + 496;
 const MAGIC: [u8; 8] = *b"NKMVSAV2";
 const HEAD: u64 = 80;
 
+/// The state's sizes, for the space model.
+pub(crate) const SAVED_STATE: nandkit_models::SavedState = nandkit_models::SavedState {
+    head: HEAD,
+    per_extent: 16,
+    per_object: ENTRY,
+    per_child: 4,
+    unit: UNIT,
+};
+
 /// The namespace part of a state, as the unmount gives it.
 #[derive(Default)]
 pub(crate) struct Namespace {
@@ -86,6 +95,12 @@ impl Saved {
 /// Bytes of the checked part of a state: head, map, `free` extents, `reserved` files.
 fn checked_bytes(pages: u64, free: usize, reserved: usize) -> u64 {
     HEAD + 8 * pages.div_ceil(64) + 16 * free as u64 + 8 * reserved as u64
+}
+
+/// At most the bytes of a saved state for `pages` pages, `free` extents, `reserved`
+/// fallocated files and `objects` objects (each one entry and at most one child slot).
+pub(crate) fn bound_bytes(pages: u64, free: u64, reserved: u64, objects: u64) -> u64 {
+    checked_bytes(pages, free as usize, reserved as usize) + (ENTRY + 4) * objects
 }
 
 /// Bytes of a saved state for `pages` pages, `free` extents and namespace `ns`.
