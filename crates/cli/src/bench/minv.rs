@@ -508,6 +508,9 @@ struct TtfsRow {
     flash_spare_programs: u64,
     flash_erases: u64,
     nvram_bytes_written: u64,
+    /// NVRAM bytes read: the structures minv uses in place (published page numbers at
+    /// every header write, objects on first use).
+    nvram_bytes_read: u64,
     /// "ok", or where the workload met a full device.
     outcome: String,
 }
@@ -562,6 +565,10 @@ pub fn run_ttfs(args: TtfsArgs) -> anyhow::Result<()> {
                 flash_erases: t1.erases - t0.erases,
                 nvram_bytes_written: match (nv0, nv1) {
                     (Some(a), Some(b)) => b.bytes_written - a.bytes_written,
+                    _ => 0,
+                },
+                nvram_bytes_read: match (nv0, nv1) {
+                    (Some(a), Some(b)) => b.bytes_read - a.bytes_read,
                     _ => 0,
                 },
                 outcome: match summary.enospc {

@@ -7,7 +7,7 @@
 //! manager counts as taken: the saved free extents are the manager's. Anything else is a
 //! clear `CorruptNvram` error, never a panic or a wrong object.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use nandkit_flash::Flash;
 
@@ -134,8 +134,7 @@ impl Minv {
                 at: e.at,
                 record,
                 version: rec.version,
-                blocks: BTreeMap::new(),
-                slots: BTreeMap::new(),
+                blocks: Default::default(),
                 first,
                 loaded: first == 0,
             },

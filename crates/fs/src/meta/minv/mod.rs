@@ -42,6 +42,7 @@ mod heap;
 mod index;
 pub mod layout;
 mod lazy;
+mod offsets;
 mod recover;
 mod redo;
 mod room;
@@ -75,20 +76,20 @@ pub(crate) struct Extent {
     pub bytes: u64,
 }
 
-/// What the NVRAM holds for one object (kept in DRAM too, so nothing is read back).
+/// What the store keeps in DRAM of one object's NVRAM structures: where its inode and
+/// record are, and where its offset structures are. The page numbers those structures
+/// hold are read from the NVRAM when needed (`slot`, `published`), not mirrored.
 #[derive(Debug)]
 pub(crate) struct NvInode {
     pub at: u64,
     pub record: Extent,
     pub version: u64,
     /// Offset structures by index (chunk / SLOTS).
-    pub blocks: BTreeMap<u32, u64>,
-    /// Published pages by chunk (holes are not listed).
-    pub slots: BTreeMap<u32, u32>,
+    pub blocks: offsets::Offsets,
     /// The offset chain's head as the mount found it (read again only by `load_map`).
     pub first: u64,
-    /// Whether `blocks` and `slots` were read: a mount after a clean unmount leaves a
-    /// file's offsets in the NVRAM until the file is used.
+    /// Whether `blocks` was read: a mount after a clean unmount leaves a file's offsets
+    /// in the NVRAM until the file is used.
     pub loaded: bool,
 }
 
@@ -96,7 +97,6 @@ impl NvInode {
     /// Back to "offsets not read" (a chain that failed to read or check).
     fn unread(&mut self) {
         self.blocks.clear();
-        self.slots.clear();
         self.loaded = false;
     }
 }
@@ -261,13 +261,14 @@ impl Minv {
         Ok((word, next))
     }
 
-    /// Reads `ino`'s offset chain if the mount left it in the NVRAM (see `save`).
-    fn nv_load(&mut self, ino: Ino) -> Result<()> {
+    /// Reads `ino`'s offset chain if the mount left it in the NVRAM (see `save`); returns
+    /// the published (chunk, page) pairs it read on the way (none if it was read before).
+    fn nv_load(&mut self, ino: Ino) -> Result<Vec<(u32, u32)>> {
         let Some(mut n) = self.inodes.remove(&ino) else {
-            return Ok(());
+            return Ok(Vec::new());
         };
         let out = if n.loaded {
-            Ok(())
+            Ok(Vec::new())
         } else {
             let mut r = recover::Reader {
                 nv: &mut self.nv,
@@ -300,13 +301,11 @@ impl Minv {
             fs.unloaded.remove(&ino);
             return Ok(());
         }
-        self.nv_load(ino)?;
-        let n = &self.inodes[&ino];
+        let slots = self.nv_load(ino)?;
         let Some(o) = fs.objects.get(&ino) else {
             return Ok(());
         };
         let c = u64::from(fs.layout.chunk_bytes);
-        let slots: Vec<(u32, u32)> = n.slots.iter().map(|(&c, &p)| (c, p)).collect();
         for &(chunk, p) in &slots {
             let inside = u64::from(chunk) * c < o.size;
             let known = p == LOST_PAGE || (fs.blocks.is_valid(p) && !self.by_page.contains_key(&p));
@@ -345,12 +344,12 @@ impl Minv {
         let mut inos: Vec<Ino> = self
             .inodes
             .iter()
-            .filter(|(_, n)| n.loaded && !n.slots.is_empty())
+            .filter(|(_, n)| n.loaded && !n.blocks.is_empty())
             .map(|(&i, _)| i)
             .collect();
         inos.sort_unstable();
         for ino in inos {
-            let (diff, compared) = Self::slot_changes(fs, self.inodes.get(&ino), ino);
+            let (diff, compared) = self.slot_changes(fs, ino)?;
             self.slots_compared += compared;
             if !diff.set.is_empty() {
                 return Ok(());
@@ -452,6 +451,17 @@ impl Minv {
         // stay taken until the next mount that walks everything.
         let _ = self.nv_load(ino);
         self.promises.take(ino);
+        // Its published pages are nobody's now.
+        match self.published_raw(ino) {
+            Ok(pages) => {
+                for (c, p) in pages {
+                    if self.by_page.get(&p) == Some(&(ino, c)) {
+                        self.by_page.remove(&p);
+                    }
+                }
+            }
+            Err(_) => self.by_page.retain(|_, owner| owner.0 != ino),
+        }
         let Some(n) = self.inodes.remove(&ino) else {
             return;
         };
@@ -461,11 +471,8 @@ impl Minv {
         }
         self.heap.release(n.at, INODE_BYTES);
         self.heap.release(n.record.off, n.record.bytes);
-        for off in n.blocks.values() {
-            self.heap.release(*off, OFFSETS_BYTES);
-        }
-        for p in n.slots.values() {
-            self.by_page.remove(p);
+        for (_, off) in n.blocks.iter() {
+            self.heap.release(off, OFFSETS_BYTES);
         }
     }
 
@@ -481,12 +488,12 @@ impl Minv {
     /// missing.
     fn offsets_block<F: Flash>(&mut self, fs: &FileSystem<F>, ino: Ino, k: u32) -> Result<u64> {
         let n = &self.inodes[&ino];
-        if let Some(&off) = n.blocks.get(&k) {
+        if let Some(off) = n.blocks.get(k) {
             return Ok(off);
         }
-        let next = n.blocks.range(k + 1..).next().map_or(0, |(_, &o)| o);
-        let pred_word = match n.blocks.range(..k).next_back() {
-            Some((_, &p)) => p,
+        let next = n.blocks.next_after(k).unwrap_or(0);
+        let pred_word = match n.blocks.before(k) {
+            Some(p) => p,
             None => n.at + INODE_OFFSETS,
         };
         let mut b = vec![0xffu8; OFFSETS_BYTES as usize];
@@ -504,47 +511,116 @@ impl Minv {
     }
 
     /// Publishes page numbers for chunks of `ino` (`NO_PAGE` clears a slot): each pair of
-    /// slots is one failure-atomic word.
+    /// slots is one failure-atomic word, read from the NVRAM, changed and stored back.
     fn set_slots<F: Flash>(
         &mut self,
         fs: &FileSystem<F>,
         ino: Ino,
         changes: &[(u32, u32)],
     ) -> Result<()> {
-        let mut words: BTreeSet<(u32, u32)> = BTreeSet::new(); // (block index, word index)
+        // (block index, word index) -> the changes in that word.
+        let mut words: BTreeMap<(u32, u32), Vec<(u32, u32)>> = BTreeMap::new();
         for &(c, v) in changes {
             let k = c / SLOTS;
-            if v == NO_PAGE && !self.inodes[&ino].blocks.contains_key(&k) {
+            if v == NO_PAGE && !self.inodes[&ino].blocks.contains(k) {
                 continue;
             }
             self.offsets_block(fs, ino, k)?;
-            let n = self.inodes.get_mut(&ino).expect("listed");
-            let old = if v == NO_PAGE {
-                n.slots.remove(&c)
-            } else {
-                n.slots.insert(c, v)
-            };
-            if let Some(old) = old {
-                if self.by_page.get(&old) == Some(&(ino, c)) {
-                    self.by_page.remove(&old);
+            words.entry((k, (c % SLOTS) / 2)).or_default().push((c, v));
+        }
+        for ((k, w), cs) in words {
+            let base = self.inodes[&ino].blocks.get(k).expect("made above");
+            let off = base + OFFSETS_HEAD + 8 * u64::from(w);
+            let old = self.nv.read_u64(off).map_err(|e| nv_err(fs, e))?;
+            let mut pair = [old as u32, (old >> 32) as u32];
+            for (c, v) in cs {
+                let was = std::mem::replace(&mut pair[((c % SLOTS) % 2) as usize], v);
+                if self.by_page.get(&was) == Some(&(ino, c)) {
+                    self.by_page.remove(&was);
+                }
+                if v != NO_PAGE && v != LOST_PAGE {
+                    self.by_page.insert(v, (ino, c));
                 }
             }
-            if v != NO_PAGE && v != crate::object::LOST_PAGE {
-                self.by_page.insert(v, (ino, c));
-            }
-            words.insert((k, (c % SLOTS) / 2));
-        }
-        for (k, w) in words {
-            let n = &self.inodes[&ino];
-            let base = n.blocks[&k];
-            let first = k * SLOTS + 2 * w;
-            let lo = n.slots.get(&first).copied().unwrap_or(NO_PAGE);
-            let hi = n.slots.get(&(first + 1)).copied().unwrap_or(NO_PAGE);
-            let off = base + OFFSETS_HEAD + 8 * u64::from(w);
-            self.store_persist(off, u64::from(lo) | (u64::from(hi) << 32))
+            self.store_persist(off, u64::from(pair[0]) | (u64::from(pair[1]) << 32))
                 .map_err(|e| nv_err(fs, e))?;
         }
         Ok(())
+    }
+
+    /// The page published for chunk `c` of `ino` (`NO_PAGE`: none), read in place.
+    fn slot<F: Flash>(&mut self, fs: &FileSystem<F>, ino: Ino, c: u32) -> Result<u32> {
+        let Some(base) = self.inodes.get(&ino).and_then(|n| n.blocks.get(c / SLOTS)) else {
+            return Ok(NO_PAGE);
+        };
+        let mut b = [0u8; 4];
+        self.nv
+            .read(base + OFFSETS_HEAD + 4 * u64::from(c % SLOTS), &mut b)
+            .map_err(|e| nv_err(fs, e))?;
+        let p = u32::from_le_bytes(b);
+        self.checked_page(ino, c, p)
+    }
+
+    /// A page number read from the NVRAM, if it may be one.
+    fn checked_page(&self, ino: Ino, c: u32, p: u32) -> Result<u32> {
+        if p != NO_PAGE && p != LOST_PAGE && u64::from(p) >= self.pages {
+            return Err(FsError::CorruptNvram(format!(
+                "object {ino}: chunk {c} is published at page {p}, off the device"
+            )));
+        }
+        Ok(p)
+    }
+
+    /// The structures of `ino` from chunk `from` on, read in place: its published
+    /// (chunk, page) pairs, in order. `peek` reads without taking time (checks).
+    fn read_published(
+        &mut self,
+        ino: Ino,
+        from: u32,
+        peek: bool,
+    ) -> std::result::Result<Vec<(u32, u32)>, NvramError> {
+        let Some(n) = self.inodes.get(&ino) else {
+            return Ok(Vec::new());
+        };
+        let structs: Vec<(u32, u64)> = n.blocks.from(from / SLOTS).collect();
+        let mut out = Vec::new();
+        let mut b = vec![0u8; (OFFSETS_BYTES - OFFSETS_HEAD) as usize];
+        for (k, base) in structs {
+            if peek {
+                self.nv.peek(base + OFFSETS_HEAD, &mut b)?;
+            } else {
+                self.nv.read(base + OFFSETS_HEAD, &mut b)?;
+            }
+            for i in 0..SLOTS {
+                let p = layout::get32(&b, 4 * i as usize);
+                let c = k * SLOTS + i;
+                if p != NO_PAGE && c >= from {
+                    out.push((c, p));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// `read_published` from `from` on, every page checked.
+    fn published_from<F: Flash>(
+        &mut self,
+        fs: &FileSystem<F>,
+        ino: Ino,
+        from: u32,
+    ) -> Result<Vec<(u32, u32)>> {
+        let out = self
+            .read_published(ino, from, false)
+            .map_err(|e| nv_err(fs, e))?;
+        for &(c, p) in &out {
+            self.checked_page(ino, c, p)?;
+        }
+        Ok(out)
+    }
+
+    /// Every published (chunk, page) of `ino`, read in place, unchecked (to free them).
+    fn published_raw(&mut self, ino: Ino) -> std::result::Result<Vec<(u32, u32)>, NvramError> {
+        self.read_published(ino, 0, false)
     }
 
     /// Offset structures wholly past the file's end and empty are unlinked and freed.
@@ -553,19 +629,26 @@ impl Minv {
         let k0 = first_past
             .div_ceil(u64::from(SLOTS))
             .min(u64::from(u32::MAX)) as u32;
-        let n = &self.inodes[&ino];
-        let tail: Vec<(u32, u64)> = n.blocks.range(k0..).map(|(&k, &o)| (k, o)).collect();
-        if tail.is_empty() || n.slots.range(k0.saturating_mul(SLOTS)..).next().is_some() {
+        if self.inodes[&ino].blocks.from(k0).next().is_none()
+            || !self
+                .published_from(fs, ino, k0.saturating_mul(SLOTS))?
+                .is_empty()
+        {
             return Ok(());
         }
-        let word = match n.blocks.range(..k0).next_back() {
-            Some((_, &p)) => p,
+        let n = &self.inodes[&ino];
+        let word = match n.blocks.before(k0) {
+            Some(p) => p,
             None => n.at + INODE_OFFSETS,
         };
         self.store_persist(word, 0).map_err(|e| nv_err(fs, e))?;
-        let n = self.inodes.get_mut(&ino).expect("listed");
-        for (k, off) in tail {
-            n.blocks.remove(&k);
+        let tail = self
+            .inodes
+            .get_mut(&ino)
+            .expect("listed")
+            .blocks
+            .split_off(k0);
+        for (_, off) in tail {
             self.heap.release(off, OFFSETS_BYTES);
         }
         Ok(())
@@ -573,36 +656,37 @@ impl Minv {
 
     /// The page slots of `ino` that differ from its chunk map in RAM: (to publish now,
     /// to clear after the record), and how many chunks it compared. A file whose changes
-    /// RAM tracks (`touched`) costs what changed; any other, its whole map.
-    fn slot_changes<F: Flash>(
-        fs: &FileSystem<F>,
-        n: Option<&NvInode>,
-        ino: Ino,
-    ) -> (SlotDiff, u64) {
-        let tracked = match (fs.objects.get(&ino), fs.touched.get(&ino), n) {
-            (Some(o), Some(t), Some(n)) if has_data(o.kind) => Some((o, t, n)),
+    /// RAM tracks (`touched`) costs what changed, each slot read in place; any other, its
+    /// whole map.
+    fn slot_changes<F: Flash>(&mut self, fs: &FileSystem<F>, ino: Ino) -> Result<(SlotDiff, u64)> {
+        let tracked = match (fs.objects.get(&ino), fs.touched.get(&ino)) {
+            (Some(o), Some(t)) if has_data(o.kind) && self.inodes.contains_key(&ino) => {
+                Some((o, t))
+            }
             _ => None,
         };
-        let Some((o, t, n)) = tracked else {
+        let Some((o, t)) = tracked else {
             let whole = fs.objects.get(&ino).map_or(0, |o| o.chunks.mapped());
-            let published = n.map_or(0, |n| n.slots.len() as u64);
-            return (Self::all_slot_changes(fs, n, ino), whole + published);
+            let published = self.published_from(fs, ino, 0)?;
+            let n = published.len() as u64;
+            return Ok((Self::all_slot_changes(fs, &published, ino), whole + n));
         };
         let mut compared = t.chunks.len() as u64;
         let mut diff = SlotDiff::default();
         let mut clear = BTreeSet::new();
         for &c in &t.chunks {
+            let published = self.slot(fs, ino, c)?;
             match o.chunks.get(c) {
-                NO_PAGE if n.slots.contains_key(&c) => {
+                NO_PAGE if published != NO_PAGE => {
                     clear.insert(c);
                 }
                 NO_PAGE => {}
-                p if n.slots.get(&c) != Some(&p) => diff.set.push((c, p)),
+                p if published != p => diff.set.push((c, p)),
                 _ => {}
             }
         }
         if let Some(cut) = t.cut {
-            for (&c, _) in n.slots.range(cut..) {
+            for (c, _) in self.published_from(fs, ino, cut)? {
                 compared += 1;
                 if o.chunks.get(c) == NO_PAGE {
                     clear.insert(c);
@@ -610,23 +694,31 @@ impl Minv {
             }
         }
         diff.clear = clear.into_iter().map(|c| (c, NO_PAGE)).collect();
-        // Every test run checks the tracking against the whole map.
-        debug_assert_eq!(
-            diff,
-            Self::all_slot_changes(fs, Some(n), ino),
-            "object {ino}: a chunk map change was not tracked"
-        );
-        (diff, compared)
+        // Every test run checks the tracking against the whole map (read without taking
+        // time, so the check changes no figure).
+        #[cfg(debug_assertions)]
+        {
+            let published = self.read_published(ino, 0, true).unwrap_or_default();
+            debug_assert_eq!(
+                diff,
+                Self::all_slot_changes(fs, &published, ino),
+                "object {ino}: a chunk map change was not tracked"
+            );
+        }
+        Ok((diff, compared))
     }
 
-    /// `slot_changes` by comparing the whole chunk map with the published slots.
-    fn all_slot_changes<F: Flash>(fs: &FileSystem<F>, n: Option<&NvInode>, ino: Ino) -> SlotDiff {
+    /// `slot_changes` by comparing the whole chunk map with the `published` slots.
+    fn all_slot_changes<F: Flash>(
+        fs: &FileSystem<F>,
+        published: &[(u32, u32)],
+        ino: Ino,
+    ) -> SlotDiff {
         let ram: Vec<(u32, u32)> = match fs.objects.get(&ino) {
             Some(o) if has_data(o.kind) => o.chunks.entries(),
             _ => Vec::new(),
         };
-        let empty = BTreeMap::new();
-        let published = n.map_or(&empty, |n| &n.slots);
+        let published: BTreeMap<u32, u32> = published.iter().copied().collect();
         let mut diff = SlotDiff::default();
         for &(c, p) in &ram {
             if published.get(&c) != Some(&p) {
@@ -676,7 +768,7 @@ impl Minv {
             );
             SlotDiff::default()
         } else {
-            let (diff, compared) = Self::slot_changes(fs, self.inodes.get(&ino), ino);
+            let (diff, compared) = self.slot_changes(fs, ino)?;
             self.slots_compared += compared;
             diff
         };
@@ -697,8 +789,7 @@ impl Minv {
                     at,
                     record: Extent { off: 0, bytes: 0 },
                     version: 0,
-                    blocks: BTreeMap::new(),
-                    slots: BTreeMap::new(),
+                    blocks: Default::default(),
                     first: 0,
                     loaded: true,
                 },
@@ -715,12 +806,10 @@ impl Minv {
                 if n.record.bytes == 0 {
                     let n = self.inodes.remove(&ino).expect("listed");
                     self.heap.release(n.at, INODE_BYTES);
-                    for off in n.blocks.values() {
-                        self.heap.release(*off, OFFSETS_BYTES);
+                    for (_, off) in n.blocks.iter() {
+                        self.heap.release(off, OFFSETS_BYTES);
                     }
-                    for p in n.slots.values() {
-                        self.by_page.remove(p);
-                    }
+                    self.by_page.retain(|_, owner| owner.0 != ino);
                 }
             }
         }
@@ -749,7 +838,7 @@ impl Minv {
             inode[0..8].copy_from_slice(&u64::from(ino).to_le_bytes());
             inode[8..16].copy_from_slice(&next.to_le_bytes());
             inode[16..24].copy_from_slice(&ext.off.to_le_bytes());
-            let first = n.blocks.values().next().copied().unwrap_or(0);
+            let first = n.blocks.first().unwrap_or(0);
             inode[24..32].copy_from_slice(&first.to_le_bytes());
             let at = n.at;
             self.nv
@@ -853,10 +942,12 @@ impl Minv {
             if self.inodes.contains_key(&ino) && !fs.objects.contains_key(&ino) {
                 // Pages a clean unmount's saved state called valid are nobody's now.
                 let unloaded = self.inodes.get(&ino).is_some_and(|n| !n.loaded);
-                if unloaded && self.nv_load(ino).is_ok() {
-                    for &p in self.inodes[&ino].slots.values() {
-                        if p != LOST_PAGE && !self.by_page.contains_key(&p) {
-                            fs.blocks.invalidate(p);
+                if unloaded {
+                    if let Ok(slots) = self.nv_load(ino) {
+                        for (_, p) in slots {
+                            if p != LOST_PAGE && !self.by_page.contains_key(&p) {
+                                fs.blocks.invalidate(p);
+                            }
                         }
                     }
                 }

@@ -8,7 +8,7 @@
 //! of the flash log (`rebuild`: names, hard links, attribute sets, name updates of a rename
 //! by version), with the chunk maps taken from the offset structures.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use nandkit_flash::Flash;
@@ -135,9 +135,13 @@ fn same_file_system(nvram_id: u128, flash: Option<&FsRecord>, anchors: [u32; 2])
     Ok(nvram_id)
 }
 
+/// An inode as the walk found it: the store's view of it, its record, and the
+/// (chunk, page) pairs its offset structures publish.
+pub(super) type Walked = (NvInode, Record, Vec<(u32, u32)>);
+
 /// What the walk of the inode table found.
 pub(super) struct Found2 {
-    pub inodes: HashMap<Ino, (NvInode, Record)>,
+    pub inodes: HashMap<Ino, Walked>,
     pub chains: Vec<Vec<(Ino, u64)>>,
     pub extents: Vec<(u64, u64)>,
 }
@@ -149,8 +153,9 @@ fn heap_ok(regions: &Regions, off: u64, len: u64) -> bool {
         && off.saturating_add(len) <= regions.heap_end
 }
 
-/// Reads the offset chain of `ino` that starts at `first` into `n` (its `blocks` and
-/// `slots`), checking every pointer; `seen_at` catches structures reached twice.
+/// Reads the offset chain of `ino` that starts at `first` into `n` (its `blocks`),
+/// checking every pointer; `seen_at` catches structures reached twice. Returns the
+/// published (chunk, page) pairs, in order.
 pub(super) fn read_chain(
     r: &mut Reader,
     regions: &Regions,
@@ -159,9 +164,10 @@ pub(super) fn read_chain(
     pages: u64,
     seen_at: &mut HashSet<u64>,
     n: &mut NvInode,
-) -> Result<()> {
+) -> Result<Vec<(u32, u32)>> {
     let mut o = first;
     let mut last: Option<u32> = None;
+    let mut slots = Vec::new();
     while o != 0 {
         if !heap_ok(regions, o, OFFSETS_BYTES) || !seen_at.insert(o) {
             return Err(corrupt(format!(
@@ -185,13 +191,13 @@ pub(super) fn read_chain(
             if p != LOST_PAGE && u64::from(p) >= pages {
                 return Err(corrupt(format!("object {ino}: page {p} is off the device")));
             }
-            n.slots.insert(first_chunk + i, p);
+            slots.push((first_chunk + i, p));
         }
         n.blocks.insert(k, o);
         o = get64(&s, 0);
     }
     n.loaded = true;
-    Ok(())
+    Ok(slots)
 }
 
 /// Reads bucket `b`'s chain of inodes: (object, inode offset) each, in order.
@@ -300,17 +306,16 @@ pub(super) fn walk(
                 at,
                 record,
                 version: rec.version,
-                blocks: BTreeMap::new(),
-                slots: BTreeMap::new(),
+                blocks: Default::default(),
                 first,
                 loaded: false,
             };
-            read_chain(r, regions, ino, first, pages, &mut seen_at, &mut n)?;
+            let slots = read_chain(r, regions, ino, first, pages, &mut seen_at, &mut n)?;
             out.extents
-                .extend(n.blocks.values().map(|&o| (o, OFFSETS_BYTES)));
+                .extend(n.blocks.iter().map(|(_, o)| (o, OFFSETS_BYTES)));
             at = next;
             out.chains[b as usize].push((ino, n.at));
-            out.inodes.insert(ino, (n, rec));
+            out.inodes.insert(ino, (n, rec, slots));
         }
     }
     out.extents.sort_unstable();
@@ -446,13 +451,15 @@ fn mount_inner<F: Flash>(
     let mut order: Vec<Ino> = found.inodes.keys().copied().collect();
     order.sort_unstable();
     let mut inodes = found.inodes;
+    let mut published: HashMap<Ino, Vec<(u32, u32)>> = HashMap::new();
     for ino in order {
-        let (n, rec) = inodes.remove(&ino).expect("listed");
-        for (&c, &p) in &n.slots {
+        let (n, rec, slots) = inodes.remove(&ino).expect("listed");
+        for &(c, p) in &slots {
             if p != LOST_PAGE && store.by_page.insert(p, (ino, c)).is_some() {
                 return Err(corrupt(format!("page {p} is published twice")));
             }
         }
+        published.insert(ino, slots);
         seen.push(Seen {
             pno: NO_PAGE,
             what: Found::Header {
@@ -469,7 +476,7 @@ fn mount_inner<F: Flash>(
     fs.next_ino = fs
         .next_ino
         .max(u32::try_from(high_water).unwrap_or(u32::MAX));
-    install_chunks(&mut fs, &mut store);
+    install_chunks(&mut fs, &mut store, &published);
     fs.mount_method = MountMethod::Nvram;
     let ns = store.nv.take_elapsed_ns();
     fs.dev.get_mut().advance_clock_ns(ns);
@@ -542,7 +549,11 @@ fn mount_lazy<F: Flash>(
 /// Chunk maps from the published pages: a page counts if it lies within its file's size
 /// and in a block in use; others are stale (a truncate or delete cut short), cleared by the
 /// object's next header write (a writable mount makes one at once).
-fn install_chunks<F: Flash>(fs: &mut FileSystem<F>, store: &mut Minv) {
+fn install_chunks<F: Flash>(
+    fs: &mut FileSystem<F>,
+    store: &mut Minv,
+    published: &HashMap<Ino, Vec<(u32, u32)>>,
+) {
     let c = u64::from(fs.layout.chunk_bytes);
     let mut inos: Vec<Ino> = store.inodes.keys().copied().collect();
     inos.sort_unstable();
@@ -557,9 +568,10 @@ fn install_chunks<F: Flash>(fs: &mut FileSystem<F>, store: &mut Minv) {
             fs.unloaded.insert(ino);
             continue;
         }
-        let mut stale = !crate::rebuild::has_data(o.kind) && !n.slots.is_empty();
+        let slots = published.get(&ino).map_or(&[][..], |v| &v[..]);
+        let mut stale = !crate::rebuild::has_data(o.kind) && !slots.is_empty();
         if crate::rebuild::has_data(o.kind) {
-            for (&chunk, &p) in &n.slots {
+            for &(chunk, p) in slots {
                 let inside = u64::from(chunk) * c < o.size;
                 let ok = p == LOST_PAGE
                     || fs.blocks.get(fs.layout.block_of(p)).state == BlockState::Full;

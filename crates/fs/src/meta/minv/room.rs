@@ -105,7 +105,7 @@ impl Minv {
         if let Some(r) = chunks.filter(|r| r.start < r.end && has_data(o.kind)) {
             let known = self.inodes.get(&ino);
             for k in r.start / SLOTS..=(r.end - 1) / SLOTS {
-                if !known.is_some_and(|n| n.blocks.contains_key(&k)) {
+                if !known.is_some_and(|n| n.blocks.contains(k)) {
                     new_blocks.insert(k);
                 }
             }
