@@ -220,6 +220,8 @@ pub struct FileSystem<F: Flash> {
     /// Chunks changed since the metadata store last published a file's map (see
     /// `touched`), for the files the store tracks.
     pub(crate) touched: HashMap<Ino, crate::touched::Touched>,
+    /// The files the store tracks, a bit per object number (see `touched`).
+    pub(crate) tracked: Vec<u64>,
     /// Set when the device failed under us (power lost): every call fails from then on.
     /// Atomic because a shared reader can be the one to see the loss.
     pub(crate) dead: AtomicBool,
@@ -313,6 +315,7 @@ impl<F: Flash> FileSystem<F> {
             read_only: false,
             damaged: None,
             touched: HashMap::new(),
+            tracked: Vec::new(),
             dead: AtomicBool::new(false),
             scrub_later: Mutex::new(Vec::new()),
             stats: FsStats::default(),

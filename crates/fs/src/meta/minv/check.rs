@@ -89,7 +89,7 @@ fn check_problems<F: Flash>(
                 // The store keeps where the structures are (all of them, once read); the
                 // pages they hold it reads in place.
                 let blocks_differ = mine.loaded && mine.blocks != n.blocks;
-                if (mine.at, mine.record) != (n.at, n.record) || blocks_differ {
+                if mine.at != n.at || blocks_differ {
                     p.push(format!(
                         "object {ino}: NVRAM inode differs from the store's view"
                     ));

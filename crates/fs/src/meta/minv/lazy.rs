@@ -132,10 +132,7 @@ impl Minv {
             ino,
             NvInode {
                 at: e.at,
-                record,
-                version: rec.version,
                 blocks: Default::default(),
-                first,
                 loaded: first == 0,
             },
         );

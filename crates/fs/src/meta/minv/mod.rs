@@ -12,8 +12,14 @@
 //! unmount, taken from what the unmount saved ([`save`], with a namespace [`index`]): that
 //! mount reads no inode, record or offset structure. An object is read the first time a
 //! call reaches it ([`lazy`]), a file's offsets the first time the file is used, so mount
-//! time does not grow with what is stored (the paper's structures are used in place; ours
-//! are mirrored in RAM, built on demand).
+//! time does not grow with what is stored.
+//!
+//! Used in place, as the paper's: of an object, the store keeps in DRAM only where its
+//! inode is and where its offset structures are ([`offsets`]); its record's extent, the
+//! page numbers its structures publish and the inode chains are read from the NVRAM when
+//! a header write, a delete or an erase needs them (each read timed). The file system's
+//! own object (names, attributes, the chunk map it reads by) stays in DRAM, as YAFFS's
+//! does. A full NVRAM refuses the call that needs room ([`room`]).
 //!
 //! Crash rules (DESIGN.md, after NOVA):
 //! - payload before pointer: a record, an inode or an offset structure is written and
@@ -76,18 +82,15 @@ pub(crate) struct Extent {
     pub bytes: u64,
 }
 
-/// What the store keeps in DRAM of one object's NVRAM structures: where its inode and
-/// record are, and where its offset structures are. The page numbers those structures
-/// hold are read from the NVRAM when needed (`slot`, `published`), not mirrored.
+/// What the store keeps in DRAM of one object's NVRAM structures: where its inode is,
+/// and where its offset structures are. Its record (where, how long) and the page numbers
+/// its structures hold are read from the NVRAM when needed (`record_of`, `slot`,
+/// `published_from`), not mirrored.
 #[derive(Debug)]
 pub(crate) struct NvInode {
     pub at: u64,
-    pub record: Extent,
-    pub version: u64,
     /// Offset structures by index (chunk / SLOTS).
     pub blocks: offsets::Offsets,
-    /// The offset chain's head as the mount found it (read again only by `load_map`).
-    pub first: u64,
     /// Whether `blocks` was read: a mount after a clean unmount leaves a file's offsets
     /// in the NVRAM until the file is used.
     pub loaded: bool,
@@ -106,13 +109,8 @@ pub struct Minv {
     regions: Regions,
     heap: Heap,
     inodes: HashMap<Ino, NvInode>,
-    /// Each bucket's chain in NVRAM order, (object, inode offset) each; `None` until read
-    /// (a mount after a clean unmount reads a chain the first time it changes).
-    chains: Vec<Option<Vec<(Ino, u64)>>>,
     /// The saved namespace index objects are still read from (see `lazy`).
     lazy: Option<lazy::Lazy>,
-    /// Published pages: page -> (object, chunk). Lost pages are not listed.
-    by_page: HashMap<u32, (Ino, u32)>,
     /// Inodes a mount found for objects that recovery did not keep (removed by a writable
     /// mount once its repairs are done).
     dead: Vec<Ino>,
@@ -168,9 +166,7 @@ impl Minv {
             nv,
             regions,
             inodes: HashMap::new(),
-            chains: vec![Some(Vec::new()); layout::BUCKETS as usize],
             lazy: None,
-            by_page: HashMap::new(),
             dead: Vec::new(),
             high_water: 0,
             pages: u64::from(fs.layout.blocks) * u64::from(fs.layout.pages_per_block),
@@ -229,26 +225,18 @@ impl Minv {
         Ok(Extent { off, bytes: len })
     }
 
-    /// Bucket `b`'s chain, read from the NVRAM the first time it is needed.
-    fn chain(&mut self, b: u64) -> Result<&mut Vec<(Ino, u64)>> {
-        if self.chains[b as usize].is_none() {
-            let mut r = recover::Reader {
-                nv: &mut self.nv,
-                patch: HashMap::new(),
-            };
-            let chain = recover::read_bucket(&mut r, &self.regions, b)?;
-            self.chains[b as usize] = Some(chain);
-        }
-        Ok(self.chains[b as usize].as_mut().expect("just read"))
-    }
-
-    /// Drops `ino` from its chain in DRAM; returns the store that does it in NVRAM: the
-    /// word that points at its inode (its bucket head or its predecessor's link) takes the
-    /// offset of the inode after it.
-    fn unchain(&mut self, ino: Ino) -> Result<(u64, u64)> {
+    /// The store that drops `ino` from its inode chain, which is read in place (as the
+    /// `pending` stores of the same transaction will leave it): the word that points at
+    /// its inode (its bucket head or its predecessor's link) takes the offset of the
+    /// inode after it.
+    fn unchain(&mut self, ino: Ino, pending: &[(u64, u64)]) -> Result<(u64, u64)> {
         let b = bucket_of(ino);
         let bucket_word = self.regions.bucket_word(b);
-        let chain = self.chain(b)?;
+        let mut r = recover::Reader {
+            nv: &mut self.nv,
+            patch: pending.iter().copied().collect(),
+        };
+        let chain = recover::read_bucket(&mut r, &self.regions, b)?;
         let i = chain.iter().position(|&(x, _)| x == ino).ok_or_else(|| {
             FsError::CorruptNvram(format!("object {ino} is missing from its inode chain"))
         })?;
@@ -257,7 +245,6 @@ impl Minv {
             _ => chain[i - 1].1 + INODE_NEXT,
         };
         let next = chain.get(i + 1).map_or(0, |&(_, at)| at);
-        chain.remove(i);
         Ok((word, next))
     }
 
@@ -274,7 +261,13 @@ impl Minv {
                 nv: &mut self.nv,
                 patch: HashMap::new(),
             };
-            let first = n.first;
+            let first = match r.read(n.at + INODE_OFFSETS, 8) {
+                Ok(b) => layout::get64(&b, 0),
+                Err(e) => {
+                    self.inodes.insert(ino, n);
+                    return Err(e);
+                }
+            };
             let mut seen = std::collections::HashSet::new();
             recover::read_chain(
                 &mut r,
@@ -308,7 +301,7 @@ impl Minv {
         let c = u64::from(fs.layout.chunk_bytes);
         for &(chunk, p) in &slots {
             let inside = u64::from(chunk) * c < o.size;
-            let known = p == LOST_PAGE || (fs.blocks.is_valid(p) && !self.by_page.contains_key(&p));
+            let known = p == LOST_PAGE || fs.blocks.is_valid(p);
             if !inside || !known {
                 self.inodes.get_mut(&ino).expect("listed").unread();
                 return Err(FsError::CorruptNvram(format!(
@@ -321,9 +314,6 @@ impl Minv {
         for &(chunk, p) in &slots {
             o.chunks.set(chunk, p);
             o.saw_chunk(chunk);
-            if p != LOST_PAGE {
-                self.by_page.insert(p, (ino, chunk));
-            }
         }
         fs.unloaded.remove(&ino);
         // RAM's map is the published one: from here on, note changes.
@@ -451,17 +441,6 @@ impl Minv {
         // stay taken until the next mount that walks everything.
         let _ = self.nv_load(ino);
         self.promises.take(ino);
-        // Its published pages are nobody's now.
-        match self.published_raw(ino) {
-            Ok(pages) => {
-                for (c, p) in pages {
-                    if self.by_page.get(&p) == Some(&(ino, c)) {
-                        self.by_page.remove(&p);
-                    }
-                }
-            }
-            Err(_) => self.by_page.retain(|_, owner| owner.0 != ino),
-        }
         let Some(n) = self.inodes.remove(&ino) else {
             return;
         };
@@ -470,7 +449,10 @@ impl Minv {
             l.gone.insert(ino);
         }
         self.heap.release(n.at, INODE_BYTES);
-        self.heap.release(n.record.off, n.record.bytes);
+        // A record that cannot be read stays taken until a mount walks everything.
+        if let Ok(record) = self.record_at(n.at) {
+            self.heap.release(record.off, record.bytes);
+        }
         for (_, off) in n.blocks.iter() {
             self.heap.release(off, OFFSETS_BYTES);
         }
@@ -478,7 +460,7 @@ impl Minv {
 
     /// Removes an object's inode: one store unlinks it.
     fn remove_inode<F: Flash>(&mut self, fs: &FileSystem<F>, ino: Ino) -> Result<()> {
-        let (word, next) = self.unchain(ino)?;
+        let (word, next) = self.unchain(ino, &[])?;
         self.store_persist(word, next).map_err(|e| nv_err(fs, e))?;
         self.release_inode(ino);
         Ok(())
@@ -534,18 +516,40 @@ impl Minv {
             let old = self.nv.read_u64(off).map_err(|e| nv_err(fs, e))?;
             let mut pair = [old as u32, (old >> 32) as u32];
             for (c, v) in cs {
-                let was = std::mem::replace(&mut pair[((c % SLOTS) % 2) as usize], v);
-                if self.by_page.get(&was) == Some(&(ino, c)) {
-                    self.by_page.remove(&was);
-                }
-                if v != NO_PAGE && v != LOST_PAGE {
-                    self.by_page.insert(v, (ino, c));
-                }
+                pair[((c % SLOTS) % 2) as usize] = v;
             }
             self.store_persist(off, u64::from(pair[0]) | (u64::from(pair[1]) << 32))
                 .map_err(|e| nv_err(fs, e))?;
         }
         Ok(())
+    }
+
+    /// Where the header record of the inode at `at` is and how much heap it takes, read
+    /// in place and checked.
+    fn record_at(&mut self, at: u64) -> Result<Extent> {
+        let off = self
+            .nv
+            .read_u64(at + INODE_RECORD)
+            .map_err(FsError::Nvram)?;
+        let heap_ok = |o: u64, len: u64| {
+            o >= self.regions.heap_off
+                && o.is_multiple_of(layout::UNIT)
+                && o.saturating_add(len) <= self.regions.heap_end
+        };
+        if !heap_ok(off, layout::UNIT) {
+            return Err(FsError::CorruptNvram(format!(
+                "the inode at {at} points at its record at {off}, outside the heap"
+            )));
+        }
+        let mut head = [0u8; 2];
+        self.nv.read(off, &mut head).map_err(FsError::Nvram)?;
+        let bytes = record_bytes(usize::from(u16::from_le_bytes(head)));
+        if bytes == 0 || !heap_ok(off, bytes) {
+            return Err(FsError::CorruptNvram(format!(
+                "the record at {off} has a bad length"
+            )));
+        }
+        Ok(Extent { off, bytes })
     }
 
     /// The page published for chunk `c` of `ino` (`NO_PAGE`: none), read in place.
@@ -618,11 +622,6 @@ impl Minv {
         Ok(out)
     }
 
-    /// Every published (chunk, page) of `ino`, read in place, unchecked (to free them).
-    fn published_raw(&mut self, ino: Ino) -> std::result::Result<Vec<(u32, u32)>, NvramError> {
-        self.read_published(ino, 0, false)
-    }
-
     /// Offset structures wholly past the file's end and empty are unlinked and freed.
     fn trim<F: Flash>(&mut self, fs: &FileSystem<F>, ino: Ino, size: u64) -> Result<()> {
         let first_past = size.div_ceil(u64::from(fs.layout.chunk_bytes));
@@ -659,9 +658,10 @@ impl Minv {
     /// RAM tracks (`touched`) costs what changed, each slot read in place; any other, its
     /// whole map.
     fn slot_changes<F: Flash>(&mut self, fs: &FileSystem<F>, ino: Ino) -> Result<(SlotDiff, u64)> {
-        let tracked = match (fs.objects.get(&ino), fs.touched.get(&ino)) {
-            (Some(o), Some(t)) if has_data(o.kind) && self.inodes.contains_key(&ino) => {
-                Some((o, t))
+        let none = crate::touched::Touched::default();
+        let tracked = match fs.objects.get(&ino) {
+            Some(o) if has_data(o.kind) && fs.is_tracked(ino) && self.inodes.contains_key(&ino) => {
+                Some((o, fs.touched.get(&ino).unwrap_or(&none)))
             }
             _ => None,
         };
@@ -787,10 +787,7 @@ impl Minv {
                 ino,
                 NvInode {
                     at,
-                    record: Extent { off: 0, bytes: 0 },
-                    version: 0,
                     blocks: Default::default(),
-                    first: 0,
                     loaded: true,
                 },
             );
@@ -800,16 +797,13 @@ impl Minv {
             // The published slots are the map in RAM now: from here on, note changes.
             fs.track(ino);
         }
-        if out.is_err() && new {
-            // Never linked: give back what it took.
-            if let Some(n) = self.inodes.get(&ino) {
-                if n.record.bytes == 0 {
-                    let n = self.inodes.remove(&ino).expect("listed");
-                    self.heap.release(n.at, INODE_BYTES);
-                    for (_, off) in n.blocks.iter() {
-                        self.heap.release(off, OFFSETS_BYTES);
-                    }
-                    self.by_page.retain(|_, owner| owner.0 != ino);
+        if matches!(out, Err(FsError::NoSpace)) && new {
+            // Refused before it was linked (any later failure is a lost power, after which
+            // only what the NVRAM holds matters): give back what it took.
+            if let Some(n) = self.inodes.remove(&ino) {
+                self.heap.release(n.at, INODE_BYTES);
+                for (_, off) in n.blocks.iter() {
+                    self.heap.release(off, OFFSETS_BYTES);
                 }
             }
         }
@@ -830,10 +824,11 @@ impl Minv {
         let ext = self.write_extent(bytes)?;
         if new {
             let b = bucket_of(ino);
-            let next = self.chain(b)?.first().map_or(0, |&(_, at)| at);
-            let n = self.inodes.get_mut(&ino).expect("listed");
-            n.record = ext;
-            n.version = rec.version;
+            let next = self
+                .nv
+                .read_u64(self.regions.bucket_word(b))
+                .map_err(|e| nv_err(fs, e))?;
+            let n = &self.inodes[&ino];
             let mut inode = [0u8; INODE_BYTES as usize];
             inode[0..8].copy_from_slice(&u64::from(ino).to_le_bytes());
             inode[8..16].copy_from_slice(&next.to_le_bytes());
@@ -847,7 +842,6 @@ impl Minv {
                 .map_err(|e| nv_err(fs, e))?;
             self.store_persist(self.regions.bucket_word(b), at)
                 .map_err(|e| nv_err(fs, e))?;
-            self.chain(b)?.insert(0, (ino, at));
         } else {
             // A rename over a name drops the object it replaces in the same transaction.
             let victims: Vec<Ino> = rec
@@ -867,16 +861,25 @@ impl Minv {
                 // Its pages are freed from RAM after this: RAM must know them.
                 self.load_map_inner(fs, v)?;
             }
+            // The record it replaces, read in place (freed once the new one is published).
+            let old = match self.record_at(self.inodes[&ino].at) {
+                Ok(old) => old,
+                Err(e) => {
+                    self.heap.release(ext.off, ext.bytes);
+                    return Err(match e {
+                        FsError::Nvram(e) => nv_err(fs, e),
+                        e => e,
+                    });
+                }
+            };
             let mut entries = vec![(self.inodes[&ino].at + INODE_RECORD, ext.off)];
             for &v in &victims {
-                entries.push(self.unchain(v)?);
+                let e = self.unchain(v, &entries)?;
+                entries.push(e);
             }
             // On failure power is gone: RAM state no longer matters, only what the NVRAM
             // keeps.
             self.commit(&entries).map_err(|e| nv_err(fs, e))?;
-            let n = self.inodes.get_mut(&ino).expect("listed");
-            let old = std::mem::replace(&mut n.record, ext);
-            n.version = rec.version;
             self.heap.release(old.off, old.bytes);
             for v in victims {
                 self.release_inode(v);
@@ -886,27 +889,51 @@ impl Minv {
         self.trim(fs, ino, rec.size)
     }
 
-    /// Before erasing `block`: every published page in it is republished as its chunk
-    /// stands in RAM (moved by cleaning, overwritten, or gone).
+    /// Before `block` is erased no published page may lie in it: every chunk published
+    /// there is republished as it stands in RAM (moved by cleaning, overwritten, gone).
+    /// The store keeps no map from pages to owners: a published page RAM no longer maps
+    /// is one a change since the last header write left behind, so only the chunks the
+    /// files' changes name are read in place. What that costs grows with the changes not
+    /// yet published, not with what is stored.
     fn before_erase_inner<F: Flash>(&mut self, fs: &FileSystem<F>, block: u32) -> Result<()> {
-        let first = fs.layout.pno(block, 0);
-        let mut todo: BTreeMap<Ino, Vec<(u32, u32)>> = BTreeMap::new();
-        for p in first..first + fs.layout.pages_per_block {
-            let Some(&(ino, c)) = self.by_page.get(&p) else {
-                continue;
-            };
-            let now = match fs.objects.get(&ino) {
-                Some(o) if has_data(o.kind) => o.chunks.get(c),
-                _ => NO_PAGE,
-            };
-            if now == p {
-                return Err(FsError::Io(format!(
-                    "block {block} is being erased with page {p} of object {ino} live"
-                )));
+        let pages = fs.layout.pno(block, 0)..fs.layout.pno(block, 0) + fs.layout.pages_per_block;
+        let mut inos: Vec<Ino> = fs
+            .touched
+            .iter()
+            .filter(|(_, t)| !t.chunks.is_empty() || t.cut.is_some())
+            .map(|(&i, _)| i)
+            .filter(|i| self.inodes.get(i).is_some_and(|n| n.loaded))
+            .collect();
+        inos.sort_unstable();
+        for ino in inos {
+            let t = &fs.touched[&ino];
+            let mut here = Vec::new();
+            for &c in &t.chunks {
+                let p = self.slot(fs, ino, c)?;
+                if pages.contains(&p) {
+                    here.push((c, p));
+                }
             }
-            todo.entry(ino).or_default().push((c, now));
-        }
-        for (ino, changes) in todo {
+            if let Some(cut) = t.cut {
+                for (c, p) in self.published_from(fs, ino, cut)? {
+                    if pages.contains(&p) && !here.contains(&(c, p)) {
+                        here.push((c, p));
+                    }
+                }
+            }
+            let mut changes = Vec::with_capacity(here.len());
+            for (c, p) in here {
+                let now = match fs.objects.get(&ino) {
+                    Some(o) if has_data(o.kind) => o.chunks.get(c),
+                    _ => NO_PAGE,
+                };
+                if now == p {
+                    return Err(FsError::Io(format!(
+                        "block {block} is being erased with page {p} of object {ino} live"
+                    )));
+                }
+                changes.push((c, now));
+            }
             self.set_slots(fs, ino, &changes)?;
         }
         Ok(())
@@ -945,7 +972,7 @@ impl Minv {
                 if unloaded {
                     if let Ok(slots) = self.nv_load(ino) {
                         for (_, p) in slots {
-                            if p != LOST_PAGE && !self.by_page.contains_key(&p) {
+                            if p != LOST_PAGE && fs.blocks.is_valid(p) {
                                 fs.blocks.invalidate(p);
                             }
                         }

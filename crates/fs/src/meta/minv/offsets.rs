@@ -2,10 +2,11 @@
 //! an NVRAM offset, in k order. This index is all the store keeps of a file's offsets in
 //! DRAM; the page numbers themselves are read from the structures in NVRAM when needed
 //! (the paper's File_Offset structures, used in place). Most files have one or two
-//! structures, so the index is a plain sorted vector sized to fit.
+//! structures, so the index is a plain sorted slice, exactly sized (a structure is added
+//! once per SLOTS chunks, so rebuilding it then costs little).
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Offsets(Vec<(u32, u64)>);
+pub(crate) struct Offsets(Box<[(u32, u64)]>);
 
 impl Offsets {
     fn find(&self, k: u32) -> Result<usize, usize> {
@@ -41,11 +42,11 @@ impl Offsets {
         match self.find(k) {
             Ok(i) => self.0[i].1 = off,
             Err(i) => {
-                // Small indexes stay exactly sized: most files have one structure.
-                if self.0.len() < 8 {
-                    self.0.reserve_exact(1);
-                }
-                self.0.insert(i, (k, off));
+                let mut v = Vec::with_capacity(self.0.len() + 1);
+                v.extend_from_slice(&self.0[..i]);
+                v.push((k, off));
+                v.extend_from_slice(&self.0[i..]);
+                self.0 = v.into_boxed_slice();
             }
         }
     }
@@ -55,8 +56,8 @@ impl Offsets {
         let i = match self.find(k) {
             Ok(i) | Err(i) => i,
         };
-        let tail = self.0.split_off(i);
-        self.0.shrink_to_fit();
+        let tail = self.0[i..].to_vec();
+        self.0 = self.0[..i].into();
         tail
     }
 
@@ -81,7 +82,7 @@ impl Offsets {
     }
 
     pub(crate) fn clear(&mut self) {
-        self.0 = Vec::new();
+        self.0 = Box::default();
     }
 }
 

@@ -142,7 +142,6 @@ pub(super) type Walked = (NvInode, Record, Vec<(u32, u32)>);
 /// What the walk of the inode table found.
 pub(super) struct Found2 {
     pub inodes: HashMap<Ino, Walked>,
-    pub chains: Vec<Vec<(Ino, u64)>>,
     pub extents: Vec<(u64, u64)>,
 }
 
@@ -285,7 +284,6 @@ pub(super) fn walk(
     let mut seen_at: HashSet<u64> = HashSet::new();
     let mut out = Found2 {
         inodes: HashMap::new(),
-        chains: vec![Vec::new(); BUCKETS as usize],
         extents: Vec::new(),
     };
     for b in 0..BUCKETS {
@@ -304,17 +302,13 @@ pub(super) fn walk(
             out.extents.push((record.off, record.bytes));
             let mut n = NvInode {
                 at,
-                record,
-                version: rec.version,
                 blocks: Default::default(),
-                first,
                 loaded: false,
             };
             let slots = read_chain(r, regions, ino, first, pages, &mut seen_at, &mut n)?;
             out.extents
                 .extend(n.blocks.iter().map(|(_, o)| (o, OFFSETS_BYTES)));
             at = next;
-            out.chains[b as usize].push((ino, n.at));
             out.inodes.insert(ino, (n, rec, slots));
         }
     }
@@ -428,9 +422,7 @@ fn mount_inner<F: Flash>(
         nv,
         regions,
         inodes: HashMap::new(),
-        chains: found.chains.into_iter().map(Some).collect(),
         lazy: None,
-        by_page: HashMap::new(),
         dead: Vec::new(),
         high_water,
         pages,
@@ -452,10 +444,11 @@ fn mount_inner<F: Flash>(
     order.sort_unstable();
     let mut inodes = found.inodes;
     let mut published: HashMap<Ino, Vec<(u32, u32)>> = HashMap::new();
+    let mut owned: HashSet<u32> = HashSet::new();
     for ino in order {
         let (n, rec, slots) = inodes.remove(&ino).expect("listed");
-        for &(c, p) in &slots {
-            if p != LOST_PAGE && store.by_page.insert(p, (ino, c)).is_some() {
+        for &(_, p) in &slots {
+            if p != LOST_PAGE && !owned.insert(p) {
                 return Err(corrupt(format!("page {p} is published twice")));
             }
         }
@@ -507,9 +500,7 @@ fn mount_lazy<F: Flash>(
         nv,
         regions,
         inodes: HashMap::new(),
-        chains: vec![None; BUCKETS as usize],
         lazy: Some(super::lazy::Lazy::new(&s)),
-        by_page: HashMap::new(),
         dead: Vec::new(),
         high_water,
         pages,
@@ -570,6 +561,7 @@ fn install_chunks<F: Flash>(
         }
         let slots = published.get(&ino).map_or(&[][..], |v| &v[..]);
         let mut stale = !crate::rebuild::has_data(o.kind) && !slots.is_empty();
+        let mut skipped = Vec::new();
         if crate::rebuild::has_data(o.kind) {
             for &(chunk, p) in slots {
                 let inside = u64::from(chunk) * c < o.size;
@@ -577,6 +569,7 @@ fn install_chunks<F: Flash>(
                     || fs.blocks.get(fs.layout.block_of(p)).state == BlockState::Full;
                 if !inside || !ok {
                     stale = true;
+                    skipped.push(chunk);
                     continue;
                 }
                 o.chunks.set(chunk, p);
@@ -585,6 +578,13 @@ fn install_chunks<F: Flash>(
                 if p != LOST_PAGE && !fs.blocks.is_valid(p) {
                     fs.blocks.set_valid(p);
                 }
+            }
+            // RAM's map is the published one but for the slots skipped: note those as
+            // changed, so the next header write (or erase) clears them, and every change
+            // from here on.
+            fs.track(ino);
+            for chunk in skipped {
+                fs.touch_chunk(ino, chunk);
             }
         }
         if stale {
