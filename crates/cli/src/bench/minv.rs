@@ -181,28 +181,33 @@ pub fn run_mount(args: MinvMountArgs) -> anyhow::Result<()> {
                 utilization,
                 files,
             };
-            // After a power cut: everything was synced, nothing unmounted.
-            let (dev, nv) = fs.into_parts();
-            let (fs, mut t) = mount_row(dev, nv, profile, Method::Crash, &base)?;
-            let fs = listed(fs, &mut t)?;
-            rows.push(t);
-            // After a clean unmount: minv from its saved state; the others from their
-            // checkpoint (if they keep one), then by a full scan.
-            let checkpoint = fs.config().checkpoint;
-            let (dev, nv) = fs.unmount_parts().context("unmounting")?;
-            if nv.is_some() {
+            if fs.nvram().is_some() {
+                // After a power cut (everything was synced, nothing unmounted), then after
+                // a clean unmount, from the saved state.
+                let (dev, nv) = fs.into_parts();
+                let (fs, mut t) = mount_row(dev, nv, profile, Method::Crash, &base)?;
+                let fs = listed(fs, &mut t)?;
+                rows.push(t);
+                let (dev, nv) = fs.unmount_parts().context("unmounting")?;
                 let (fs, mut t) = mount_row(dev, nv, profile, Method::Clean, &base)?;
                 listed(fs, &mut t)?;
                 rows.push(t);
                 continue;
             }
-            let mut dev = dev;
+            // The flash log: from its checkpoint (if it keeps one) after a clean unmount,
+            // by a full scan, then after a power cut (the scan mount left, not unmounted).
+            let checkpoint = fs.config().checkpoint;
+            let mut dev = fs.unmount().context("unmounting")?;
             if checkpoint {
                 let (fs, t) = mount_row(dev, None, profile, Method::Clean, &base)?;
                 rows.push(t);
                 dev = fs.unmount().context("unmounting")?;
             }
             let (fs, mut t) = mount_row(dev, None, profile, Method::Scan, &base)?;
+            let fs = listed(fs, &mut t)?;
+            rows.push(t);
+            let (dev, _) = fs.into_parts();
+            let (fs, mut t) = mount_row(dev, None, profile, Method::Crash, &base)?;
             listed(fs, &mut t)?;
             rows.push(t);
         }
