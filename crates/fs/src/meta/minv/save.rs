@@ -1,9 +1,9 @@
 //! What a clean unmount leaves for the next mount, so that mount walks nothing: which
 //! flash pages hold published data, the NVRAM manager's free extents, and an index of the
-//! namespace (`index`). (The paper's structures are used in place and never rebuilt; ours
-//! are mirrored in RAM, so the mirror of an object is built the first time a call reaches
-//! it, see `lazy`, and of a file's offsets the first time the file is used, see
-//! `Minv::load_map`.)
+//! namespace (`index`). (The paper's structures are never rebuilt. Ours are used in place
+//! too, but the file system keeps its own object of each file in RAM, built the first
+//! time a call reaches it, see `lazy`, with its chunk map the first time the file is used,
+//! see `Minv::load_map`; this state lets the mount skip the walk that would find them.)
 //!
 //! ```text
 //! CLEAN_OFF   offset of the saved state in the heap (0: none; the mount walks everything)
