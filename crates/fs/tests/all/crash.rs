@@ -2418,13 +2418,15 @@ fn crash_yaffs1_every_flash_op() {
 
 /// MNFS as its paper built it (data placed by block, the iBAT rebuilt from one spare area
 /// per block, no checkpoint), on the small-page device of the paper: a cut at every flash
-/// op of each workload (creates, appends, overwrites that copy a block, truncates,
-/// deletes that erase), and at each write of the mount that follows (erasing the blocks a
+/// op of each workload (every second by default; creates, appends, overwrites that copy a
+/// block, truncates, deletes that erase), and at each write of the mount that follows (erasing the blocks a
 /// cut left without a live page: a copy's old block, a deleted file's).
 #[test]
 fn crash_mnfs_every_flash_op() {
+    // Every op with NANDKIT_LONG; every second by default.
+    let stride = if long() { 1 } else { 2 };
     for (name, w, seed) in EVERY_OP_WORKLOADS {
-        let ops = sweep_as(Dev::Small, mnfs, name, w, seed, 1);
+        let ops = sweep_as(Dev::Small, mnfs, name, w, seed, stride);
         assert!(ops > 20, "{name}: {ops}");
     }
     mount_repair_sweep_as(Dev::Small, mnfs, 5);
@@ -3400,9 +3402,13 @@ fn after_clean_minv_sweep(
         "{label} on {}: {ops} flash ops, {persists} NVRAM persists",
         dev.name()
     );
-    // Every cut on the small-page device; every third on `tiny` (every one with
-    // NANDKIT_LONG), whose tags in the OOB the other minv sweeps cut at every op.
-    let stride = if dev == Dev::Tiny && !long() { 3 } else { 1 };
+    // Every second cut on the small-page device and every third on `tiny` (every one
+    // with NANDKIT_LONG); the other minv sweeps cut at every op.
+    let stride = match (dev, long()) {
+        (_, true) => 1,
+        (Dev::Tiny, false) => 3,
+        _ => 2,
+    };
     for n in (0..ops).step_by(stride) {
         let ctx = format!(
             "{label} on {} seed {seed}: power cut at flash op {n} of {ops}",
