@@ -336,34 +336,6 @@ fn listed(mut fs: Fs, t: &mut MountRow) -> anyhow::Result<Fs> {
     Ok(fs)
 }
 
-/// `n` files of `size` bytes, one after another (fewer if the device or the NVRAM fills).
-fn fill_count(fs: &mut Fs, n: u64, size: u64) -> anyhow::Result<u64> {
-    let data = super::noise(size as usize, 7);
-    let mut made = 0u64;
-    for k in 0..n {
-        let ino = match fs.create(
-            ROOT_INO,
-            format!("f{k:06}").as_bytes(),
-            NewObject::regular_file(),
-        ) {
-            Ok(a) => a.ino,
-            Err(FsError::NoSpace) => break,
-            Err(e) => return Err(e).context("creating a file"),
-        };
-        made += 1;
-        match fs.write(ino, 0, &data) {
-            Ok(_) => {}
-            Err(FsError::NoSpace) => break,
-            Err(e) => return Err(e).context("writing a file"),
-        }
-    }
-    fs.sync().or_else(|e| match e {
-        FsError::NoSpace => Ok(()),
-        e => Err(e),
-    })?;
-    Ok(made)
-}
-
 /// Lists every directory and stats every object (`ls -lR`); returns the simulated us.
 fn list_everything(fs: &mut Fs) -> anyhow::Result<f64> {
     let start = Mark::of_fs(fs);
@@ -380,11 +352,33 @@ fn list_everything(fs: &mut Fs) -> anyhow::Result<f64> {
 }
 
 /// Files of `file_size`, one after another, until `u` of the space is used (or the device
-/// is full). Returns the files made.
+/// is full), each fsync'd. Returns the files made.
 fn fill_fresh(fs: &mut Fs, u: f64, file_size: u64) -> anyhow::Result<u64> {
+    fill_files(fs, file_size, true, |fs, _| used_fraction(fs) < u)
+}
+
+/// `n` files of `size` bytes, one after another, synced once at the end (fewer if the
+/// device or the NVRAM fills).
+fn fill_count(fs: &mut Fs, n: u64, size: u64) -> anyhow::Result<u64> {
+    fill_files(fs, size, false, |_, made| made < n)
+}
+
+/// Files of `size` bytes named f000000 on, while `more(fs, files made)` says so or until
+/// the device refuses one; each fsync'd if `fsync_each`, then a sync. Returns the files
+/// made.
+fn fill_files(
+    fs: &mut Fs,
+    size: u64,
+    fsync_each: bool,
+    mut more: impl FnMut(&Fs, u64) -> bool,
+) -> anyhow::Result<u64> {
+    let no_space_is_fine = |r: Result<(), FsError>| match r {
+        Err(FsError::NoSpace) => Ok(()),
+        r => r,
+    };
     let mut n = 0u64;
-    let data = super::noise(file_size as usize, 7);
-    while used_fraction(fs) < u {
+    let data = super::noise(size as usize, 7);
+    while more(fs, n) {
         let ino = match fs.create(
             ROOT_INO,
             format!("f{n:06}").as_bytes(),
@@ -400,15 +394,11 @@ fn fill_fresh(fs: &mut Fs, u: f64, file_size: u64) -> anyhow::Result<u64> {
             Err(FsError::NoSpace) => break,
             Err(e) => return Err(e).context("writing a file"),
         }
-        fs.fsync(ino).or_else(|e| match e {
-            FsError::NoSpace => Ok(()),
-            e => Err(e),
-        })?;
+        if fsync_each {
+            no_space_is_fine(fs.fsync(ino))?;
+        }
     }
-    fs.sync().or_else(|e| match e {
-        FsError::NoSpace => Ok(()),
-        e => Err(e),
-    })?;
+    no_space_is_fine(fs.sync())?;
     Ok(n)
 }
 

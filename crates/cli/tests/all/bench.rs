@@ -1005,15 +1005,19 @@ fn minv_space_measured_equals_the_model() {
 /// energy is the mount's own (no NVRAM energy from before it).
 #[test]
 fn mount_and_heap_benches_run_minv() {
-    let r = bench_json(&[
-        "mount",
-        "--geometry",
-        "tiny",
-        "--files",
-        "100",
-        "--profile",
-        "minv",
-    ]);
+    let minv_mount = |extra: &[&str]| {
+        let base = [
+            "mount",
+            "--geometry",
+            "tiny",
+            "--files",
+            "100",
+            "--profile",
+            "minv",
+        ];
+        bench_json(&[&base[..], extra].concat())
+    };
+    let r = minv_mount(&[]);
     for mount in ["checkpoint_mount", "scan_mount"] {
         let m = &r[mount];
         assert_eq!(m["method"], "Nvram", "{m}");
@@ -1021,17 +1025,7 @@ fn mount_and_heap_benches_run_minv() {
         assert!(f(m, "energy_j") < 0.01, "{m}");
     }
     // Another NVRAM technology: the same reads, another energy.
-    let pram = bench_json(&[
-        "mount",
-        "--geometry",
-        "tiny",
-        "--files",
-        "100",
-        "--profile",
-        "minv",
-        "--nvram-preset",
-        "pram",
-    ]);
+    let pram = minv_mount(&["--nvram-preset", "pram"]);
     let energy = |r: &serde_json::Value| f(&r["checkpoint_mount"], "energy_j");
     assert_ne!(energy(&pram), energy(&r), "{pram}");
     let r = bench_json(&[

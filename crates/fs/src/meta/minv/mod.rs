@@ -531,12 +531,7 @@ impl Minv {
             .nv
             .read_u64(at + INODE_RECORD)
             .map_err(FsError::Nvram)?;
-        let heap_ok = |o: u64, len: u64| {
-            o >= self.regions.heap_off
-                && o.is_multiple_of(layout::UNIT)
-                && o.saturating_add(len) <= self.regions.heap_end
-        };
-        if !heap_ok(off, layout::UNIT) {
+        if !recover::heap_ok(&self.regions, off, layout::UNIT) {
             return Err(FsError::CorruptNvram(format!(
                 "the inode at {at} points at its record at {off}, outside the heap"
             )));
@@ -544,7 +539,7 @@ impl Minv {
         let mut head = [0u8; 2];
         self.nv.read(off, &mut head).map_err(FsError::Nvram)?;
         let bytes = record_bytes(usize::from(u16::from_le_bytes(head)));
-        if bytes == 0 || !heap_ok(off, bytes) {
+        if bytes == 0 || !recover::heap_ok(&self.regions, off, bytes) {
             return Err(FsError::CorruptNvram(format!(
                 "the record at {off} has a bad length"
             )));

@@ -146,7 +146,7 @@ pub(super) struct Found2 {
 }
 
 /// Whether `off .. off + len` is a unit-aligned range inside the heap.
-fn heap_ok(regions: &Regions, off: u64, len: u64) -> bool {
+pub(super) fn heap_ok(regions: &Regions, off: u64, len: u64) -> bool {
     off >= regions.heap_off
         && off.is_multiple_of(UNIT)
         && off.saturating_add(len) <= regions.heap_end
