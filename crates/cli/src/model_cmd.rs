@@ -61,6 +61,10 @@ enum ModelCommand {
 
 #[derive(Args)]
 struct NvramSpaceArgs {
+    /// NVRAM the allocation bitmap of nandkit's structures covers (a bit per 32-byte
+    /// unit: part of the manager's fixed bytes).
+    #[arg(long, value_name = "SIZE", default_value = "12MiB", value_parser = crate::device_args::parse_bytes)]
+    nvram_size: u64,
     /// Flash capacity (S_NAND), e.g. 32MiB.
     #[arg(long, value_name = "SIZE", value_parser = crate::device_args::parse_bytes, required_unless_present = "capacity_sweep")]
     flash: Option<u64>,
@@ -461,7 +465,7 @@ fn run_nvram_space(args: NvramSpaceArgs) -> anyhow::Result<()> {
         NvramConstants::PAPER
     } else {
         let g = nandkit_flash::preset(&args.geometry)?.geometry.striped();
-        nandkit_fs::meta::minv::model_constants(g, args.name_bytes)?
+        nandkit_fs::meta::minv::model_constants(g, args.nvram_size, args.name_bytes)?
     };
     let which = if args.paper_constants {
         "paper"

@@ -52,8 +52,7 @@ pub struct NvramConstants {
     pub saved_state: SavedState,
 }
 
-/// The layout of a clean unmount's saved state: a head, a bit per flash page, a record
-/// per free extent of the NVRAM manager and an entry per object (with its slot in its
+/// The layout of a clean unmount's saved state: a head, a record per free extent of the NVRAM manager and an entry per object (with its slot in its
 /// directory's child list), rounded up to the manager's allocation unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 pub struct SavedState {
@@ -69,14 +68,13 @@ pub struct SavedState {
 }
 
 impl SavedState {
-    /// Bytes of a state for `pages` flash pages, `objects` objects (the root included,
-    /// which is nobody's child) and `extents` free extents listed.
-    pub fn bytes(&self, pages: u64, objects: u64, extents: u64) -> u64 {
+    /// Bytes of a state for `objects` objects (the root included, which is nobody's
+    /// child) and `extents` free extents listed.
+    pub fn bytes(&self, objects: u64, extents: u64) -> u64 {
         if self.unit == 0 {
             return 0;
         }
         let raw = self.head
-            + 8 * pages.div_ceil(64)
             + self.per_extent * extents
             + self.per_object * objects
             + self.per_child * objects.saturating_sub(1);
@@ -154,20 +152,18 @@ fn fixed(c: &NvramConstants, flash_bytes: u64) -> u64 {
 
 fn answer(
     c: &NvramConstants,
-    flash_bytes: u64,
     files: u64,
     fixed_bytes: u64,
     inode_bytes: u64,
     offset_bytes: u64,
 ) -> NvramSpace {
     let bytes = fixed_bytes + inode_bytes + offset_bytes;
-    let pages = flash_bytes / c.block_size * (c.block_size / c.alloc_unit);
     NvramSpace {
         fixed_bytes,
         inode_bytes,
         offset_bytes,
         bytes,
-        saved_state_bytes: c.saved_state.bytes(pages, files + 1, 2),
+        saved_state_bytes: c.saved_state.bytes(files + 1, 2),
         kib: (bytes + 512) / 1024,
     }
 }
@@ -200,7 +196,6 @@ pub fn nvram_space_uniform(
     check_fit(c, flash_bytes, files, total)?;
     Ok(answer(
         c,
-        flash_bytes,
         files,
         fixed(c, flash_bytes),
         c.inode * files,
@@ -224,7 +219,6 @@ pub fn nvram_space(
     let structs: u64 = file_sizes.iter().map(|&s| c.offset_structs(s)).sum();
     Ok(answer(
         c,
-        flash_bytes,
         files,
         fixed(c, flash_bytes),
         c.inode * files,

@@ -164,6 +164,22 @@ impl Nvram {
         Ok(())
     }
 
+    /// Flushes each 8-byte word at `offsets` and fences once (one persist point, one
+    /// `persist_ns`): stores scattered over the NVRAM made durable together, as a CPU's
+    /// cache-line writebacks followed by a single fence do.
+    pub fn persist_words(&mut self, offsets: &[u64]) -> Result<(), NvramError> {
+        for &o in offsets {
+            self.check(o, WORD_BYTES)?;
+        }
+        self.persist_point()?;
+        let words = offsets
+            .iter()
+            .map(|&o| self.volatile.persist(o, WORD_BYTES))
+            .sum();
+        self.persisted(words);
+        Ok(())
+    }
+
     /// Persists every byte, then msyncs a file image so it survives a host crash as well.
     /// One persist point, like [`persist`](Self::persist).
     pub fn persist_all(&mut self) -> Result<(), NvramError> {

@@ -65,7 +65,13 @@ pub fn run(args: SpaceArgs) -> anyhow::Result<()> {
         "file sizes must be at least 1 byte"
     );
     let g = config.geometry.striped();
-    let constants = nandkit_fs::meta::minv::model_constants(g, NAME_BYTES)?;
+    let nvram_bytes = args
+        .board
+        .format(&config, "minv")?
+        .nvram()
+        .context("the NVRAM")?
+        .size_bytes;
+    let constants = nandkit_fs::meta::minv::model_constants(g, nvram_bytes, NAME_BYTES)?;
     let flash = u64::from(config.geometry.blocks_per_chip) * constants.block_size;
     let mut rows = Vec::new();
     for size in sizes {
@@ -79,10 +85,9 @@ pub fn run(args: SpaceArgs) -> anyhow::Result<()> {
         let parts = fs.unmount_parts().context("unmounting")?;
         let fs = super::mount_parts(parts, super::mount_options(false))?;
         let saved = fs.nvram().context("the NVRAM")?.saved_state_bytes;
-        let pages = flash / constants.block_size * (constants.block_size / constants.alloc_unit);
         rows.push(Row {
             saved_state_bytes: saved,
-            model_saved_state_bytes: constants.saved_state.bytes(pages, files + 1, extents + 1),
+            model_saved_state_bytes: constants.saved_state.bytes(files + 1, extents + 1),
             free_extents: extents,
             file_size: size,
             files,

@@ -358,15 +358,6 @@ impl BlockTable {
         each!(&mut self.records, t => t.update(block, f))
     }
 
-    /// The valid-page bits, 64 pages a word (the page table's; empty for an iBAT, which
-    /// MiNV never keeps).
-    pub(crate) fn valid_words(&self) -> &[u64] {
-        match &self.records {
-            Records::Page(t) => t.valid_words(),
-            Records::Ibat(_) => &[],
-        }
-    }
-
     pub fn is_valid(&self, pno: u32) -> bool {
         each!(&self.records, t => t.is_valid(pno))
     }

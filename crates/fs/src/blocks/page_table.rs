@@ -77,11 +77,6 @@ impl PageTable {
         self.refile(block);
     }
 
-    /// The valid-page bits, 64 pages a word.
-    pub(crate) fn valid_words(&self) -> &[u64] {
-        &self.valid_bits
-    }
-
     pub fn is_valid(&self, pno: u32) -> bool {
         self.valid_bits[pno as usize / 64] & (1 << (pno % 64)) != 0
     }

@@ -3402,13 +3402,9 @@ fn after_clean_minv_sweep(
         "{label} on {}: {ops} flash ops, {persists} NVRAM persists",
         dev.name()
     );
-    // Every second cut on the small-page device and every third on `tiny` (every one
-    // with NANDKIT_LONG); the other minv sweeps cut at every op.
-    let stride = match (dev, long()) {
-        (_, true) => 1,
-        (Dev::Tiny, false) => 3,
-        _ => 2,
-    };
+    // Every third cut (every one with NANDKIT_LONG); the other minv sweeps cut at every
+    // op.
+    let stride = if long() { 1 } else { 3 };
     for n in (0..ops).step_by(stride) {
         let ctx = format!(
             "{label} on {} seed {seed}: power cut at flash op {n} of {ops}",

@@ -124,7 +124,8 @@ fn nvram_use_equals_the_space_model() {
     let dev = Dev::Small;
     let g = dev.config().geometry.striped();
     let name_bytes = 8;
-    let c = nandkit_fs::meta::minv::model_constants(g, name_bytes).unwrap();
+    let nvram_bytes = fresh(dev).nvram().unwrap().size_bytes;
+    let c = nandkit_fs::meta::minv::model_constants(g, nvram_bytes, name_bytes).unwrap();
     let flash = u64::from(dev.blocks()) * c.block_size;
     for (files, size) in [
         (0u64, 0u64),
@@ -149,8 +150,7 @@ fn nvram_use_equals_the_space_model() {
         // allocation may split off): how fragmented the heap is, an input of the model.
         fs.sync().unwrap();
         let extents = fs.nvram().unwrap().free_extents;
-        let pages = u64::from(dev.blocks()) * (c.block_size / c.alloc_unit);
-        let state = c.saved_state.bytes(pages, files + 1, extents + 1);
+        let state = c.saved_state.bytes(files + 1, extents + 1);
         // And again from a mount, which holds the state the unmount saved until every
         // object is read from it (fsck reads them all).
         let mut fs = clean_remount(fs);

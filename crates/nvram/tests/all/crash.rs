@@ -105,6 +105,29 @@ fn persist_covers_whole_words_and_no_more() {
 }
 
 #[test]
+fn persist_words_makes_the_words_named_durable_in_one_persist_point() {
+    for seed in 0..32 {
+        let mut nv = device();
+        for w in 0..4 {
+            nv.write_u64(8 * 16 * w, 7 + w).unwrap();
+        }
+        let before = nv.persist_count();
+        nv.persist_words(&[0, 8 * 32]).unwrap();
+        assert_eq!(nv.persist_count(), before + 1);
+        assert_eq!(nv.unpersisted_words(), 2, "words 16 and 48 stay volatile");
+        nv.crash(seed);
+        assert_eq!(nv.read_u64(0).unwrap(), 7, "seed {seed}");
+        assert_eq!(nv.read_u64(8 * 32).unwrap(), 9, "seed {seed}");
+    }
+    // A cut there makes none of them durable.
+    let mut nv = device();
+    nv.write_u64(0, 5).unwrap();
+    nv.cut_at_persist(0);
+    assert!(matches!(nv.persist_words(&[0]), Err(NvramError::PowerLost)));
+    assert_eq!(nv.unpersisted_words(), 1);
+}
+
+#[test]
 fn an_aligned_8_byte_store_is_never_torn() {
     let old = 0x0101_0101_0101_0101u64;
     let new = 0xFEFE_FEFE_FEFE_FEFEu64;

@@ -1,11 +1,13 @@
 //! fsck's look at the NVRAM: walked afresh, it must say what the store believes, agree
 //! with the file system's RAM state, and never publish a page another chunk now owns.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use nandkit_flash::Flash;
 
-use super::layout::{get64, NvBlock, TABLE_OFF};
+use super::layout::{
+    get64, info_bytes, NvBlock, PageState, DYING_OFF, PAGES_PER_WORD, TABLE_OFF, UNIT,
+};
 use super::recover::{walk, Reader};
 use super::Minv;
 use crate::blocks::BlockState;
@@ -63,7 +65,9 @@ fn check_problems<F: Flash>(
         .read(super::layout::HIGH_WATER_OFF, 8)
         .map(|b| get64(&b, 0))
         .unwrap_or(0);
-    let table = r.read(TABLE_OFF, 8 * u64::from(fs.layout.blocks));
+    let table = r.read(TABLE_OFF, regions.table_bytes());
+    let dying = super::pages::dying_list(&mut r, &regions, fs.layout.chunk_bytes, pages);
+    let bitmap = r.read(regions.bitmap_off, regions.bitmap_bytes());
     let found = walk(&mut r, &regions, fs.layout.chunk_bytes, pages);
     let found = match found {
         Ok(f) => f,
@@ -104,10 +108,98 @@ fn check_problems<F: Flash>(
             m.heap.in_use_bytes()
         ));
     }
+    // Page states: valid exactly where a slot publishes a page (or an inode still on the
+    // dying list does), in blocks in use.
+    let ppb = fs.layout.pages_per_block;
+    let info = info_bytes(ppb) as usize;
+    let in_use = |table: &[u8], pno: u32| {
+        let b = fs.layout.block_of(pno);
+        NvBlock::from_word(get64(table, info * b as usize)) == Some(NvBlock::InUse)
+    };
+    match (&table, dying) {
+        (Ok(table), Ok(dying)) => {
+            // The bitmap: exactly the units of reachable structures. An inode on the dying
+            // list (a removal or a link cut short) may have its units and pages either way:
+            // a writable mount finishes it.
+            let words = regions.bitmap_bytes() as usize / 8;
+            let (mut want, mut either) = (vec![0u64; words], vec![0u64; words]);
+            let dying_extents = dying.iter().flat_map(|d| d.extents.iter());
+            for (map, extents) in [
+                (&mut want, found.extents.clone()),
+                (
+                    &mut either,
+                    dying_extents.map(|e| (e.off, e.bytes)).collect(),
+                ),
+            ] {
+                for (off, bytes) in extents {
+                    let first = (off - regions.heap_off) / UNIT;
+                    for i in first..first + bytes.div_ceil(UNIT) {
+                        map[(i / 64) as usize] |= 1 << (i % 64);
+                    }
+                }
+            }
+            if let Ok(bitmap) = &bitmap {
+                let differ = (0..words)
+                    .filter(|&w| get64(bitmap, 8 * w) & !either[w] != want[w])
+                    .count();
+                if differ > 0 {
+                    p.push(format!(
+                        "NVRAM: the heap bitmap differs from the reachable structures in \
+                         {differ} words"
+                    ));
+                }
+            }
+            let dying: BTreeSet<u32> = dying.into_iter().flat_map(|d| d.pages).collect();
+            // Like a transaction in the log: a writable mount finishes the list first.
+            let head = r.read(DYING_OFF, 8).map(|b| get64(&b, 0)).unwrap_or(0);
+            if head != 0 && !fs.read_only {
+                p.push("NVRAM: a writable mount left an inode on the dying list".into());
+            } else if head != 0 {
+                notes.push(
+                    "NVRAM: an inode a crash left on the dying list (a removal, or a new \
+                     file's link, cut short) is finished by the next writable mount"
+                        .into(),
+                );
+            }
+            let mut published = BTreeSet::new();
+            for (_, _, slots) in found.inodes.values() {
+                published.extend(slots.iter().map(|&(_, p)| p).filter(|&p| p != LOST_PAGE));
+            }
+            published.retain(|&p| in_use(table, p) && !dying.contains(&p));
+            let mut valid = BTreeSet::new();
+            for b in 0..fs.layout.blocks {
+                for i in 0..ppb {
+                    let at = info * b as usize + 8 + 8 * (i / PAGES_PER_WORD) as usize;
+                    let bits = get64(table, at) >> (2 * (i % PAGES_PER_WORD));
+                    let pno = fs.layout.pno(b, i);
+                    match PageState::from_bits(bits) {
+                        Some(PageState::Valid) if in_use(table, pno) => {
+                            valid.insert(pno);
+                        }
+                        Some(_) => {}
+                        None => p.push(format!("block {b}, page {i}: page state bits 0b10")),
+                    }
+                }
+            }
+            valid.retain(|p| !dying.contains(p));
+            for pno in valid.symmetric_difference(&published).take(10) {
+                let said = if valid.contains(pno) {
+                    "valid"
+                } else {
+                    "not valid"
+                };
+                p.push(format!(
+                    "page {pno}: the page states say {said}, the offset structures disagree"
+                ));
+            }
+        }
+        (_, Err(e)) => p.push(format!("NVRAM: the dying list: {e}")),
+        (Err(_), _) => {}
+    }
     // Block status against RAM.
     if let Ok(table) = table {
         for b in 0..fs.layout.blocks {
-            let word = NvBlock::from_word(get64(&table, 8 * b as usize));
+            let word = NvBlock::from_word(get64(&table, info * b as usize));
             let ram = fs.blocks.get(b).state;
             let ok = match ram {
                 BlockState::Empty => matches!(word, Some(NvBlock::Erased | NvBlock::InUse)),

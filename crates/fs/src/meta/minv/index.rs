@@ -1,4 +1,4 @@
-//! The namespace index a clean unmount saves beside its valid-page map (see `save`), so
+//! The namespace index a clean unmount saves beside the heap's free extents (see `save`), so
 //! the next mount instantiates no object: an object is read from the NVRAM the first time
 //! a call reaches it (`lazy`), a directory's children the first time it is looked into.
 //!

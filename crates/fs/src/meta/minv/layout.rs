@@ -5,10 +5,14 @@
 //!         the file system's id (the one its flash record holds), the file system
 //!         configuration (JSON), CRC-32C over all of it. Written at mkfs, never changed
 //!         after.
-//! 4096    redo log (512 B): entry count, checksum, up to 31 (offset, value) word stores.
-//! 4608    block status table: one 8-byte word per flash erase block (erased, in use, bad,
-//!         anchor).
+//! 4096    redo log (512 B): entry count, checksum, up to 29 (offset, value) word stores,
+//!         then the dying list's head, the saved state's word and the high-water mark.
+//! 4608    block information, per flash erase block (the paper's 16 bytes per block of 32
+//!         pages): a status word (erased, in use, bad, anchor), then 2 bits per page
+//!         (available, valid, dirty), 32 pages to a word.
 //! ...     inode hash table: BUCKETS 8-byte heads of inode chains (0 = empty).
+//! ...     heap allocation bitmap (the NVRAM manager's state): a bit per heap unit, set
+//!         exactly while the unit belongs to a reachable structure (see `bitmap`).
 //! ...     heap, in 32-byte units, to the end of the NVRAM: inodes (one unit), header
 //!         records (their encoded length, rounded up to units) and file-offset structures
 //!         (eight units: a chain link, the first chunk they map, and SLOTS page numbers).
@@ -20,14 +24,18 @@
 use crate::error::{FsError, Result};
 use crate::layout::Layout;
 
-pub(crate) const MAGIC: [u8; 8] = *b"NKMINV\0\x01";
-pub(crate) const VERSION: u32 = 1;
+pub(crate) const MAGIC: [u8; 8] = *b"NKMINV\0\x02";
+pub(crate) const VERSION: u32 = 2;
 
 pub(crate) const SUPER_BYTES: u64 = 4096;
 pub(crate) const LOG_OFF: u64 = SUPER_BYTES;
 pub(crate) const LOG_BYTES: u64 = 512;
-/// Word stores one redo transaction may hold: (512 - 16 - 8) / 16, rounded down.
-pub(crate) const LOG_ENTRIES: usize = 30;
+/// Word stores one redo transaction may hold: (512 - 16 - 3 * 8) / 16, rounded down.
+pub(crate) const LOG_ENTRIES: usize = 29;
+/// The head of the dying list: inodes already unchained whose published pages are still
+/// being marked dirty in the page states (a file too large for one transaction), linked
+/// through their chain words. A writable mount finishes them first.
+pub(crate) const DYING_OFF: u64 = LOG_OFF + 16 + 16 * LOG_ENTRIES as u64;
 /// The log region's last word: object numbers below it may have been given out, so a
 /// mount never gives them again (deleted objects leave no inode to say so). Raised in
 /// steps of [`HIGH_WATER_STEP`] before an inode past it is published. Images made before
@@ -55,6 +63,36 @@ pub(crate) const SLOTS: u32 = ((OFFSETS_BYTES - OFFSETS_HEAD) / 4) as u32;
 const CONFIG_OFF: usize = 96;
 const CONFIG_MAX: usize = SUPER_BYTES as usize - CONFIG_OFF;
 
+/// Bytes of one block's information: its status word and 2 bits per page.
+pub(crate) fn info_bytes(pages_per_block: u32) -> u64 {
+    8 + 8 * u64::from(pages_per_block.div_ceil(PAGES_PER_WORD))
+}
+
+/// Page states in one word of block information.
+pub(crate) const PAGES_PER_WORD: u32 = 32;
+
+/// A page's 2 bits (the paper's "available or not, clean or dirty"). Only "valid" is
+/// exact: it is changed in the same redo transaction as the page slot that publishes or
+/// drops the page. "Available" also covers pages programmed but never published (their
+/// block's status says it is in use, so no mount hands them out).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PageState {
+    Available = 0,
+    Valid = 1,
+    Dirty = 3,
+}
+
+impl PageState {
+    pub(crate) fn from_bits(b: u64) -> Option<PageState> {
+        Some(match b & 3 {
+            0 => PageState::Available,
+            1 => PageState::Valid,
+            3 => PageState::Dirty,
+            _ => return None,
+        })
+    }
+}
+
 /// Block status words.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum NvBlock {
@@ -80,39 +118,79 @@ impl NvBlock {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Regions {
     pub blocks: u32,
+    pub pages_per_block: u32,
     pub buckets_off: u64,
+    pub bitmap_off: u64,
     pub heap_off: u64,
     pub heap_end: u64,
 }
 
 impl Regions {
-    pub(crate) fn new(blocks: u32, size: u64) -> Result<Regions> {
-        let buckets_off = round_up(TABLE_OFF + 8 * u64::from(blocks), UNIT);
-        let heap_off = buckets_off + 8 * BUCKETS;
-        let heap_end = size / UNIT * UNIT;
-        if heap_off + 64 * UNIT > heap_end {
+    pub(crate) fn new(blocks: u32, pages_per_block: u32, size: u64) -> Result<Regions> {
+        let buckets_off = buckets_off(blocks, pages_per_block);
+        let bitmap_off = buckets_off + 8 * BUCKETS;
+        // The most heap units whose bitmap fits beside them.
+        let end = size / UNIT * UNIT;
+        let mut units = end.saturating_sub(bitmap_off) * 8 / (8 * UNIT + 1);
+        while units > 0 && heap_start(bitmap_off, units) + units * UNIT > end {
+            units -= 1;
+        }
+        if units < 64 {
             return Err(FsError::NoSpace);
         }
+        let heap_off = heap_start(bitmap_off, units);
         Ok(Regions {
             blocks,
+            pages_per_block,
             buckets_off,
+            bitmap_off,
             heap_off,
-            heap_end,
+            heap_end: heap_off + units * UNIT,
         })
     }
 
     pub(crate) fn block_word(&self, block: u32) -> u64 {
-        TABLE_OFF + 8 * u64::from(block)
+        TABLE_OFF + info_bytes(self.pages_per_block) * u64::from(block)
+    }
+
+    /// Bytes of the block information table.
+    pub(crate) fn table_bytes(&self) -> u64 {
+        info_bytes(self.pages_per_block) * u64::from(self.blocks)
+    }
+
+    /// The word holding page `pno`'s state, and the shift of its 2 bits in it.
+    pub(crate) fn state_word(&self, pno: u32) -> (u64, u32) {
+        let (b, i) = (pno / self.pages_per_block, pno % self.pages_per_block);
+        let off = self.block_word(b) + 8 + 8 * u64::from(i / PAGES_PER_WORD);
+        (off, 2 * (i % PAGES_PER_WORD))
     }
 
     pub(crate) fn bucket_word(&self, bucket: u64) -> u64 {
         self.buckets_off + 8 * bucket
     }
 
-    /// Whether a redo log entry may store to `off`: a word of the tables (block status,
-    /// buckets) or of the heap (inodes, offset structures), never the superblock or log.
+    /// Heap units.
+    pub(crate) fn units(&self) -> u64 {
+        (self.heap_end - self.heap_off) / UNIT
+    }
+
+    /// The bitmap word holding heap unit `i`'s bit, and the bit.
+    pub(crate) fn unit_bit(&self, i: u64) -> (u64, u32) {
+        (self.bitmap_off + 8 * (i / 64), (i % 64) as u32)
+    }
+
+    /// Bytes of the allocation bitmap.
+    pub(crate) fn bitmap_bytes(&self) -> u64 {
+        bitmap_bytes(self.units())
+    }
+
+    /// Whether a redo log entry may store to `off`: a word of the tables (block
+    /// information, buckets), of the heap (inodes, offset structures) or the dying list's
+    /// head, never the superblock or the log itself.
     pub(crate) fn loggable(&self, off: u64) -> bool {
-        off >= TABLE_OFF && off + 8 <= self.heap_off || off >= self.heap_off && off < self.heap_end
+        off == DYING_OFF
+            || off >= TABLE_OFF && off + 8 <= self.heap_off
+            || off >= self.heap_off && off < self.heap_end
     }
 
     /// NVRAM bytes taken before the first heap allocation.
@@ -125,10 +203,26 @@ impl Regions {
 /// formatted with (its fixed regions, a minimal heap and the room a clean unmount's saved
 /// state keeps, see `room`), so mkfs can refuse a smaller one before it touches a file.
 pub fn min_nvram_bytes(blocks: u32, pages_per_block: u32) -> u64 {
-    let buckets_off = round_up(TABLE_OFF + 8 * u64::from(blocks), UNIT);
-    let pages = u64::from(blocks) * u64::from(pages_per_block);
-    let state = record_bytes(super::save::bound_bytes(pages, 3, 0, 2) as usize);
-    buckets_off + 8 * BUCKETS + 64 * UNIT + state
+    let state = record_bytes(super::save::bound_bytes(3, 0, 2) as usize);
+    let units = 64 + state / UNIT;
+    heap_start(buckets_off(blocks, pages_per_block) + 8 * BUCKETS, units) + units * UNIT
+}
+
+/// Bytes of the bitmap of `units` heap units.
+fn bitmap_bytes(units: u64) -> u64 {
+    8 * units.div_ceil(64)
+}
+
+/// Where a heap of `units` units starts, its bitmap at `bitmap_off`.
+fn heap_start(bitmap_off: u64, units: u64) -> u64 {
+    round_up(bitmap_off + bitmap_bytes(units), UNIT)
+}
+
+fn buckets_off(blocks: u32, pages_per_block: u32) -> u64 {
+    round_up(
+        TABLE_OFF + info_bytes(pages_per_block) * u64::from(blocks),
+        UNIT,
+    )
 }
 
 pub(crate) fn round_up(x: u64, to: u64) -> u64 {
@@ -266,10 +360,10 @@ pub(crate) fn get64(b: &[u8], at: usize) -> u64 {
 /// structures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct SpaceConstants {
-    /// Superblock and redo log (the paper's NVRAM manager).
+    /// Superblock and redo log (with the allocation bitmap, the paper's NVRAM manager).
     pub manager: u64,
-    /// Status word per flash block.
-    pub block_info: u64,
+    /// Status word per flash block (and 2 bits per page, see `info_bytes`).
+    pub block_status: u64,
     /// The inode hash table.
     pub inode_table: u64,
     /// One inode.
@@ -285,7 +379,7 @@ pub struct SpaceConstants {
 /// The MiNV store's structure sizes.
 pub const SPACE: SpaceConstants = SpaceConstants {
     manager: SUPER_BYTES + LOG_BYTES,
-    block_info: 8,
+    block_status: 8,
     inode_table: 8 * BUCKETS,
     inode: INODE_BYTES,
     unit: UNIT,
@@ -314,19 +408,22 @@ pub fn object_bytes(name_bytes: Option<usize>) -> u64 {
 }
 
 /// The space model's constants (`nandkit_models::nvram_space`) for our structures on a
-/// device of this geometry, files named with `name_bytes` bytes. The model is exact when
-/// the device has a multiple of 4 blocks (the status table is then a whole number of heap
-/// units).
+/// device of this geometry with an NVRAM of `nvram_bytes` (the allocation bitmap grows
+/// with it), files named with `name_bytes` bytes. The model is exact when
+/// the block information table is a whole number of heap units (a multiple of 4 blocks
+/// always is).
 pub fn model_constants(
     geometry: nandkit_flash::Geometry,
+    nvram_bytes: u64,
     name_bytes: usize,
 ) -> Result<nandkit_models::NvramConstants> {
     let layout = Layout::new(geometry)?;
+    let r = Regions::new(layout.blocks, layout.pages_per_block, nvram_bytes)?;
     Ok(nandkit_models::NvramConstants {
         block_size: u64::from(layout.pages_per_block) * u64::from(layout.chunk_bytes),
         alloc_unit: u64::from(layout.chunk_bytes),
-        manager: SPACE.manager,
-        block_info: SPACE.block_info,
+        manager: SPACE.manager + (r.heap_off - r.bitmap_off),
+        block_info: info_bytes(layout.pages_per_block),
         inode_table: SPACE.inode_table,
         inode: object_bytes(Some(name_bytes)),
         root_inode: object_bytes(None),
@@ -369,15 +466,26 @@ mod tests {
 
     #[test]
     fn regions_fit_and_slots_fill_the_structure() {
-        let r = Regions::new(4096, 1 << 20).unwrap();
+        let r = Regions::new(4096, 32, 1 << 20).unwrap();
+        // The paper's 16 bytes per block of 32 pages.
+        assert_eq!(info_bytes(32), 16);
+        assert_eq!(info_bytes(64), 24);
+        assert_eq!(r.buckets_off, TABLE_OFF + 16 * 4096);
         // The smallest NVRAM mkfs accepts formats, with the saved state's room beyond
         // the minimal heap.
         let least = min_nvram_bytes(4096, 32);
-        assert!(Regions::new(4096, least).is_ok());
-        let bare = Regions::new(4096, least).unwrap();
-        assert!(bare.heap_end - bare.heap_off >= 64 * UNIT + 4096 * 32 / 8);
-        assert!(r.heap_off > r.buckets_off && r.heap_off.is_multiple_of(UNIT));
+        assert!(Regions::new(4096, 32, least).is_ok());
+        let bare = Regions::new(4096, 32, least).unwrap();
+        assert!(bare.heap_end - bare.heap_off >= 64 * UNIT);
+        assert!(r.heap_off > r.bitmap_off && r.heap_off.is_multiple_of(UNIT));
+        assert!(r.bitmap_bytes() <= r.heap_off - r.bitmap_off && r.heap_end <= 1 << 20);
+        // As many units as fit beside their bitmap: one more would not.
+        let more = heap_start(r.bitmap_off, r.units() + 1) + (r.units() + 1) * UNIT;
+        assert!(more > 1 << 20);
         assert_eq!(OFFSETS_HEAD + 4 * u64::from(SLOTS), OFFSETS_BYTES);
-        assert!(Regions::new(4096, 4096).is_err());
+        assert!(Regions::new(4096, 32, 4096).is_err());
+        // Page states: the last page of block 1, and the log's words stay apart.
+        assert_eq!(r.state_word(63), (TABLE_OFF + 16 + 8, 62));
+        const { assert!(DYING_OFF + 8 <= super::super::save::CLEAN_OFF) };
     }
 }

@@ -4,10 +4,11 @@
 //! the NVRAM's superblock holds, so an NVRAM is never used with another file system's
 //! flash).
 //!
-//! The structures (layout in [`layout`]): a superblock, a status word per flash block, an
-//! inode hash table, fixed-size inodes, each object's header record (the same record the
-//! flash log writes as a header page: names, attributes, size), and per file a chain of
-//! fixed-size file-offset structures mapping chunk indexes to flash pages. The NVRAM
+//! The structures (layout in [`layout`]): a superblock, each flash block's information (a
+//! status word and the paper's 2 bits per page, kept exact: [`pages`]), an inode hash
+//! table, fixed-size inodes, each object's header record (the same record the flash log
+//! writes as a header page: names, attributes, size), and per file a chain of fixed-size
+//! file-offset structures mapping chunk indexes to flash pages. The NVRAM
 //! manager ([`heap`]) is rebuilt at mount from what is reachable, or, after a clean
 //! unmount, taken from what the unmount saved ([`save`], with a namespace [`index`]): that
 //! mount reads no inode, record or offset structure. An object is read the first time a
@@ -38,17 +39,22 @@
 //!   writes not yet published, never published data;
 //! - block status: "in use" is persisted before a block's first page is programmed, so a
 //!   mount never hands out a block that holds data; "erased" may lag (a block still marked
-//!   in use is just cleaned again).
+//!   in use is just cleaned again);
+//! - page states: a page is valid exactly while a reachable slot publishes it, changed in
+//!   the slot's own redo transaction (a new inode's, in the one that links it; a removed
+//!   one's, in the one that unchains it, or through the dying list: [`pages`]).
 //!
 //! Data pages still carry their tags in the OOB (owner, chunk, serial): cleaning reads a
 //! victim's valid pages and needs to know whose they are. A mount never reads them.
 
+mod bitmap;
 mod check;
 mod heap;
 mod index;
 pub mod layout;
 mod lazy;
 mod offsets;
+mod pages;
 mod recover;
 mod redo;
 mod room;
@@ -144,7 +150,7 @@ impl Minv {
     /// An NVRAM freshly formatted for `fs` (mkfs): superblock, every block's status, an
     /// empty inode table. The root's inode comes with the root's first header write.
     pub(crate) fn format<F: Flash>(mut nv: Nvram, fs: &FileSystem<F>) -> Result<Minv> {
-        let regions = Regions::new(fs.layout.blocks, nv.size_bytes())?;
+        let regions = Regions::new(fs.layout.blocks, fs.layout.pages_per_block, nv.size_bytes())?;
         let sb = layout::Superblock::for_layout(
             &fs.layout,
             fs.anchors.blocks,
@@ -321,8 +327,8 @@ impl Minv {
         Ok(())
     }
 
-    /// At clean unmount, with everything persisted: saves which pages hold published data
-    /// and the heap's free extents, then points the clean word at them (see `save`). No
+    /// At clean unmount, with everything persisted: saves the heap's free extents and the
+    /// namespace index, then points the clean word at them (see `save`). No
     /// room in the heap: nothing is saved and the next mount walks everything.
     fn save_state<F: Flash>(&mut self, fs: &FileSystem<F>) -> Result<()> {
         // The new state may go where the old one was: the old one's word goes first.
@@ -352,7 +358,7 @@ impl Minv {
             return Ok(());
         };
         let guess = self.heap.free_extents().len() + 1;
-        let bytes = record_bytes(save::state_bytes(self.pages, guess, &ns) as usize);
+        let bytes = record_bytes(save::state_bytes(guess, &ns) as usize);
         let Some(off) = self.heap.alloc(bytes) else {
             return Ok(());
         };
@@ -361,20 +367,7 @@ impl Minv {
             self.heap.release(off, bytes);
             return Ok(());
         }
-        let words = self.pages.div_ceil(64) as usize;
-        let mut valid = fs.blocks.valid_words()[..words].to_vec();
-        // Pages of an object without an inode (an orphan still held in RAM) are nobody's
-        // after this unmount.
-        for (ino, o) in &fs.objects {
-            if has_data(o.kind) && !self.inodes.contains_key(ino) {
-                for (_, p) in o.chunks.entries() {
-                    if p != LOST_PAGE {
-                        valid[p as usize / 64] &= !(1u64 << (p % 64));
-                    }
-                }
-            }
-        }
-        let b = save::encode(&valid, self.pages, &free, &ns, bytes);
+        let b = save::encode(self.pages, &free, &ns, bytes);
         self.nv
             .write(off, &b)
             .and_then(|_| self.nv.persist(off, b.len() as u64))
@@ -458,17 +451,26 @@ impl Minv {
         }
     }
 
-    /// Removes an object's inode: one store unlinks it.
+    /// Removes an object's inode: one store unlinks it, in the transaction (or through the
+    /// dying list, see `pages`) that marks the pages it published dirty.
     fn remove_inode<F: Flash>(&mut self, fs: &FileSystem<F>, ino: Ino) -> Result<()> {
-        let (word, next) = self.unchain(ino, &[])?;
-        self.store_persist(word, next).map_err(|e| nv_err(fs, e))?;
+        let unchain = self.unchain(ino, &[])?;
+        self.unchain_dirty(fs, ino, unchain)?;
         self.release_inode(ino);
         Ok(())
     }
 
     /// The offset structure for index `k` of `ino`, made (and linked into its chain) if
     /// missing.
-    fn offsets_block<F: Flash>(&mut self, fs: &FileSystem<F>, ino: Ino, k: u32) -> Result<u64> {
+    /// `linked`: the inode is in its bucket (else nothing reaches the structure until it
+    /// is, and `link_new` marks its units).
+    fn offsets_block<F: Flash>(
+        &mut self,
+        fs: &FileSystem<F>,
+        ino: Ino,
+        k: u32,
+        linked: bool,
+    ) -> Result<u64> {
         let n = &self.inodes[&ino];
         if let Some(off) = n.blocks.get(k) {
             return Ok(off);
@@ -483,7 +485,14 @@ impl Minv {
         b[8..12].copy_from_slice(&(k * SLOTS).to_le_bytes());
         b[12..16].copy_from_slice(&ino.to_le_bytes());
         let ext = self.write_extent(&b)?;
-        if let Err(e) = self.store_persist(pred_word, ext.off) {
+        let changes = [bitmap::Change::Heap(ext, true)];
+        let out = match linked {
+            true => self
+                .one_tx(&[(pred_word, ext.off)], &changes)
+                .and_then(|tx| self.commit(&tx.expect("a structure's bits fit"))),
+            false => self.store_persist(pred_word, ext.off),
+        };
+        if let Err(e) = out {
             self.heap.release(ext.off, ext.bytes);
             return Err(nv_err(fs, e));
         }
@@ -493,12 +502,25 @@ impl Minv {
     }
 
     /// Publishes page numbers for chunks of `ino` (`NO_PAGE` clears a slot): each pair of
-    /// slots is one failure-atomic word, read from the NVRAM, changed and stored back.
+    /// slots is one word, read from the NVRAM, changed and stored back in one transaction
+    /// with the page states it changes (the new pages valid, the ones they replace dirty;
+    /// see `pages`), several pairs to a transaction.
     fn set_slots<F: Flash>(
         &mut self,
         fs: &FileSystem<F>,
         ino: Ino,
         changes: &[(u32, u32)],
+    ) -> Result<()> {
+        self.set_slots_with(fs, ino, changes, true)
+    }
+
+    /// `set_slots`; `states` false stores the slots alone (an inode not linked yet).
+    fn set_slots_with<F: Flash>(
+        &mut self,
+        fs: &FileSystem<F>,
+        ino: Ino,
+        changes: &[(u32, u32)],
+        states: bool,
     ) -> Result<()> {
         // (block index, word index) -> the changes in that word.
         let mut words: BTreeMap<(u32, u32), Vec<(u32, u32)>> = BTreeMap::new();
@@ -507,19 +529,48 @@ impl Minv {
             if v == NO_PAGE && !self.inodes[&ino].blocks.contains(k) {
                 continue;
             }
-            self.offsets_block(fs, ino, k)?;
+            self.offsets_block(fs, ino, k, states)?;
             words.entry((k, (c % SLOTS) / 2)).or_default().push((c, v));
         }
+        let mut tx = pages::Tx::new();
         for ((k, w), cs) in words {
+            // A pair and the states of at most four pages.
+            if tx.len() + 5 > layout::LOG_ENTRIES {
+                self.commit(&tx).map_err(|e| nv_err(fs, e))?;
+                tx.clear();
+            }
             let base = self.inodes[&ino].blocks.get(k).expect("made above");
             let off = base + OFFSETS_HEAD + 8 * u64::from(w);
             let old = self.nv.read_u64(off).map_err(|e| nv_err(fs, e))?;
-            let mut pair = [old as u32, (old >> 32) as u32];
+            let before = [old as u32, (old >> 32) as u32];
+            let mut pair = before;
             for (c, v) in cs {
                 pair[((c % SLOTS) % 2) as usize] = v;
             }
-            self.store_persist(off, u64::from(pair[0]) | (u64::from(pair[1]) << 32))
-                .map_err(|e| nv_err(fs, e))?;
+            if pair == before {
+                continue;
+            }
+            let changed = || (0..2).filter(|&i| states && before[i] != pair[i]);
+            for i in changed() {
+                if self.is_page(before[i]) {
+                    self.page_state(&mut tx, before[i], layout::PageState::Dirty)
+                        .map_err(|e| nv_err(fs, e))?;
+                }
+            }
+            for i in changed() {
+                if self.is_page(pair[i]) {
+                    self.page_state(&mut tx, pair[i], layout::PageState::Valid)
+                        .map_err(|e| nv_err(fs, e))?;
+                }
+            }
+            pages::put(
+                &mut tx,
+                off,
+                u64::from(pair[0]) | (u64::from(pair[1]) << 32),
+            );
+        }
+        if !tx.is_empty() {
+            self.commit(&tx).map_err(|e| nv_err(fs, e))?;
         }
         Ok(())
     }
@@ -630,20 +681,44 @@ impl Minv {
         {
             return Ok(());
         }
+        // Cut from the end, as many structures a transaction as their bits allow: each
+        // cut leaves a whole, shorter chain.
         let n = &self.inodes[&ino];
-        let word = match n.blocks.before(k0) {
+        let head_word = match n.blocks.before(k0) {
             Some(p) => p,
             None => n.at + INODE_OFFSETS,
         };
-        self.store_persist(word, 0).map_err(|e| nv_err(fs, e))?;
-        let tail = self
-            .inodes
-            .get_mut(&ino)
-            .expect("listed")
-            .blocks
-            .split_off(k0);
-        for (_, off) in tail {
-            self.heap.release(off, OFFSETS_BYTES);
+        let tail: Vec<(u32, u64)> = n.blocks.from(k0).collect();
+        let mut end = tail.len();
+        while end > 0 {
+            let mut start = end;
+            let mut tx = pages::Tx::new();
+            while start > 0 && tx.len() + 2 < layout::LOG_ENTRIES {
+                start -= 1;
+                let e = Extent {
+                    off: tail[start].1,
+                    bytes: OFFSETS_BYTES,
+                };
+                self.heap_bits(&mut tx, e, false)
+                    .map_err(|e| nv_err(fs, e))?;
+            }
+            let word = match start {
+                0 => head_word,
+                // A structure's first word links the next.
+                _ => tail[start - 1].1,
+            };
+            tx.push((word, 0));
+            self.commit(&tx).map_err(|e| nv_err(fs, e))?;
+            let cut = self
+                .inodes
+                .get_mut(&ino)
+                .expect("listed")
+                .blocks
+                .split_off(tail[start].0);
+            for (_, off) in cut {
+                self.heap.release(off, OFFSETS_BYTES);
+            }
+            end = start;
         }
         Ok(())
     }
@@ -814,29 +889,13 @@ impl Minv {
         diff: &SlotDiff,
         new: bool,
     ) -> Result<()> {
-        // Pages first, so the record never covers a chunk whose page is not published.
-        self.set_slots(fs, ino, &diff.set)?;
+        // Pages first, so the record never covers a chunk whose page is not published. A
+        // new inode's slots are reached by nothing yet: their pages become valid when it
+        // is linked (`link_new`).
+        self.set_slots_with(fs, ino, &diff.set, !new)?;
         let ext = self.write_extent(bytes)?;
         if new {
-            let b = bucket_of(ino);
-            let next = self
-                .nv
-                .read_u64(self.regions.bucket_word(b))
-                .map_err(|e| nv_err(fs, e))?;
-            let n = &self.inodes[&ino];
-            let mut inode = [0u8; INODE_BYTES as usize];
-            inode[0..8].copy_from_slice(&u64::from(ino).to_le_bytes());
-            inode[8..16].copy_from_slice(&next.to_le_bytes());
-            inode[16..24].copy_from_slice(&ext.off.to_le_bytes());
-            let first = n.blocks.first().unwrap_or(0);
-            inode[24..32].copy_from_slice(&first.to_le_bytes());
-            let at = n.at;
-            self.nv
-                .write(at, &inode)
-                .and_then(|_| self.nv.persist(at, INODE_BYTES))
-                .map_err(|e| nv_err(fs, e))?;
-            self.store_persist(self.regions.bucket_word(b), at)
-                .map_err(|e| nv_err(fs, e))?;
+            self.link_new(fs, ino, ext, &diff.set)?;
         } else {
             // A rename over a name drops the object it replaces in the same transaction.
             let victims: Vec<Ino> = rec
@@ -850,7 +909,7 @@ impl Minv {
                         && self.inodes.contains_key(t)
                 })
                 .map(|(t, _)| *t)
-                .take(layout::LOG_ENTRIES - 1)
+                .take((layout::LOG_ENTRIES - 8) / 2)
                 .collect();
             for &v in &victims {
                 // Its pages are freed from RAM after this: RAM must know them.
@@ -872,10 +931,33 @@ impl Minv {
                 let e = self.unchain(v, &entries)?;
                 entries.push(e);
             }
+            // The victims go on the dying list in the same transaction: their pages are
+            // marked dirty after it (see `pages`).
+            if !victims.is_empty() {
+                let mut head = self
+                    .nv
+                    .read_u64(layout::DYING_OFF)
+                    .map_err(|e| nv_err(fs, e))?;
+                for &v in victims.iter().rev() {
+                    let at = self.inodes[&v].at;
+                    entries.push((at + INODE_NEXT, head));
+                    head = at;
+                }
+                entries.push((layout::DYING_OFF, head));
+            }
+            // The new record's units taken, the old one's free, in the same transaction.
+            let mut tx = pages::Tx::new();
+            self.heap_bits(&mut tx, ext, true)
+                .and_then(|()| self.heap_bits(&mut tx, old, false))
+                .map_err(|e| nv_err(fs, e))?;
+            entries.extend(tx);
             // On failure power is gone: RAM state no longer matters, only what the NVRAM
             // keeps.
             self.commit(&entries).map_err(|e| nv_err(fs, e))?;
             self.heap.release(old.off, old.bytes);
+            if !victims.is_empty() {
+                self.drain_dying(fs)?;
+            }
             for v in victims {
                 self.release_inode(v);
             }
@@ -945,7 +1027,9 @@ impl Minv {
             BlockEvent::Opened => self.store_persist(word, layout::NvBlock::InUse as u64),
             BlockEvent::Retired => self.store_persist(word, layout::NvBlock::Bad as u64),
             // May lag: a block still marked in use is only cleaned again.
-            BlockEvent::Erased => self.store(word, layout::NvBlock::Erased as u64),
+            BlockEvent::Erased => self
+                .clear_block_states(block)
+                .and_then(|()| self.store(word, layout::NvBlock::Erased as u64)),
         };
         r.map_err(|e| nv_err(fs, e))
     }

@@ -16,8 +16,9 @@ use nandkit_nvram::Nvram;
 
 use super::heap::Heap;
 use super::layout::{
-    bucket_of, get32, get64, record_bytes, NvBlock, Regions, Superblock, BUCKETS, HIGH_WATER_OFF,
-    HIGH_WATER_STEP, INODE_BYTES, OFFSETS_BYTES, OFFSETS_HEAD, SLOTS, SUPER_BYTES, TABLE_OFF, UNIT,
+    bucket_of, get32, get64, info_bytes, record_bytes, NvBlock, PageState, Regions, Superblock,
+    BUCKETS, DYING_OFF, HIGH_WATER_OFF, HIGH_WATER_STEP, INODE_BYTES, OFFSETS_BYTES, OFFSETS_HEAD,
+    PAGES_PER_WORD, SLOTS, SUPER_BYTES, TABLE_OFF, UNIT,
 };
 use super::{Extent, Minv, NvInode};
 use crate::blocks::BlockState;
@@ -324,6 +325,52 @@ pub(super) fn walk(
     Ok(out)
 }
 
+/// Reads the block information table into `fs.blocks` (blocks in use are closed: where
+/// their last page is, nothing says) and returns the pages it calls valid, in blocks in
+/// use.
+fn block_table<F: Flash>(
+    r: &mut Reader,
+    regions: &Regions,
+    fs: &mut FileSystem<F>,
+) -> Result<Vec<u32>> {
+    let ppb = fs.layout.pages_per_block;
+    let info = info_bytes(ppb) as usize;
+    let table = r.read(TABLE_OFF, regions.table_bytes())?;
+    let mut valid = Vec::new();
+    for b in 0..fs.layout.blocks {
+        let at = info * b as usize;
+        let w = get64(&table, at);
+        let state = NvBlock::from_word(w)
+            .ok_or_else(|| corrupt(format!("block {b} has status word {w:#x}")))?;
+        match state {
+            NvBlock::Erased => continue,
+            NvBlock::InUse => {
+                fs.blocks.set_state(b, BlockState::Full);
+                fs.blocks.update(b, |x| x.set_next_page(ppb));
+            }
+            NvBlock::Bad => fs.blocks.set_state(b, BlockState::Bad),
+            NvBlock::Anchor => fs.blocks.set_state(b, BlockState::Anchor),
+        }
+        for i in 0..ppb {
+            let word = get64(&table, at + 8 + 8 * (i / PAGES_PER_WORD) as usize);
+            let bits = word >> (2 * (i % PAGES_PER_WORD));
+            match PageState::from_bits(bits) {
+                Some(PageState::Valid) if state == NvBlock::InUse => {
+                    valid.push(fs.layout.pno(b, i));
+                }
+                Some(_) => {}
+                None => {
+                    return Err(corrupt(format!(
+                        "block {b}, page {i}: page state bits {:#b}",
+                        bits & 3
+                    )))
+                }
+            }
+        }
+    }
+    Ok(valid)
+}
+
 /// Mounts the file system whose metadata is in `nv` over `dev`.
 pub(crate) fn mount<F: Flash>(nv: Nvram, dev: F, options: &MountOptions) -> Result<FileSystem<F>> {
     mount_inner(nv, dev, options, false)
@@ -347,29 +394,19 @@ fn mount_inner<F: Flash>(
     // The one flash read of the mount: the record says which file system the flash holds.
     let record = fs.record_at(sb.anchors)?;
     fs.anchors.fs_id = same_file_system(sb.fs_id, record.as_ref(), sb.anchors)?;
-    let regions = Regions::new(fs.layout.blocks, r.nv.size_bytes())?;
+    let regions = Regions::new(
+        fs.layout.blocks,
+        fs.layout.pages_per_block,
+        r.nv.size_bytes(),
+    )?;
     let log = super::redo::read(r.nv, |o| regions.loggable(o)).map_err(corrupt)?;
     if let Some(entries) = &log {
         r.patch = entries.iter().copied().collect();
     }
 
-    // Block status.
+    // Block information: status, and the pages published.
     let ppb = fs.layout.pages_per_block;
-    let table = r.read(TABLE_OFF, 8 * u64::from(fs.layout.blocks))?;
-    for b in 0..fs.layout.blocks {
-        let w = get64(&table, 8 * b as usize);
-        let state = NvBlock::from_word(w)
-            .ok_or_else(|| corrupt(format!("block {b} has status word {w:#x}")))?;
-        match state {
-            NvBlock::Erased => {}
-            NvBlock::InUse => {
-                fs.blocks.set_state(b, BlockState::Full);
-                fs.blocks.update(b, |x| x.set_next_page(ppb));
-            }
-            NvBlock::Bad => fs.blocks.set_state(b, BlockState::Bad),
-            NvBlock::Anchor => fs.blocks.set_state(b, BlockState::Anchor),
-        }
-    }
+    let valid = block_table(&mut r, &regions, &mut fs)?;
     let pages = u64::from(fs.layout.blocks) * u64::from(ppb);
     let high_water = get64(&r.read(HIGH_WATER_OFF, 8)?, 0);
     let numbers_end = u64::from(fs.layout.tags.max_obj()) + HIGH_WATER_STEP + 1;
@@ -379,23 +416,23 @@ fn mount_inner<F: Flash>(
             fs.layout.tags.max_obj()
         )));
     }
-    // After a clean unmount (no transaction in the log), what it saved spares the walk:
-    // objects are read when a call first reaches them (see `lazy`).
+    // After a clean unmount (no transaction in the log, no inode left dying), what it
+    // saved spares the walk: objects are read when a call first reaches them (see
+    // `lazy`).
+    let dying = get64(&r.read(DYING_OFF, 8)?, 0);
     let saved = match &log {
-        None if !ignore_saved => super::save::read(&mut r, &regions, pages)?,
+        None if !ignore_saved && dying == 0 => super::save::read(&mut r, &regions, pages)?,
         _ => None,
     };
     let saved = saved.and_then(|s| {
         let heap = Heap::from_free(regions.heap_off, regions.heap_end, &s.free)?;
-        let agrees = s.next_serial > 0
-            && s.valid_pages().all(|p| {
-                u64::from(p) < pages
-                    && fs.blocks.get(fs.layout.block_of(p)).state == BlockState::Full
-            });
-        agrees.then_some((s, heap))
+        (s.next_serial > 0).then_some((s, heap))
     });
     drop(r);
     if let Some((s, heap)) = saved {
+        for &p in &valid {
+            fs.blocks.set_valid(p);
+        }
         return match mount_lazy(&mut fs, nv, regions, s, heap, high_water, options) {
             Ok(()) => Ok(fs),
             // The index is damaged where the mount reads it: the walk needs none of it.
@@ -439,6 +476,11 @@ fn mount_inner<F: Flash>(
                 .map_err(FsError::Nvram)?;
         }
     }
+    // Inodes a crash left dying: their pages become dirty before anything else (the walk
+    // did not reach them, so their structures are free heap already).
+    if !options.read_only {
+        store.drain_dying(&fs)?;
+    }
     let mut seen = Vec::with_capacity(found.inodes.len());
     let mut order: Vec<Ino> = found.inodes.keys().copied().collect();
     order.sort_unstable();
@@ -478,7 +520,8 @@ fn mount_inner<F: Flash>(
     Ok(fs)
 }
 
-/// The mount after a clean unmount: the block table and the saved state are all it reads.
+/// The mount after a clean unmount: the block table (its pages valid already) and the
+/// saved state are all it reads.
 /// The root is put in RAM, and the files with fallocated chunks (their reservations count
 /// against free space at once); every other object waits for the first call that reaches
 /// it.
@@ -491,9 +534,6 @@ fn mount_lazy<F: Flash>(
     high_water: u64,
     options: &MountOptions,
 ) -> Result<()> {
-    for p in s.valid_pages() {
-        fs.blocks.set_valid(p);
-    }
     let pages = u64::from(fs.layout.blocks) * u64::from(fs.layout.pages_per_block);
     let mut store = Minv {
         heap,

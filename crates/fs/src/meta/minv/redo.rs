@@ -7,8 +7,8 @@
 //! ```
 //!
 //! Commit writes the entries and the check and persists them, then stores the count (the
-//! commit point, one aligned store) and persists it; then applies each store, persists,
-//! and clears the count. A mount that finds a count replays the entries (applying them
+//! commit point, one aligned store) and persists it; then applies each store, persists
+//! them together (one fence), and clears the count. A mount that finds a count replays the entries (applying them
 //! twice is harmless: each sets a word to a value) and clears it.
 
 use nandkit_nvram::NvramError;
@@ -54,10 +54,8 @@ impl Minv {
         for &(off, value) in entries {
             self.nv.write_u64(off, value)?;
         }
-        for &(off, _) in entries {
-            self.nv.persist(off, 8)?;
-        }
-        Ok(())
+        let offsets: Vec<u64> = entries.iter().map(|&(off, _)| off).collect();
+        self.nv.persist_words(&offsets)
     }
 }
 

@@ -9,8 +9,7 @@
 //!   changes anything; the header write spends the promise.
 //! - the saved state a clean unmount writes (`save`): its room is kept free, and in one
 //!   piece at the heap's top, so the unmount can always write it and the next mount need
-//!   not walk every inode. Its size is bounded from what it lists: a bit per flash page,
-//!   the free extents, an entry and a child slot per object, the fallocated files.
+//!   not walk every inode. Its size is bounded from what it lists: the free extents, an entry and a child slot per object, the fallocated files.
 //!
 //! Every allocation outside a promise keeps both debts free (`Minv::alloc`). Deletes make
 //! no promise: they free more than the directory's later header write takes.
@@ -69,7 +68,7 @@ impl Minv {
         let objects = self.inodes.len() as u64 + unread + 1;
         // Allocating the state can split a free extent: one more listed, and one spare.
         let extents = self.heap.extent_count() as u64 + 2;
-        record_bytes(save::bound_bytes(self.pages, extents, self.reserved_files, objects) as usize)
+        record_bytes(save::bound_bytes(extents, self.reserved_files, objects) as usize)
     }
 
     /// Takes `bytes` of heap, keeping the saved state's room (in one piece at the top) and

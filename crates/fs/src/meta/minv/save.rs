@@ -1,6 +1,6 @@
-//! What a clean unmount leaves for the next mount, so that mount walks nothing: which
-//! flash pages hold published data, the NVRAM manager's free extents, and an index of the
-//! namespace (`index`). (The paper's structures are never rebuilt. Ours are used in place
+//! What a clean unmount leaves for the next mount, so that mount walks nothing: the NVRAM
+//! manager's free extents and an index of the namespace (`index`). Which flash pages hold
+//! published data the page states say (`layout`), at every mount. (The paper's structures are never rebuilt. Ours are used in place
 //! too, but the file system keeps its own object of each file in RAM, built the first
 //! time a call reaches it, see `lazy`, with its chunk map the first time the file is used,
 //! see `Minv::load_map`; this state lets the mount skip the walk that would find them.)
@@ -8,18 +8,17 @@
 //! ```text
 //! CLEAN_OFF   offset of the saved state in the heap (0: none; the mount walks everything)
 //! saved state:
-//!   0   magic "NKMVSAV2"
+//!   0   magic "NKMVSAV3"
 //!   8   the heap room it was given (its length rounded up, and one extent's worth more)
 //!   16  CRC-32C of the head, map, extents and reserved list, with this word zero
-//!   24  pages the map covers (every page of the device)
+//!   24  pages of the device (a state of another device is ignored)
 //!   32  free extents listed
 //!   40  objects in the index
 //!   48  entries of the child array
 //!   56  objects a listing shows (not hard links or attribute sets), root included
 //!   64  the next header version to give
 //!   72  files with fallocated chunks
-//!   80  valid-page map: one bit a flash page, 64 to a word
-//!   ..  free extents: (offset u64, bytes u64) each
+//!   80  free extents: (offset u64, bytes u64) each
 //!   ..  the files with fallocated chunks: object number u64 each (their reservations
 //!       count against free space from the mount on)
 //!   ..  the namespace index (`index`): read entry by entry, never whole
@@ -40,8 +39,8 @@ use crate::types::Ino;
 
 /// The word after the redo log's entries (always 0 in images made before it existed).
 pub(crate) const CLEAN_OFF: u64 = super::layout::LOG_OFF + 496;
-/// (States saved before the namespace index, "NKMVSAVE", are ignored: that mount walks.)
-const MAGIC: [u8; 8] = *b"NKMVSAV2";
+/// (States of earlier layouts are ignored: that mount walks.)
+const MAGIC: [u8; 8] = *b"NKMVSAV3";
 const HEAD: u64 = 80;
 
 /// The state's sizes, for the space model.
@@ -68,8 +67,6 @@ pub(crate) struct Saved {
     /// Where it is (heap offset and its allocation's bytes).
     pub off: u64,
     pub bytes: u64,
-    /// Valid-page map, one bit a page.
-    pub valid: Vec<u64>,
     pub free: Vec<(u64, u64)>,
     pub objects: u64,
     pub children: u64,
@@ -81,44 +78,27 @@ pub(crate) struct Saved {
     pub children_off: u64,
 }
 
-impl Saved {
-    /// The pages the map calls valid, in order.
-    pub(crate) fn valid_pages(&self) -> impl Iterator<Item = u32> + '_ {
-        self.valid.iter().enumerate().flat_map(|(i, &w)| {
-            (0..64u32)
-                .filter(move |b| w & (1u64 << b) != 0)
-                .map(move |b| i as u32 * 64 + b)
-        })
-    }
+/// Bytes of the checked part of a state: head, `free` extents, `reserved` files.
+fn checked_bytes(free: usize, reserved: usize) -> u64 {
+    HEAD + 16 * free as u64 + 8 * reserved as u64
 }
 
-/// Bytes of the checked part of a state: head, map, `free` extents, `reserved` files.
-fn checked_bytes(pages: u64, free: usize, reserved: usize) -> u64 {
-    HEAD + 8 * pages.div_ceil(64) + 16 * free as u64 + 8 * reserved as u64
+/// At most the bytes of a saved state for `free` extents, `reserved` fallocated files and
+/// `objects` objects (each one entry and at most one child slot).
+pub(crate) fn bound_bytes(free: u64, reserved: u64, objects: u64) -> u64 {
+    checked_bytes(free as usize, reserved as usize) + (ENTRY + 4) * objects
 }
 
-/// At most the bytes of a saved state for `pages` pages, `free` extents, `reserved`
-/// fallocated files and `objects` objects (each one entry and at most one child slot).
-pub(crate) fn bound_bytes(pages: u64, free: u64, reserved: u64, objects: u64) -> u64 {
-    checked_bytes(pages, free as usize, reserved as usize) + (ENTRY + 4) * objects
-}
-
-/// Bytes of a saved state for `pages` pages, `free` extents and namespace `ns`.
-pub(crate) fn state_bytes(pages: u64, free: usize, ns: &Namespace) -> u64 {
-    checked_bytes(pages, free, ns.reserved.len())
+/// Bytes of a saved state for `free` extents and namespace `ns`.
+pub(crate) fn state_bytes(free: usize, ns: &Namespace) -> u64 {
+    checked_bytes(free, ns.reserved.len())
         + ENTRY * ns.entries.len() as u64
         + 4 * ns.children.len() as u64
 }
 
 /// Encodes a saved state written into `room` bytes of heap.
-pub(crate) fn encode(
-    valid: &[u64],
-    pages: u64,
-    free: &[(u64, u64)],
-    ns: &Namespace,
-    room: u64,
-) -> Vec<u8> {
-    let len = state_bytes(pages, free.len(), ns);
+pub(crate) fn encode(pages: u64, free: &[(u64, u64)], ns: &Namespace, room: u64) -> Vec<u8> {
+    let len = state_bytes(free.len(), ns);
     debug_assert!(len <= room);
     let mut b = Vec::with_capacity(len as usize);
     b.extend_from_slice(&MAGIC);
@@ -133,9 +113,6 @@ pub(crate) fn encode(
         ns.next_serial,
         ns.reserved.len() as u64,
     ] {
-        b.extend_from_slice(&w.to_le_bytes());
-    }
-    for w in valid {
         b.extend_from_slice(&w.to_le_bytes());
     }
     for (o, n) in free {
@@ -178,7 +155,7 @@ pub(crate) fn read(r: &mut Reader, regions: &Regions, pages: u64) -> Result<Opti
     {
         return Ok(None);
     }
-    let len = checked_bytes(pages, n_free as usize, n_reserved as usize);
+    let len = checked_bytes(n_free as usize, n_reserved as usize);
     if len + ENTRY * objects + 4 * children > room {
         return Ok(None);
     }
@@ -188,10 +165,7 @@ pub(crate) fn read(r: &mut Reader, regions: &Regions, pages: u64) -> Result<Opti
     if u64::from(crc32c::crc32c(&b)) != crc {
         return Ok(None);
     }
-    let words = pages.div_ceil(64) as usize;
     let at = HEAD as usize;
-    let valid = (0..words).map(|i| get64(&b, at + 8 * i)).collect();
-    let at = at + 8 * words;
     let free = (0..n_free as usize)
         .map(|i| (get64(&b, at + 16 * i), get64(&b, at + 16 * i + 8)))
         .collect();
@@ -202,7 +176,6 @@ pub(crate) fn read(r: &mut Reader, regions: &Regions, pages: u64) -> Result<Opti
     Ok(Some(Saved {
         off,
         bytes: room,
-        valid,
         free,
         objects,
         children,
@@ -212,27 +185,4 @@ pub(crate) fn read(r: &mut Reader, regions: &Regions, pages: u64) -> Result<Opti
         table_off: off + len,
         children_off: off + len + ENTRY * objects,
     }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn valid_pages_lists_the_set_bits_in_order() {
-        let s = Saved {
-            off: 0,
-            bytes: 0,
-            valid: vec![0b101, 0, 1 << 63],
-            free: Vec::new(),
-            objects: 0,
-            children: 0,
-            visible: 0,
-            next_serial: 0,
-            reserved: Vec::new(),
-            table_off: 0,
-            children_off: 0,
-        };
-        assert_eq!(s.valid_pages().collect::<Vec<_>>(), vec![0, 2, 191]);
-    }
 }
