@@ -158,8 +158,12 @@ impl<F: Flash> FileSystem<F> {
             }
         };
         if let Tags::Data(d) = &read.tags {
-            // Its owner's map is repointed below: it must be in RAM.
+            // Its owner's map is repointed below: it must be in RAM. (Reading it may find
+            // this page stale, a slot a crash left past the file's end: nothing to move.)
             self.map(d.obj)?;
+            if !self.blocks.is_valid(pno) {
+                return Ok(());
+            }
         }
         let mut tags = read.tags;
         let mut data = read.data;

@@ -485,8 +485,10 @@ impl<F: Flash> FileSystem<F> {
                 break;
             }
             for ino in unnamed {
-                // Its attribute set goes with it.
+                // Its attribute set goes with it; its pages too, so its map must be in
+                // RAM (a map that fails to load leaves them, and fsck says so).
                 self.unnamed_left.extend(self.xattr_sets.get(&ino).copied());
+                let _ = self.map(ino);
                 self.delete_object(ino);
                 self.unnamed_left.push(ino);
             }

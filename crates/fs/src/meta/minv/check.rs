@@ -68,7 +68,7 @@ fn check_problems<F: Flash>(
     let table = r.read(TABLE_OFF, regions.table_bytes());
     let dying = super::pages::dying_list(&mut r, &regions, fs.layout.chunk_bytes, pages);
     let bitmap = r.read(regions.bitmap_off, regions.bitmap_bytes());
-    let found = walk(&mut r, &regions, fs.layout.chunk_bytes, pages);
+    let found = walk(&mut r, &regions, fs.layout.chunk_bytes, pages, true);
     let found = match found {
         Ok(f) => f,
         Err(e) => {

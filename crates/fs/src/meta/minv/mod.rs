@@ -9,11 +9,12 @@
 //! table, fixed-size inodes, each object's header record (the same record the flash log
 //! writes as a header page: names, attributes, size), and per file a chain of fixed-size
 //! file-offset structures mapping chunk indexes to flash pages. The NVRAM
-//! manager ([`heap`]) is rebuilt at mount from what is reachable, or, after a clean
-//! unmount, taken from what the unmount saved ([`save`], with a namespace [`index`]): that
-//! mount reads no inode, record or offset structure. An object is read the first time a
-//! call reaches it ([`lazy`]), a file's offsets the first time the file is used, so mount
-//! time does not grow with what is stored.
+//! manager ([`heap`]) is rebuilt at mount from its allocation bitmap ([`bitmap`]), or,
+//! after a clean unmount, taken from what the unmount saved ([`save`], with a namespace
+//! [`index`]): that mount reads no inode, record or offset structure, and an object is
+//! read the first time a call reaches it ([`lazy`]). After a crash the mount walks the
+//! inodes and records (the namespace), not the files' offsets. Either way a file's
+//! offsets are read the first time the file is used.
 //!
 //! Used in place, as the paper's: of an object, the store keeps in DRAM only where its
 //! inode is and where its offset structures are ([`offsets`]); its record's extent, the
@@ -136,6 +137,13 @@ pub struct Minv {
     promises: room::Promises,
     /// Files with fallocated chunks, as last seen (the saved state lists them).
     reserved_files: u64,
+    /// Mounted after a crash (no saved state): a file's chunk map, read on first use, may
+    /// hold slots a cut left past its end or in a block no longer in use, which the next
+    /// header write clears (after a clean unmount none can be left: any is damage).
+    after_crash: bool,
+    /// A read-only mount's view of a committed redo transaction it did not apply: what it
+    /// reads later (a file's offsets) it reads through the same stores the mount did.
+    unapplied: HashMap<u64, u64>,
 }
 
 /// Maps NVRAM failures; a lost power marks the file system dead like a flash power cut.
@@ -180,6 +188,8 @@ impl Minv {
             slots_compared: 0,
             promises: room::Promises::default(),
             reserved_files: 0,
+            after_crash: false,
+            unapplied: HashMap::new(),
         })
     }
 
@@ -265,7 +275,7 @@ impl Minv {
         } else {
             let mut r = recover::Reader {
                 nv: &mut self.nv,
-                patch: HashMap::new(),
+                patch: self.unapplied.clone(),
             };
             let first = match r.read(n.at + INODE_OFFSETS, 8) {
                 Ok(b) => layout::get64(&b, 0),
@@ -305,25 +315,41 @@ impl Minv {
             return Ok(());
         };
         let c = u64::from(fs.layout.chunk_bytes);
+        let mut stale = Vec::new();
         for &(chunk, p) in &slots {
             let inside = u64::from(chunk) * c < o.size;
+            let in_use = p == LOST_PAGE
+                || fs.blocks.get(fs.layout.block_of(p)).state == crate::blocks::BlockState::Full;
+            if self.after_crash && (!inside || !in_use) {
+                stale.push((chunk, p));
+                continue;
+            }
             let known = p == LOST_PAGE || fs.blocks.is_valid(p);
             if !inside || !known {
                 self.inodes.get_mut(&ino).expect("listed").unread();
                 return Err(FsError::CorruptNvram(format!(
-                    "object {ino}: chunk {chunk} is published at page {p}, which the state \
-                     saved at unmount does not give it"
+                    "object {ino}: chunk {chunk} is published at page {p}, which the page \
+                     states do not call valid or lies past the file's end"
                 )));
             }
         }
         let o = fs.objects.get_mut(&ino).expect("listed");
         for &(chunk, p) in &slots {
-            o.chunks.set(chunk, p);
-            o.saw_chunk(chunk);
+            if !stale.contains(&(chunk, p)) {
+                o.chunks.set(chunk, p);
+                o.saw_chunk(chunk);
+            }
         }
         fs.unloaded.remove(&ino);
-        // RAM's map is the published one: from here on, note changes.
+        // RAM's map is the published one but for stale slots: those are noted as changed,
+        // so the next header write (or erase) clears them; and every change from here on.
         fs.track(ino);
+        for (chunk, p) in stale {
+            if p != LOST_PAGE {
+                fs.blocks.invalidate(p);
+            }
+            fs.touch_chunk(ino, chunk);
+        }
         Ok(())
     }
 
@@ -1045,18 +1071,8 @@ impl Minv {
     /// Removes the inodes of objects a mount did not keep.
     pub(crate) fn remove_dead<F: Flash>(&mut self, fs: &mut FileSystem<F>) -> Result<()> {
         for ino in std::mem::take(&mut self.dead) {
+            // (Its pages left RAM at mount: `recover::install_chunks`.)
             if self.inodes.contains_key(&ino) && !fs.objects.contains_key(&ino) {
-                // Pages a clean unmount's saved state called valid are nobody's now.
-                let unloaded = self.inodes.get(&ino).is_some_and(|n| !n.loaded);
-                if unloaded {
-                    if let Ok(slots) = self.nv_load(ino) {
-                        for (_, p) in slots {
-                            if p != LOST_PAGE && fs.blocks.is_valid(p) {
-                                fs.blocks.invalidate(p);
-                            }
-                        }
-                    }
-                }
                 self.remove_inode(fs, ino)?;
             }
         }

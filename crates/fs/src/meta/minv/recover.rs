@@ -6,7 +6,9 @@
 //! before) and every record against its checksum, so a damaged NVRAM gives a clear error,
 //! never a panic or a loop. The objects then go through the same recovery rules as a scan
 //! of the flash log (`rebuild`: names, hard links, attribute sets, name updates of a rename
-//! by version), with the chunk maps taken from the offset structures.
+//! by version). Which pages are published the page states say and the heap's free space
+//! its bitmap, so a file's offset structures (its chunk map) wait for its first use
+//! (`Minv::load_map`); those of symlinks and attribute sets are read with them.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -274,12 +276,15 @@ pub(super) fn read_inode(
     Ok((ino, next, record, first, rec))
 }
 
-/// Walks the inode table: every inode, its record and its offset chain.
+/// Walks the inode table: every inode, its record and (with `files`) its offset chain;
+/// without, only the chains of objects other than regular files (symlink targets and
+/// attribute sets are read with their object), the files' left for their first use.
 pub(super) fn walk(
     r: &mut Reader,
     regions: &Regions,
     chunk_bytes: u32,
     pages: u64,
+    files: bool,
 ) -> Result<Found2> {
     let heads = r.read(regions.buckets_off, 8 * BUCKETS)?;
     let mut seen_at: HashSet<u64> = HashSet::new();
@@ -304,9 +309,13 @@ pub(super) fn walk(
             let mut n = NvInode {
                 at,
                 blocks: Default::default(),
-                loaded: false,
+                loaded: first == 0,
             };
-            let slots = read_chain(r, regions, ino, first, pages, &mut seen_at, &mut n)?;
+            let slots = if files || rec.kind != crate::types::Kind::File {
+                read_chain(r, regions, ino, first, pages, &mut seen_at, &mut n)?
+            } else {
+                Vec::new()
+            };
             out.extents
                 .extend(n.blocks.iter().map(|(_, o)| (o, OFFSETS_BYTES)));
             at = next;
@@ -323,6 +332,32 @@ pub(super) fn walk(
         }
     }
     Ok(out)
+}
+
+/// The runs of set bits of the heap bitmap, but for the units of `except`, as (offset,
+/// bytes) extents in order.
+fn taken_extents(regions: &Regions, bitmap: &[u8], except: &[Extent]) -> Vec<(u64, u64)> {
+    let mut bits: Vec<u64> = (0..bitmap.len() / 8)
+        .map(|w| get64(bitmap, 8 * w))
+        .collect();
+    for e in except {
+        let first = (e.off - regions.heap_off) / UNIT;
+        for i in first..first + e.bytes.div_ceil(UNIT) {
+            bits[(i / 64) as usize] &= !(1 << (i % 64));
+        }
+    }
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for i in 0..regions.units() {
+        if bits[(i / 64) as usize] & (1 << (i % 64)) == 0 {
+            continue;
+        }
+        let off = regions.heap_off + i * UNIT;
+        match out.last_mut() {
+            Some(last) if last.0 + last.1 == off => last.1 += UNIT,
+            _ => out.push((off, UNIT)),
+        }
+    }
+    out
 }
 
 /// Reads the block information table into `fs.blocks` (blocks in use are closed: where
@@ -448,12 +483,24 @@ fn mount_inner<F: Flash>(
         nv: &mut nv,
         patch: log.iter().flatten().copied().collect(),
     };
-    let found = walk(&mut r, &regions, fs.layout.chunk_bytes, pages)?;
+    // The files' offset structures are not read: which pages are published the page
+    // states say, what the heap holds its bitmap, and a file's chunk map is read when
+    // the file is first used (`Minv::load_map`).
+    let found = walk(&mut r, &regions, fs.layout.chunk_bytes, pages, false)?;
     // A state this mount did not use (damaged, or its index was) must not outlive the
     // first change either.
     let word_set = get64(&r.read(super::save::CLEAN_OFF, 8)?, 0) != 0;
+    let bitmap = r.read(regions.bitmap_off, regions.bitmap_bytes())?;
+    // What inodes left dying hold (all, some or none of it marked) is free once the mount
+    // finishes them.
+    let dying = super::pages::dying_list(&mut r, &regions, fs.layout.chunk_bytes, pages)?;
+    let dying_extents: Vec<Extent> = dying.iter().flat_map(|d| d.extents.clone()).collect();
+    let heap = Heap::rebuild(
+        regions.heap_off,
+        regions.heap_end,
+        &taken_extents(&regions, &bitmap, &dying_extents),
+    );
     drop(r);
-    let heap = Heap::rebuild(regions.heap_off, regions.heap_end, &found.extents);
     let mut store = Minv {
         heap,
         nv,
@@ -467,9 +514,13 @@ fn mount_inner<F: Flash>(
         slots_compared: 0,
         promises: Default::default(),
         reserved_files: 0,
+        after_crash: true,
+        unapplied: HashMap::new(),
     };
     if let Some(entries) = log {
-        if !options.read_only {
+        if options.read_only {
+            store.unapplied = entries.iter().copied().collect();
+        } else {
             store
                 .apply(&entries)
                 .and_then(|_| store.store_persist(super::layout::LOG_OFF, 0))
@@ -507,11 +558,29 @@ fn mount_inner<F: Flash>(
         store.inodes.insert(ino, n);
     }
     fs.rebuild(seen)?;
+    // Published pages, as the page states say (those of inodes left dying are nobody's).
+    for &p in &valid {
+        fs.blocks.set_valid(p);
+    }
+    for p in dying.into_iter().flat_map(|d| d.pages) {
+        fs.blocks.invalidate(p);
+    }
     // Numbers below the mark may have named objects since deleted: never again.
     fs.next_ino = fs
         .next_ino
         .max(u32::try_from(high_water).unwrap_or(u32::MAX));
     install_chunks(&mut fs, &mut store, &published);
+    // Files with fallocated chunks: their reservations count against free space from now
+    // on, which needs their maps (as after a clean unmount, `mount_lazy`).
+    let mut reserved: Vec<Ino> = fs
+        .reserves
+        .inos()
+        .filter(|i| fs.unloaded.contains(i))
+        .collect();
+    reserved.sort_unstable();
+    for ino in reserved {
+        store.load_map_inner(&mut fs, ino)?;
+    }
     fs.mount_method = MountMethod::Nvram;
     let ns = store.nv.take_elapsed_ns();
     fs.dev.get_mut().advance_clock_ns(ns);
@@ -552,6 +621,8 @@ fn mount_lazy<F: Flash>(
         slots_compared: 0,
         promises: Default::default(),
         reserved_files: s.reserved.len() as u64,
+        after_crash: false,
+        unapplied: HashMap::new(),
     };
     fs.next_serial = s.next_serial;
     fs.next_ino = (crate::types::ROOT_INO + 1).max(u32::try_from(high_water).unwrap_or(u32::MAX));
@@ -591,6 +662,17 @@ fn install_chunks<F: Flash>(
     for ino in inos {
         let n = &store.inodes[&ino];
         let Some(o) = fs.objects.get_mut(&ino) else {
+            // Recovery did not keep it: the pages it publishes are nobody's in RAM (a
+            // writable mount removes its inode, marking them dirty).
+            let slots = match n.loaded {
+                true => published.get(&ino).cloned().unwrap_or_default(),
+                false => store.nv_load(ino).unwrap_or_default(),
+            };
+            for (_, p) in slots {
+                if p != LOST_PAGE {
+                    fs.blocks.invalidate(p);
+                }
+            }
             store.dead.push(ino);
             continue;
         };
@@ -610,11 +692,15 @@ fn install_chunks<F: Flash>(
                 if !inside || !ok {
                     stale = true;
                     skipped.push(chunk);
+                    // The page states call it valid (a slot publishes it); RAM does not.
+                    if p != LOST_PAGE {
+                        fs.blocks.invalidate(p);
+                    }
                     continue;
                 }
                 o.chunks.set(chunk, p);
                 o.saw_chunk(chunk);
-                // Already valid when a clean unmount's saved state said so.
+                // Valid already: the page states say so.
                 if p != LOST_PAGE && !fs.blocks.is_valid(p) {
                     fs.blocks.set_valid(p);
                 }
