@@ -3,12 +3,15 @@
 //! mount takes them as they are and never walks the offset structures to learn them.
 //!
 //! A page becomes valid, and the page it replaces dirty, in the same redo transaction as
-//! the page slot that publishes it (`Minv::set_slots`). A file's pages become dirty when
-//! its inode goes: with the unchaining store when they fit one transaction, else through
-//! the dying list (`layout::DYING_OFF`): the inode is unchained onto that list in one
-//! transaction, its pages marked dirty in as many as they take, and it leaves the list
-//! with the last. A writable mount finishes what a crash left on the list before it does
-//! anything else, so the states never name a page nobody publishes.
+//! the page slot that publishes it (`Minv::set_slots`). A file's pages become dirty, and
+//! its heap units free in the bitmap (`bitmap`), when its inode goes: with the unchaining
+//! store when they fit one transaction, else through the dying list (`layout::DYING_OFF`):
+//! the inode is unchained onto that list in one transaction, its pages and units marked
+//! in as many as they take, and it leaves the list with the last. A new file too large
+//! for its linking transaction goes the other way: onto the list, its pages marked valid
+//! and units taken, then off the list and into its bucket in one transaction. A writable
+//! mount finishes whatever a crash left on the list (as a removal) before it does anything
+//! else, so the states never name a page nobody publishes.
 
 use nandkit_flash::Flash;
 use nandkit_nvram::NvramError;
