@@ -11,7 +11,6 @@
 
 use nandkit_nvram::NvramError;
 
-use super::layout::UNIT;
 use super::pages::{put, Tx};
 use super::{Extent, Minv};
 
@@ -33,8 +32,8 @@ impl Minv {
 
     /// The first and last heap unit of `e`.
     fn unit_range(&self, e: Extent) -> (u64, u64) {
-        let first = (e.off - self.regions.heap_off) / UNIT;
-        (first, first + e.bytes.div_ceil(UNIT).max(1) - 1)
+        let units = self.regions.units_of(e.off, e.bytes);
+        (units.start, units.end - 1)
     }
 
     /// Adds to `tx` the stores that mark `e`'s units taken or free, each word read through

@@ -5,9 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use nandkit_flash::Flash;
 
-use super::layout::{
-    get64, info_bytes, NvBlock, PageState, DYING_OFF, PAGES_PER_WORD, TABLE_OFF, UNIT,
-};
+use super::layout::{get64, NvBlock, DYING_OFF, TABLE_OFF};
 use super::recover::{walk, Reader};
 use super::Minv;
 use crate::blocks::BlockState;
@@ -110,12 +108,7 @@ fn check_problems<F: Flash>(
     }
     // Page states: valid exactly where a slot publishes a page (or an inode still on the
     // dying list does), in blocks in use.
-    let ppb = fs.layout.pages_per_block;
-    let info = info_bytes(ppb) as usize;
-    let in_use = |table: &[u8], pno: u32| {
-        let b = fs.layout.block_of(pno);
-        NvBlock::from_word(get64(table, info * b as usize)) == Some(NvBlock::InUse)
-    };
+    let table = table.map(|t| regions.decode_table(&t));
     match (&table, dying) {
         (Ok(table), Ok(dying)) => {
             // The bitmap: exactly the units of reachable structures. An inode on the dying
@@ -132,8 +125,7 @@ fn check_problems<F: Flash>(
                 ),
             ] {
                 for (off, bytes) in extents {
-                    let first = (off - regions.heap_off) / UNIT;
-                    for i in first..first + bytes.div_ceil(UNIT) {
+                    for i in regions.units_of(off, bytes) {
                         map[(i / 64) as usize] |= 1 << (i % 64);
                     }
                 }
@@ -165,22 +157,12 @@ fn check_problems<F: Flash>(
             for (_, _, slots) in found.inodes.values() {
                 published.extend(slots.iter().map(|&(_, p)| p).filter(|&p| p != LOST_PAGE));
             }
-            published.retain(|&p| in_use(table, p) && !dying.contains(&p));
-            let mut valid = BTreeSet::new();
-            for b in 0..fs.layout.blocks {
-                for i in 0..ppb {
-                    let at = info * b as usize + 8 + 8 * (i / PAGES_PER_WORD) as usize;
-                    let bits = get64(table, at) >> (2 * (i % PAGES_PER_WORD));
-                    let pno = fs.layout.pno(b, i);
-                    match PageState::from_bits(bits) {
-                        Some(PageState::Valid) if in_use(table, pno) => {
-                            valid.insert(pno);
-                        }
-                        Some(_) => {}
-                        None => p.push(format!("block {b}, page {i}: page state bits 0b10")),
-                    }
-                }
+            let in_use = |p: u32| table.block(fs.layout.block_of(p)) == Some(NvBlock::InUse);
+            published.retain(|&p| in_use(p) && !dying.contains(&p));
+            for &(b, i) in &table.bad_bits {
+                p.push(format!("block {b}, page {i}: page state bits 0b10"));
             }
+            let mut valid: BTreeSet<u32> = table.valid.iter().copied().collect();
             valid.retain(|p| !dying.contains(p));
             for pno in valid.symmetric_difference(&published).take(10) {
                 let said = if valid.contains(pno) {
@@ -199,7 +181,7 @@ fn check_problems<F: Flash>(
     // Block status against RAM.
     if let Ok(table) = table {
         for b in 0..fs.layout.blocks {
-            let word = NvBlock::from_word(get64(&table, info * b as usize));
+            let word = table.block(b);
             let ram = fs.blocks.get(b).state;
             let ok = match ram {
                 BlockState::Empty => matches!(word, Some(NvBlock::Erased | NvBlock::InUse)),

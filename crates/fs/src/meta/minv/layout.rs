@@ -184,6 +184,37 @@ impl Regions {
         bitmap_bytes(self.units())
     }
 
+    /// The heap units `off .. off + bytes` covers (at least one).
+    pub(crate) fn units_of(&self, off: u64, bytes: u64) -> std::ops::Range<u64> {
+        let first = (off - self.heap_off) / UNIT;
+        first..first + bytes.div_ceil(UNIT).max(1)
+    }
+
+    /// The block information table as read (`table`, from `TABLE_OFF`), decoded: each
+    /// block's status word and the pages its bits call valid in blocks in use. A page
+    /// with the unused state 0b10 is listed by (block, page).
+    pub(crate) fn decode_table(&self, table: &[u8]) -> Table {
+        let ppb = self.pages_per_block;
+        let info = info_bytes(ppb) as usize;
+        let mut t = Table::default();
+        for b in 0..self.blocks {
+            let at = info * b as usize;
+            let status = get64(table, at);
+            t.status.push(status);
+            for i in 0..ppb {
+                let word = get64(table, at + 8 + 8 * (i / PAGES_PER_WORD) as usize);
+                match PageState::from_bits(word >> (2 * (i % PAGES_PER_WORD))) {
+                    Some(PageState::Valid) if status == NvBlock::InUse as u64 => {
+                        t.valid.push(b * ppb + i);
+                    }
+                    Some(_) => {}
+                    None => t.bad_bits.push((b, i)),
+                }
+            }
+        }
+        t
+    }
+
     /// Whether a redo log entry may store to `off`: a word of the tables (block
     /// information, buckets), of the heap (inodes, offset structures) or the dying list's
     /// head, never the superblock or the log itself.
@@ -196,6 +227,24 @@ impl Regions {
     /// NVRAM bytes taken before the first heap allocation.
     pub(crate) fn fixed_bytes(&self) -> u64 {
         self.heap_off
+    }
+}
+
+/// The block information table, decoded (`Regions::decode_table`).
+#[derive(Default)]
+pub(crate) struct Table {
+    /// Each block's status word, as stored.
+    pub status: Vec<u64>,
+    /// Pages in blocks in use whose state is valid, in order.
+    pub valid: Vec<u32>,
+    /// (block, page) of every page with the unused state 0b10.
+    pub bad_bits: Vec<(u32, u32)>,
+}
+
+impl Table {
+    /// Block `b`'s status, if its word is one.
+    pub(crate) fn block(&self, b: u32) -> Option<NvBlock> {
+        NvBlock::from_word(self.status[b as usize])
     }
 }
 
@@ -462,6 +511,25 @@ mod tests {
             assert!(Superblock::decode(&bad).is_err(), "flip at {at} accepted");
         }
         assert!(Superblock::decode(&b[..100]).is_err());
+    }
+
+    #[test]
+    fn the_block_table_decodes_valid_pages_of_blocks_in_use_only() {
+        let r = Regions::new(2, 32, 1 << 20).unwrap();
+        let mut t = vec![0u8; r.table_bytes() as usize];
+        t[0..8].copy_from_slice(&(NvBlock::InUse as u64).to_le_bytes());
+        let states = (PageState::Valid as u64) << (2 * 3) | 2u64 << (2 * 5);
+        t[8..16].copy_from_slice(&states.to_le_bytes());
+        t[16..24].copy_from_slice(&(NvBlock::Erased as u64).to_le_bytes());
+        t[24..32].copy_from_slice(&(PageState::Valid as u64).to_le_bytes());
+        let d = r.decode_table(&t);
+        assert_eq!(d.valid, vec![3], "block 1 is erased: its bits do not count");
+        assert_eq!(d.bad_bits, vec![(0, 5)]);
+        assert_eq!(
+            (d.block(0), d.block(1)),
+            (Some(NvBlock::InUse), Some(NvBlock::Erased))
+        );
+        assert_eq!(r.units_of(r.heap_off + UNIT, 33), 1..3);
     }
 
     #[test]

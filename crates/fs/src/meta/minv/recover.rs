@@ -18,9 +18,9 @@ use nandkit_nvram::Nvram;
 
 use super::heap::Heap;
 use super::layout::{
-    bucket_of, get32, get64, info_bytes, record_bytes, NvBlock, PageState, Regions, Superblock,
-    BUCKETS, DYING_OFF, HIGH_WATER_OFF, HIGH_WATER_STEP, INODE_BYTES, OFFSETS_BYTES, OFFSETS_HEAD,
-    PAGES_PER_WORD, SLOTS, SUPER_BYTES, TABLE_OFF, UNIT,
+    bucket_of, get32, get64, record_bytes, NvBlock, Regions, Superblock, BUCKETS, DYING_OFF,
+    HIGH_WATER_OFF, HIGH_WATER_STEP, INODE_BYTES, OFFSETS_BYTES, OFFSETS_HEAD, SLOTS, SUPER_BYTES,
+    TABLE_OFF, UNIT,
 };
 use super::{Extent, Minv, NvInode};
 use crate::blocks::BlockState;
@@ -341,8 +341,7 @@ fn taken_extents(regions: &Regions, bitmap: &[u8], except: &[Extent]) -> Vec<(u6
         .map(|w| get64(bitmap, 8 * w))
         .collect();
     for e in except {
-        let first = (e.off - regions.heap_off) / UNIT;
-        for i in first..first + e.bytes.div_ceil(UNIT) {
+        for i in regions.units_of(e.off, e.bytes) {
             bits[(i / 64) as usize] &= !(1 << (i % 64));
         }
     }
@@ -369,16 +368,19 @@ fn block_table<F: Flash>(
     fs: &mut FileSystem<F>,
 ) -> Result<Vec<u32>> {
     let ppb = fs.layout.pages_per_block;
-    let info = info_bytes(ppb) as usize;
-    let table = r.read(TABLE_OFF, regions.table_bytes())?;
-    let mut valid = Vec::new();
+    let table = regions.decode_table(&r.read(TABLE_OFF, regions.table_bytes())?);
+    if let Some((b, i)) = table.bad_bits.first() {
+        return Err(corrupt(format!(
+            "block {b}, page {i}: page state bits 0b10"
+        )));
+    }
     for b in 0..fs.layout.blocks {
-        let at = info * b as usize;
-        let w = get64(&table, at);
-        let state = NvBlock::from_word(w)
+        let w = table.status[b as usize];
+        let state = table
+            .block(b)
             .ok_or_else(|| corrupt(format!("block {b} has status word {w:#x}")))?;
         match state {
-            NvBlock::Erased => continue,
+            NvBlock::Erased => {}
             NvBlock::InUse => {
                 fs.blocks.set_state(b, BlockState::Full);
                 fs.blocks.update(b, |x| x.set_next_page(ppb));
@@ -386,24 +388,8 @@ fn block_table<F: Flash>(
             NvBlock::Bad => fs.blocks.set_state(b, BlockState::Bad),
             NvBlock::Anchor => fs.blocks.set_state(b, BlockState::Anchor),
         }
-        for i in 0..ppb {
-            let word = get64(&table, at + 8 + 8 * (i / PAGES_PER_WORD) as usize);
-            let bits = word >> (2 * (i % PAGES_PER_WORD));
-            match PageState::from_bits(bits) {
-                Some(PageState::Valid) if state == NvBlock::InUse => {
-                    valid.push(fs.layout.pno(b, i));
-                }
-                Some(_) => {}
-                None => {
-                    return Err(corrupt(format!(
-                        "block {b}, page {i}: page state bits {:#b}",
-                        bits & 3
-                    )))
-                }
-            }
-        }
     }
-    Ok(valid)
+    Ok(table.valid)
 }
 
 /// Mounts the file system whose metadata is in `nv` over `dev`.
