@@ -525,10 +525,9 @@ fn run_nvram_space(args: NvramSpaceArgs) -> anyhow::Result<()> {
     );
     if space.saved_state_bytes > 0 {
         println!(
-            "saved state       {} bytes more at a clean unmount (the heap in one free \
-             extent; {} more per further extent), {} in all",
+            "saved state       {} bytes more at a clean unmount (the namespace index), {} \
+             in all",
             space.saved_state_bytes,
-            sizes.saved_state.per_extent,
             space.bytes + space.saved_state_bytes
         );
     }

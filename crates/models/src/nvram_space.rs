@@ -52,13 +52,11 @@ pub struct NvramConstants {
     pub saved_state: SavedState,
 }
 
-/// The layout of a clean unmount's saved state: a head, a record per free extent of the NVRAM manager and an entry per object (with its slot in its
-/// directory's child list), rounded up to the manager's allocation unit.
+/// The layout of a clean unmount's saved state: a head and an entry per object (with its
+/// slot in its directory's child list), rounded up to the manager's allocation unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 pub struct SavedState {
     pub head: u64,
-    /// Bytes per free extent listed.
-    pub per_extent: u64,
     /// Bytes per object (its entry).
     pub per_object: u64,
     /// Bytes per child slot (every object but the root is its directory's child).
@@ -69,15 +67,13 @@ pub struct SavedState {
 
 impl SavedState {
     /// Bytes of a state for `objects` objects (the root included, which is nobody's
-    /// child) and `extents` free extents listed.
-    pub fn bytes(&self, objects: u64, extents: u64) -> u64 {
+    /// child).
+    pub fn bytes(&self, objects: u64) -> u64 {
         if self.unit == 0 {
             return 0;
         }
-        let raw = self.head
-            + self.per_extent * extents
-            + self.per_object * objects
-            + self.per_child * objects.saturating_sub(1);
+        let raw =
+            self.head + self.per_object * objects + self.per_child * objects.saturating_sub(1);
         raw.div_ceil(self.unit) * self.unit
     }
 }
@@ -98,7 +94,6 @@ impl NvramConstants {
         offset_struct: 140,
         saved_state: SavedState {
             head: 0,
-            per_extent: 0,
             per_object: 0,
             per_child: 0,
             unit: 0,
@@ -137,9 +132,7 @@ pub struct NvramSpace {
     pub offset_bytes: u64,
     /// R = f + g + h.
     pub bytes: u64,
-    /// What a clean unmount adds (0 with the paper's constants): the saved state, with
-    /// the heap in one free extent (files written and never deleted; each further free
-    /// extent adds `per_extent`) and the extent its own allocation splits off.
+    /// What a clean unmount adds (0 with the paper's constants): the saved state.
     pub saved_state_bytes: u64,
     /// R in KiB, rounded to the nearest (Table 2's unit).
     pub kib: u64,
@@ -163,7 +156,7 @@ fn answer(
         inode_bytes,
         offset_bytes,
         bytes,
-        saved_state_bytes: c.saved_state.bytes(files + 1, 2),
+        saved_state_bytes: c.saved_state.bytes(files + 1),
         kib: (bytes + 512) / 1024,
     }
 }

@@ -16,8 +16,7 @@ pub const LONG_ABOUT: &str = "MiNV's Figure 7: for each file size (1 KiB to 32 M
     size as fit, then compare the NVRAM bytes in use with the space model (equations 1-4 \
     with our structure sizes) for those files. File names are 8 bytes, as the model \
     assumes. Then a clean unmount: the state it saves (so the next mount walks nothing) \
-    against the model's, whose one extra input is how many free extents the NVRAM \
-    manager has.";
+    against the model's.";
 
 /// Bytes of each file's name (the model's inode size includes the name).
 const NAME_BYTES: usize = 8;
@@ -42,10 +41,8 @@ struct Row {
     model_bytes: u64,
     /// The state a clean unmount saved, as the next mount holds it.
     saved_state_bytes: u64,
-    /// The model's saved state for these files and the manager's free extents then.
+    /// The model's saved state for these files.
     model_saved_state_bytes: u64,
-    /// Free extents the saved state lists (its only input not in equations 1-4).
-    free_extents: u64,
     /// measured / model.
     ratio: f64,
 }
@@ -79,7 +76,7 @@ pub fn run(args: SpaceArgs) -> anyhow::Result<()> {
         let files = fill(&mut fs, size).with_context(|| format!("files of {size} bytes"))?;
         fs.sync().context("sync")?;
         let r = fs.nvram().context("the NVRAM")?;
-        let (measured, extents) = (r.bytes_in_use, r.free_extents);
+        let measured = r.bytes_in_use;
         let model = nandkit_models::nvram_space_uniform(&constants, flash, files, size)?;
         // A clean unmount, then the mount that holds what it saved.
         let parts = fs.unmount_parts().context("unmounting")?;
@@ -87,8 +84,7 @@ pub fn run(args: SpaceArgs) -> anyhow::Result<()> {
         let saved = fs.nvram().context("the NVRAM")?.saved_state_bytes;
         rows.push(Row {
             saved_state_bytes: saved,
-            model_saved_state_bytes: constants.saved_state.bytes(files + 1, extents + 1),
-            free_extents: extents,
+            model_saved_state_bytes: constants.saved_state.bytes(files + 1),
             file_size: size,
             files,
             measured_bytes: measured,

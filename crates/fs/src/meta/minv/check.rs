@@ -74,6 +74,7 @@ fn check_problems<F: Flash>(
             return p;
         }
     };
+    p.extend(super::tree::check(&mut r, &found));
     // The NVRAM says what the store believes.
     if found.inodes.len() != m.inodes.len() {
         p.push(format!(
@@ -91,7 +92,7 @@ fn check_problems<F: Flash>(
                 // The store keeps where the structures are (all of them, once read); the
                 // pages they hold it reads in place.
                 let blocks_differ = mine.loaded && mine.blocks != n.blocks;
-                if mine.at != n.at || blocks_differ {
+                if mine.at != n.at || blocks_differ || mine.place != n.place {
                     p.push(format!(
                         "object {ino}: NVRAM inode differs from the store's view"
                     ));
@@ -224,21 +225,23 @@ fn check_problems<F: Flash>(
             Some(_) => {}
         }
     }
-    for (ino, (_, _, slots)) in &found.inodes {
+    for (ino, (_, rec, slots)) in &found.inodes {
         // Images made before the mark existed hold 0 there.
         if high_water != 0 && u64::from(*ino) >= high_water {
             p.push(format!(
                 "NVRAM: object {ino} is at or past the object number high-water mark {high_water}"
             ));
         }
-        // A read-only mount leaves in NVRAM what recovery dropped (an attribute set
-        // whose owner is gone) or found without a name (a create, link or delete cut
-        // short): the next writable mount deletes those.
-        let left = fs.read_only && (dead.contains(ino) || fs.unnamed_left.contains(ino));
+        // Every change of the tree is one transaction, and a removal takes the objects
+        // that cannot outlive it with it (`tree`): no crash leaves an attribute set
+        // without its owner, or an object without a name, in the NVRAM.
+        let left = dead.contains(ino) || fs.unnamed_left.contains(ino);
         if left && !fs.objects.contains_key(ino) {
-            notes.push(format!(
-                "NVRAM: object {ino}, left without a name or an owner by the crash, \
-                 is deleted by the next writable mount"
+            p.push(format!(
+                "NVRAM: object {ino} ({:?}, names {:?}) is left without a name or an owner \
+                 (a removal left it behind)",
+                rec.kind,
+                rec.names.iter().map(|n| n.parent).collect::<Vec<_>>()
             ));
         } else if !fs.objects.contains_key(ino) {
             p.push(format!(

@@ -1,11 +1,10 @@
-//! The NVRAM manager: which heap units are in use.
+//! The NVRAM manager's working copy in DRAM: which heap units are in use, as free
+//! extents to allocate from.
 //!
-//! Nothing about it is kept in the NVRAM while mounted. An allocation becomes durable only
-//! by being linked from something reachable (the inode table, an inode, an offset chain),
-//! so a mount after a crash rebuilds the heap from what is reachable, and everything else
-//! is free: a crash between an allocation and its publication leaks nothing. A clean
-//! unmount saves the free extents (`save`), so the next mount need not walk every offset
-//! structure to find them.
+//! The NVRAM keeps the manager's state as its allocation bitmap (`bitmap`): a unit's bit
+//! is set in the transaction that makes it reachable, so every mount rebuilds this from
+//! the bitmap (a fixed read) and a crash between an allocation and its publication
+//! leaks nothing.
 //!
 //! Free space is kept as extents, merged with their free neighbours when released, and
 //! found by size (exact fit first, else the smallest larger extent is split). The extent
@@ -53,30 +52,6 @@ impl Heap {
             h.put(at, (end - at) / UNIT);
         }
         h
-    }
-
-    /// A heap over `[start, end)` whose free extents are `free` (offset, bytes), as
-    /// [`Heap::free_extents`] listed them. None if they are not sorted, unit-aligned,
-    /// disjoint and inside the range.
-    pub(crate) fn from_free(start: u64, end: u64, free: &[(u64, u64)]) -> Option<Heap> {
-        let mut h = Heap::over(end);
-        let mut at = start;
-        for &(off, bytes) in free {
-            let aligned = off.is_multiple_of(UNIT) && bytes.is_multiple_of(UNIT) && bytes > 0;
-            if !aligned || off < at || off.checked_add(bytes)? > end {
-                return None;
-            }
-            // Listed extents touching each other are one.
-            h.release_units(off, bytes / UNIT);
-            at = off + bytes;
-        }
-        h.in_use_units = (end - start) / UNIT - h.free_units;
-        Some(h)
-    }
-
-    /// The free extents (offset, bytes), sorted (neighbours are always merged).
-    pub(crate) fn free_extents(&self) -> Vec<(u64, u64)> {
-        self.by_off.iter().map(|(&o, &u)| (o, u * UNIT)).collect()
     }
 
     /// How many free extents there are.
@@ -225,24 +200,16 @@ mod tests {
     }
 
     #[test]
-    fn free_extents_merge_and_restore_the_same_heap() {
+    fn freed_neighbours_merge_into_one_extent() {
         let mut h = Heap::rebuild(0, 64 * UNIT, &[(10 * UNIT, 2 * UNIT)]);
         let a = h.alloc(3 * UNIT).unwrap();
         let b = h.alloc(3 * UNIT).unwrap();
         h.release(a, 3 * UNIT);
         h.release(b, 3 * UNIT);
-        let free = h.free_extents();
-        // Freed neighbours come back as one extent: only the used one splits the range.
-        assert_eq!(free, vec![(0, 10 * UNIT), (12 * UNIT, 52 * UNIT)]);
+        // Only the used extent splits the range.
         assert_eq!(h.extent_count(), 2);
-        let back = Heap::from_free(0, 64 * UNIT, &free).unwrap();
-        assert_eq!(back.in_use_bytes(), 2 * UNIT);
-        assert_eq!(back.free_extents(), free);
-        // Damaged lists are refused.
-        assert!(Heap::from_free(0, 64 * UNIT, &[(12 * UNIT, UNIT), (0, UNIT)]).is_none());
-        assert!(Heap::from_free(0, 64 * UNIT, &[(0, 65 * UNIT)]).is_none());
-        assert!(Heap::from_free(0, 64 * UNIT, &[(1, UNIT)]).is_none());
-        assert!(Heap::from_free(0, 64 * UNIT, &[(0, 0)]).is_none());
+        assert_eq!(h.in_use_bytes(), 2 * UNIT);
+        assert_eq!(h.free_bytes(), 62 * UNIT);
     }
 
     #[test]
@@ -256,7 +223,7 @@ mod tests {
         h.release(c, 2 * UNIT);
         assert_eq!(h.extent_count(), 2, "b keeps a apart from c and the top");
         h.release(b, 2 * UNIT);
-        assert_eq!(h.free_extents(), vec![(0, 16 * UNIT)]);
+        assert_eq!(h.extent_count(), 1);
         assert_eq!(h.free_bytes(), 16 * UNIT);
         assert_eq!(h.in_use_bytes(), 0);
     }

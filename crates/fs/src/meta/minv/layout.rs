@@ -5,17 +5,30 @@
 //!         the file system's id (the one its flash record holds), the file system
 //!         configuration (JSON), CRC-32C over all of it. Written at mkfs, never changed
 //!         after.
-//! 4096    redo log (512 B): entry count, checksum, up to 29 (offset, value) word stores,
-//!         then the dying list's head, the saved state's word and the high-water mark.
-//! 4608    block information, per flash erase block (the paper's 16 bytes per block of 32
+//! 4096    redo log (1 KiB): entry count, checksum, up to 61 (offset, value) word stores,
+//!         then the dying list's head, a spare word, the saved state's word and the
+//!         high-water mark.
+//! 5120    block information, per flash erase block (the paper's 16 bytes per block of 32
 //!         pages): a status word (erased, in use, bad, anchor), then 2 bits per page
 //!         (available, valid, dirty), 32 pages to a word.
 //! ...     inode hash table: BUCKETS 8-byte heads of inode chains (0 = empty).
 //! ...     heap allocation bitmap (the NVRAM manager's state): a bit per heap unit, set
 //!         exactly while the unit belongs to a reachable structure (see `bitmap`).
-//! ...     heap, in 32-byte units, to the end of the NVRAM: inodes (one unit), header
-//!         records (their encoded length, rounded up to units) and file-offset structures
+//! ...     heap, in 32-byte units, to the end of the NVRAM: inodes (two units, see
+//!         below and `tree`), header records (their encoded length, rounded up to units) and file-offset structures
 //!         (eight units: a chain link, the first chunk they map, and SLOTS page numbers).
+//! ```
+//!
+//! An inode (64 bytes), its words:
+//!
+//! ```text
+//! 0   object number (low 32 bits), hard link objects naming it (high 32)
+//! 8   next inode in its hash chain (or on the dying list)
+//! 16  its header record
+//! 24  its first file-offset structure
+//! 32  first child (directories): the inode of the newest entry linked into it
+//! 40  next sibling, 48 previous sibling, in its parent directory's child list
+//! 56  its attribute set's object number (low 32), subdirectories (high 32)
 //! ```
 //!
 //! Every pointer is a byte offset into the NVRAM; 0 means "none" (offset 0 is the
@@ -24,14 +37,16 @@
 use crate::error::{FsError, Result};
 use crate::layout::Layout;
 
-pub(crate) const MAGIC: [u8; 8] = *b"NKMINV\0\x02";
-pub(crate) const VERSION: u32 = 2;
+pub(crate) const MAGIC: [u8; 8] = *b"NKMINV\0\x03";
+pub(crate) const VERSION: u32 = 3;
 
 pub(crate) const SUPER_BYTES: u64 = 4096;
 pub(crate) const LOG_OFF: u64 = SUPER_BYTES;
-pub(crate) const LOG_BYTES: u64 = 512;
-/// Word stores one redo transaction may hold: (512 - 16 - 3 * 8) / 16, rounded down.
-pub(crate) const LOG_ENTRIES: usize = 29;
+pub(crate) const LOG_BYTES: u64 = 1024;
+/// Word stores one redo transaction may hold: (1024 - 16 - 4 * 8) / 16. A rename over a
+/// hard link whose file goes with it, and that file's attribute set, is the largest
+/// (about 40 stores: chains, child lists, counts, records, bits).
+pub(crate) const LOG_ENTRIES: usize = 61;
 /// The head of the dying list: inodes already unchained whose published pages are still
 /// being marked dirty in the page states (a file too large for one transaction), linked
 /// through their chain words. A writable mount finishes them first.
@@ -49,11 +64,15 @@ pub(crate) const TABLE_OFF: u64 = LOG_OFF + LOG_BYTES;
 pub(crate) const BUCKETS: u64 = 1024;
 /// The heap's allocation unit.
 pub(crate) const UNIT: u64 = 32;
-/// One inode: number, next in its chain, record, first offset structure.
-pub(crate) const INODE_BYTES: u64 = 32;
+/// One inode (its words: the module's header).
+pub(crate) const INODE_BYTES: u64 = 64;
 pub(crate) const INODE_NEXT: u64 = 8;
 pub(crate) const INODE_RECORD: u64 = 16;
 pub(crate) const INODE_OFFSETS: u64 = 24;
+pub(crate) const INODE_CHILD: u64 = 32;
+pub(crate) const INODE_SIB_NEXT: u64 = 40;
+pub(crate) const INODE_SIB_PREV: u64 = 48;
+pub(crate) const INODE_FACTS: u64 = 56;
 /// One file-offset structure: next (8), first chunk (4), owner (4), then the slots.
 pub(crate) const OFFSETS_BYTES: u64 = 256;
 pub(crate) const OFFSETS_HEAD: u64 = 16;
@@ -252,7 +271,7 @@ impl Table {
 /// formatted with (its fixed regions, a minimal heap and the room a clean unmount's saved
 /// state keeps, see `room`), so mkfs can refuse a smaller one before it touches a file.
 pub fn min_nvram_bytes(blocks: u32, pages_per_block: u32) -> u64 {
-    let state = record_bytes(super::save::bound_bytes(3, 0, 2) as usize);
+    let state = record_bytes(super::save::bound_bytes(0, 2) as usize);
     let units = 64 + state / UNIT;
     heap_start(buckets_off(blocks, pages_per_block) + 8 * BUCKETS, units) + units * UNIT
 }

@@ -134,6 +134,7 @@ impl Minv {
                 at: e.at,
                 blocks: Default::default(),
                 loaded: first == 0,
+                place: super::tree::Place::of(&rec),
             },
         );
         fs.instantiate(

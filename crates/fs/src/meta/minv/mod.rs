@@ -6,15 +6,16 @@
 //!
 //! The structures (layout in [`layout`]): a superblock, each flash block's information (a
 //! status word and the paper's 2 bits per page, kept exact: [`pages`]), an inode hash
-//! table, fixed-size inodes, each object's header record (the same record the flash log
-//! writes as a header page: names, attributes, size), and per file a chain of fixed-size
-//! file-offset structures mapping chunk indexes to flash pages. The NVRAM
-//! manager ([`heap`]) is rebuilt at mount from its allocation bitmap ([`bitmap`]), or,
-//! after a clean unmount, taken from what the unmount saved ([`save`], with a namespace
-//! [`index`]): that mount reads no inode, record or offset structure, and an object is
-//! read the first time a call reaches it ([`lazy`]). After a crash the mount walks the
-//! inodes and records (the namespace), not the files' offsets. Either way a file's
-//! offsets are read the first time the file is used.
+//! table, fixed-size inodes linked into the directory hierarchy as the paper's are (child
+//! lists, hard link counts, attribute sets: [`tree`]), each object's header record (the
+//! same record the flash log writes as a header page: names, attributes, size), and per
+//! file a chain of fixed-size file-offset structures mapping chunk indexes to flash pages.
+//! The NVRAM manager ([`heap`]) is rebuilt at every mount from its allocation bitmap
+//! ([`bitmap`]). After a clean unmount the mount also takes what the unmount saved
+//! ([`save`], a namespace [`index`]): it reads no inode, record or offset structure, and an
+//! object is read the first time a call reaches it ([`lazy`]). After a crash the mount
+//! walks the inodes and records (the namespace), not the files' offsets. Either way a
+//! file's offsets are read the first time the file is used.
 //!
 //! Used in place, as the paper's: of an object, the store keeps in DRAM only where its
 //! inode is and where its offset structures are ([`offsets`]); its record's extent, the
@@ -28,8 +29,8 @@
 //!   persisted while unreachable, then published by one aligned 8-byte store (a record
 //!   pointer, a chain link, a bucket head, a pair of page slots), itself persisted;
 //! - names live in the child (upward directories, as in the flash log's headers), so
-//!   create, rename and unlink change one inode's record pointer: atomic by that store. A
-//!   rename over an existing name must also drop the victim: both stores go through the
+//!   create, rename and unlink change one inode's record pointer, with the tree's words
+//!   it moves, and a rename over an existing name also drops the victim: all through the
 //!   redo log ([`redo`]), one transaction;
 //! - truncate publishes the record with the new size first and clears the page slots past
 //!   it after; a mount ignores (and a writable mount clears) slots past a file's size, so a
@@ -41,6 +42,10 @@
 //! - block status: "in use" is persisted before a block's first page is programmed, so a
 //!   mount never hands out a block that holds data; "erased" may lag (a block still marked
 //!   in use is just cleaned again);
+//! - the tree: a record's place in it (its directory's child list, its file's link count,
+//!   its owner's set, the records of objects it gives names to) changes in the record
+//!   pointer's own transaction; a removal takes along what cannot outlive it, so no crash
+//!   leaves an object without a name or an owner ([`tree`]);
 //! - page states: a page is valid exactly while a reachable slot publishes it, changed in
 //!   the slot's own redo transaction (a new inode's, in the one that links it; a removed
 //!   one's, in the one that unchains it, or through the dying list: [`pages`]).
@@ -60,6 +65,7 @@ mod recover;
 mod redo;
 mod room;
 mod save;
+mod tree;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -77,7 +83,7 @@ use crate::format::Record;
 use crate::fs::{FileSystem, MountMethod, MountOptions};
 use crate::object::{LOST_PAGE, NO_PAGE};
 use crate::rebuild::has_data;
-use crate::types::{Ino, ROOT_INO};
+use crate::types::{Ino, Kind, ROOT_INO};
 
 pub use self::layout::{min_nvram_bytes, model_constants, object_bytes, SpaceConstants, SPACE};
 pub(crate) use recover::mount;
@@ -101,6 +107,8 @@ pub(crate) struct NvInode {
     /// Whether `blocks` was read: a mount after a clean unmount leaves a file's offsets
     /// in the NVRAM until the file is used.
     pub loaded: bool,
+    /// Where it hangs in the namespace tree, as its NVRAM record says (`tree`).
+    pub place: tree::Place,
 }
 
 impl NvInode {
@@ -383,17 +391,12 @@ impl Minv {
         let Some(ns) = self.namespace(fs) else {
             return Ok(());
         };
-        let guess = self.heap.free_extents().len() + 1;
-        let bytes = record_bytes(save::state_bytes(guess, &ns) as usize);
+        let bytes = record_bytes(save::state_bytes(&ns) as usize);
         let Some(off) = self.heap.alloc(bytes) else {
             return Ok(());
         };
-        let free = self.heap.free_extents();
-        if free.len() > guess {
-            self.heap.release(off, bytes);
-            return Ok(());
-        }
-        let b = save::encode(self.pages, &free, &ns, bytes);
+        // The next mount takes the free space from the heap bitmap: no extents listed.
+        let b = save::encode(self.pages, &ns, bytes);
         self.nv
             .write(off, &b)
             .and_then(|_| self.nv.persist(off, b.len() as u64))
@@ -477,12 +480,29 @@ impl Minv {
         }
     }
 
-    /// Removes an object's inode: one store unlinks it, in the transaction (or through the
-    /// dying list, see `pages`) that marks the pages it published dirty.
-    fn remove_inode<F: Flash>(&mut self, fs: &FileSystem<F>, ino: Ino) -> Result<()> {
-        let unchain = self.unchain(ino, &[])?;
-        self.unchain_dirty(fs, ino, unchain)?;
-        self.release_inode(ino);
+    /// Removes an object's inode, with what goes with it (`tree::removal_group`): their
+    /// unchaining and leaving the tree in the transaction (or through the dying list, see
+    /// `pages`) that marks the pages they published dirty.
+    fn remove_inode<F: Flash>(&mut self, fs: &mut FileSystem<F>, ino: Ino) -> Result<()> {
+        let group = self
+            .removal_group(&Vec::new(), ino)
+            .map_err(|e| nv_err(fs, e))?;
+        self.unmap_group(fs, &group)?;
+        self.remove_group(fs, Vec::new(), &group)?;
+        for x in group {
+            self.release_inode(x);
+        }
+        Ok(())
+    }
+
+    /// The chunk maps of objects about to be removed, into RAM: the file system frees
+    /// their pages from there when it deletes them.
+    fn unmap_group<F: Flash>(&mut self, fs: &mut FileSystem<F>, group: &[Ino]) -> Result<()> {
+        for &x in group {
+            if fs.objects.contains_key(&x) {
+                self.load_map_inner(fs, x)?;
+            }
+        }
         Ok(())
     }
 
@@ -844,13 +864,16 @@ impl Minv {
         }
         rec.version = fs.take_serial();
         let unloaded = self.inodes.get(&ino).is_some_and(|n| !n.loaded);
-        if rec.names.is_empty() && ino != ROOT_INO && fs.link_count(ino) == 0 {
+        // An attribute set whose owner has no inode (an open file whose last name is
+        // gone) lives in RAM only, like its owner: the tree never holds a set without one.
+        let ownerless = rec.kind == Kind::Xattrs
+            && rec
+                .names
+                .first()
+                .is_none_or(|n| !self.inodes.contains_key(&n.parent));
+        if ownerless || rec.names.is_empty() && ino != ROOT_INO && fs.link_count(ino) == 0 {
             // Its last name is gone: the inode goes (an open file lives on in RAM only).
             if self.inodes.contains_key(&ino) {
-                if unloaded {
-                    // RAM must know its pages to free them.
-                    self.load_map_inner(fs, ino)?;
-                }
                 self.remove_inode(fs, ino)?;
             }
             return Ok(());
@@ -885,6 +908,7 @@ impl Minv {
                     at,
                     blocks: Default::default(),
                     loaded: true,
+                    place: tree::Place::of(rec),
                 },
             );
         }
@@ -921,75 +945,167 @@ impl Minv {
         self.set_slots_with(fs, ino, &diff.set, !new)?;
         let ext = self.write_extent(bytes)?;
         if new {
-            self.link_new(fs, ino, ext, &diff.set)?;
-        } else {
-            // A rename over a name drops the object it replaces in the same transaction.
-            let victims: Vec<Ino> = rec
-                .name_updates
-                .iter()
-                .filter(|(t, names)| {
-                    names.is_empty()
-                        && *t != ino
-                        && *t != ROOT_INO
-                        && fs.link_count(*t) == 0
-                        && self.inodes.contains_key(t)
-                })
-                .map(|(t, _)| *t)
-                .take((layout::LOG_ENTRIES - 8) / 2)
-                .collect();
-            for &v in &victims {
-                // Its pages are freed from RAM after this: RAM must know them.
-                self.load_map_inner(fs, v)?;
-            }
-            // The record it replaces, read in place (freed once the new one is published).
-            let old = match self.record_at(self.inodes[&ino].at) {
-                Ok(old) => old,
+            // A new attribute set takes its name from the set it replaces, which goes in
+            // the same transaction.
+            let victims = match self.name_update(fs, ino, rec) {
+                Ok(Update::Removes(v)) => v,
+                Ok(_) => Vec::new(),
                 Err(e) => {
                     self.heap.release(ext.off, ext.bytes);
-                    return Err(match e {
-                        FsError::Nvram(e) => nv_err(fs, e),
-                        e => e,
-                    });
+                    return Err(e);
                 }
             };
-            let mut entries = vec![(self.inodes[&ino].at + INODE_RECORD, ext.off)];
-            for &v in &victims {
-                let e = self.unchain(v, &entries)?;
-                entries.push(e);
-            }
-            // The victims go on the dying list in the same transaction: their pages are
-            // marked dirty after it (see `pages`).
-            if !victims.is_empty() {
-                let mut head = self
-                    .nv
-                    .read_u64(layout::DYING_OFF)
-                    .map_err(|e| nv_err(fs, e))?;
-                for &v in victims.iter().rev() {
-                    let at = self.inodes[&v].at;
-                    entries.push((at + INODE_NEXT, head));
-                    head = at;
-                }
-                entries.push((layout::DYING_OFF, head));
-            }
-            // The new record's units taken, the old one's free, in the same transaction.
-            let mut tx = pages::Tx::new();
-            self.heap_bits(&mut tx, ext, true)
-                .and_then(|()| self.heap_bits(&mut tx, old, false))
-                .map_err(|e| nv_err(fs, e))?;
-            entries.extend(tx);
-            // On failure power is gone: RAM state no longer matters, only what the NVRAM
-            // keeps.
-            self.commit(&entries).map_err(|e| nv_err(fs, e))?;
-            self.heap.release(old.off, old.bytes);
-            if !victims.is_empty() {
-                self.drain_dying(fs)?;
-            }
+            self.link_new(fs, ino, ext, &diff.set, &victims)?;
             for v in victims {
                 self.release_inode(v);
             }
+        } else {
+            self.publish_existing(fs, ino, rec, ext)?;
         }
         self.set_slots(fs, ino, &diff.clear)?;
         self.trim(fs, ino, rec.size)
+    }
+
+    /// Publishes record `ext` of an object that has an inode, in one transaction with
+    /// everything the record makes true: its move in the tree (a rename), the names it
+    /// gives another object (an exchange, or a rename over a name: that object's record
+    /// is rewritten with them and moved, or, left with no name and no link, removed with
+    /// what goes with it, see `tree`), and the heap bits of the records swapped.
+    fn publish_existing<F: Flash>(
+        &mut self,
+        fs: &mut FileSystem<F>,
+        ino: Ino,
+        rec: &Record,
+        ext: Extent,
+    ) -> Result<()> {
+        let (victims, renamed) = match self.name_update(fs, ino, rec) {
+            Ok(Update::None) => (Vec::new(), None),
+            Ok(Update::Removes(v)) => (v, None),
+            Ok(Update::Renames(t, names)) => (Vec::new(), Some((t, names))),
+            Err(e) => {
+                self.heap.release(ext.off, ext.bytes);
+                return Err(e);
+            }
+        };
+        let at = self.inodes[&ino].at;
+        // The record it replaces, read in place (freed once the new one is published).
+        let old = match self.record_at(at) {
+            Ok(old) => old,
+            Err(e) => {
+                self.heap.release(ext.off, ext.bytes);
+                return Err(match e {
+                    FsError::Nvram(e) => nv_err(fs, e),
+                    e => e,
+                });
+            }
+        };
+        let mut tx: pages::Tx = vec![(at + INODE_RECORD, ext.off)];
+        let mut swapped = vec![(old, ext)];
+        let parent = rec.names.first().map_or(0, |n| n.parent);
+        self.tree_move(&mut tx, ino, parent)
+            .map_err(|e| nv_err(fs, e))?;
+        if let Some((t, names)) = &renamed {
+            match self.rename_in_place(fs, &mut tx, *t, names) {
+                Ok(Some(pair)) => swapped.push(pair),
+                Ok(None) => {}
+                Err(e) => {
+                    for (_, new) in &swapped {
+                        self.heap.release(new.off, new.bytes);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        // The records' units: the new ones taken, the old ones free.
+        for &(old, new) in &swapped {
+            self.heap_bits(&mut tx, new, true)
+                .and_then(|()| self.heap_bits(&mut tx, old, false))
+                .map_err(|e| nv_err(fs, e))?;
+        }
+        // On failure power is gone: RAM state no longer matters, only what the NVRAM
+        // keeps.
+        if victims.is_empty() {
+            self.commit(&tx).map_err(|e| nv_err(fs, e))?;
+        } else {
+            self.remove_group(fs, tx, &victims)?;
+        }
+        for (old, _) in swapped {
+            self.heap.release(old.off, old.bytes);
+        }
+        self.inodes.get_mut(&ino).expect("listed").place = tree::Place::of(rec);
+        if let Some((t, names)) = renamed {
+            if let Some(n) = self.inodes.get_mut(&t) {
+                n.place.parent = names.first().map_or(0, |n| n.parent);
+            }
+        }
+        for v in victims {
+            self.release_inode(v);
+        }
+        Ok(())
+    }
+
+    /// What the names `rec` gives another object do to it: the file system gives one
+    /// update at most (a rename over a name, an exchange, an attribute set replaced); any
+    /// other would be settled by its object's own next header write. An object left with
+    /// no name and no link is removed with what goes with it (its chunk maps loaded: the
+    /// file system frees its pages from RAM after).
+    fn name_update<F: Flash>(
+        &mut self,
+        fs: &mut FileSystem<F>,
+        ino: Ino,
+        rec: &Record,
+    ) -> Result<Update> {
+        let update = rec
+            .name_updates
+            .iter()
+            .find(|(t, _)| *t != ino && *t != ROOT_INO && self.inodes.contains_key(t));
+        let Some((t, names)) = update else {
+            return Ok(Update::None);
+        };
+        if !names.is_empty() || fs.link_count(*t) > 0 {
+            return Ok(Update::Renames(*t, names.clone()));
+        }
+        let victims = self
+            .removal_group(&Vec::new(), *t)
+            .map_err(|e| nv_err(fs, e))?;
+        self.unmap_group(fs, &victims)?;
+        Ok(Update::Removes(victims))
+    }
+
+    /// Rewrites object `t`'s record with `names` (another object's record gave them) and
+    /// adds to `tx` the stores that publish it and move `t` in the tree. Returns (old, new)
+    /// record, or None if there is nothing to change or the names do not fit a record
+    /// (then `t`'s own next header write settles them, as on flash).
+    fn rename_in_place<F: Flash>(
+        &mut self,
+        fs: &FileSystem<F>,
+        tx: &mut pages::Tx,
+        t: Ino,
+        names: &[crate::format::record::Name],
+    ) -> Result<Option<(Extent, Extent)>> {
+        let at = self.inodes[&t].at;
+        let regions = self.regions;
+        let mut r = recover::Reader {
+            nv: &mut self.nv,
+            patch: Default::default(),
+        };
+        let (_, _, old, _, mut trec) =
+            recover::read_inode(&mut r, &regions, fs.layout.chunk_bytes, at, None)?;
+        if trec.names == names {
+            return Ok(None);
+        }
+        trec.names = names.to_vec();
+        if trec.encoded_len() > fs.layout.chunk_bytes as usize {
+            return Ok(None);
+        }
+        let new = self.write_extent(&trec.encode())?;
+        pages::put(tx, at + INODE_RECORD, new.off);
+        let parent = names.first().map_or(0, |n| n.parent);
+        if let Err(e) = self.tree_move(tx, t, parent) {
+            self.heap.release(new.off, new.bytes);
+            return Err(nv_err(fs, e));
+        }
+        Ok(Some((old, new)))
     }
 
     /// Before `block` is erased no published page may lie in it: every chunk published
@@ -1090,6 +1206,15 @@ fn status_of(state: crate::blocks::BlockState) -> layout::NvBlock {
         S::Anchor => layout::NvBlock::Anchor,
         _ => layout::NvBlock::InUse,
     }
+}
+
+/// What a record's name update does to the object it names (`Minv::name_update`).
+enum Update {
+    None,
+    /// Removes it, with these.
+    Removes(Vec<Ino>),
+    /// Gives it these names.
+    Renames(Ino, Vec<crate::format::record::Name>),
 }
 
 #[derive(Debug, Default, PartialEq, Eq)]

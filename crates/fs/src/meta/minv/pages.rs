@@ -113,43 +113,64 @@ impl Minv {
         Ok(out)
     }
 
-    /// Unchains `ino`'s inode (the store `unchain` gives), marks the pages its slots
-    /// publish dirty and frees its heap units in the bitmap: in one transaction if they
-    /// fit, else through the dying list.
-    pub(super) fn unchain_dirty<F: Flash>(
+    /// Removes the inodes of `group` (`tree::removal_group`): `tx` holds the stores that
+    /// must go with it (a rename's record pointer), to which this adds each one's
+    /// unchaining and its leaving the tree. The pages their slots publish become dirty and
+    /// their heap units free in the same transaction if all fit, else the group goes onto
+    /// the dying list in it and is drained after. The caller frees their DRAM state.
+    pub(super) fn remove_group<F: Flash>(
         &mut self,
         fs: &FileSystem<F>,
-        ino: Ino,
-        unchain: (u64, u64),
+        mut tx: Tx,
+        group: &[Ino],
     ) -> Result<()> {
-        let changes = self.removal(fs, ino)?;
-        if let Some(tx) = self
-            .one_tx(&[unchain], &changes)
-            .map_err(|e| nv_err(fs, e))?
-        {
+        for &x in group {
+            let (word, next) = self.unchain(x, &tx)?;
+            put(&mut tx, word, next);
+            let n = &self.inodes[&x];
+            let (at, place) = (n.at, n.place);
+            self.tree_leave(&mut tx, x, at, place)
+                .map_err(|e| nv_err(fs, e))?;
+        }
+        let mut changes = Vec::new();
+        for &x in group {
+            changes.extend(self.removal(fs, x)?);
+        }
+        let most: usize = changes.iter().map(|c| self.change_words(c)).sum();
+        if tx.len() + most <= LOG_ENTRIES {
+            for c in &changes {
+                self.add_change(&mut tx, c).map_err(|e| nv_err(fs, e))?;
+            }
             return self.commit(&tx).map_err(|e| nv_err(fs, e));
         }
-        let at = self.inodes[&ino].at;
-        let head = self.nv.read_u64(DYING_OFF).map_err(|e| nv_err(fs, e))?;
-        self.commit(&[unchain, (at + INODE_NEXT, head), (DYING_OFF, at)])
-            .map_err(|e| nv_err(fs, e))?;
+        let mut head = self.nv.read_u64(DYING_OFF).map_err(|e| nv_err(fs, e))?;
+        for &x in group.iter().rev() {
+            let at = self.inodes[&x].at;
+            put(&mut tx, at + INODE_NEXT, head);
+            head = at;
+        }
+        put(&mut tx, DYING_OFF, head);
+        self.commit(&tx).map_err(|e| nv_err(fs, e))?;
         self.drain_dying(fs)
     }
 
     /// Writes a new inode (object `ino`, its record at `record`) and links it into its
-    /// bucket, with the pages its slots publish (stored already, in structures only it
-    /// reaches) marked valid and its heap units taken: in the linking transaction when
-    /// they fit, else with the inode on the dying list while they are marked, so that a
-    /// crash meanwhile leaves it there and the mount undoes them.
+    /// bucket and the tree, with the pages its slots publish (stored already, in
+    /// structures only it reaches) marked valid and its heap units taken: in the linking
+    /// transaction when they fit, else with the inode on the dying list while they are
+    /// marked, so that a crash meanwhile leaves it there and the mount undoes them.
+    /// `victims` (an attribute set it replaces, see `Minv::name_update`) leave their chains
+    /// and the tree for the dying list in the linking transaction.
     pub(super) fn link_new<F: Flash>(
         &mut self,
         fs: &FileSystem<F>,
         ino: Ino,
         record: Extent,
         set: &[(u32, u32)],
+        victims: &[Ino],
     ) -> Result<()> {
         let n = &self.inodes[&ino];
-        let (at, first) = (n.at, n.blocks.first().unwrap_or(0));
+        let (at, first, place) = (n.at, n.blocks.first().unwrap_or(0), n.place);
         let mut changes: Vec<Change> = n
             .blocks
             .iter()
@@ -162,33 +183,60 @@ impl Minv {
                 changes.push(Change::Page(p, PageState::Valid));
             }
         }
+        let nv = |e| nv_err(fs, e);
+        let dying = self.nv.read_u64(DYING_OFF).map_err(nv)?;
+        // The victims out of their chains and the tree (before the new inode is in its
+        // chain: the chain words read here are the NVRAM's), onto the dying list.
+        let mut link = Tx::new();
+        for &v in victims {
+            let (word, next) = self.unchain(v, &link)?;
+            put(&mut link, word, next);
+            let n = &self.inodes[&v];
+            let (v_at, v_place) = (n.at, n.place);
+            self.tree_leave(&mut link, v, v_at, v_place).map_err(nv)?;
+        }
+        let mut head = dying;
+        for &v in victims.iter().rev() {
+            let v_at = self.inodes[&v].at;
+            put(&mut link, v_at + INODE_NEXT, head);
+            head = v_at;
+        }
+        // Into its bucket and into the tree (its directory's list, its file's links, its
+        // owner's set).
         let bucket = self.regions.bucket_word(bucket_of(ino));
-        let next = self.nv.read_u64(bucket).map_err(|e| nv_err(fs, e))?;
-        let one = self
-            .one_tx(&[(bucket, at)], &changes)
-            .map_err(|e| nv_err(fs, e))?;
+        let next = self.word(&link, bucket).map_err(nv)?;
+        put(&mut link, bucket, at);
+        self.tree_join(&mut link, ino, at, place).map_err(nv)?;
+        if !victims.is_empty() {
+            put(&mut link, DYING_OFF, head);
+        }
+        let one = self.one_tx(&link, &changes).map_err(nv)?;
         let fits = one.is_some();
-        let dying = match fits {
-            true => 0,
-            false => self.nv.read_u64(DYING_OFF).map_err(|e| nv_err(fs, e))?,
-        };
         let mut inode = [0u8; INODE_BYTES as usize];
         inode[0..8].copy_from_slice(&u64::from(ino).to_le_bytes());
-        let link = if fits { next } else { dying };
-        inode[8..16].copy_from_slice(&link.to_le_bytes());
+        let chain = if fits { next } else { dying };
+        inode[8..16].copy_from_slice(&chain.to_le_bytes());
         inode[16..24].copy_from_slice(&record.off.to_le_bytes());
         inode[24..32].copy_from_slice(&first.to_le_bytes());
         self.unclean()
             .and_then(|()| self.nv.write(at, &inode))
             .and_then(|()| self.nv.persist(at, INODE_BYTES))
-            .map_err(|e| nv_err(fs, e))?;
-        if let Some(tx) = one {
-            return self.commit(&tx).map_err(|e| nv_err(fs, e));
+            .map_err(nv)?;
+        match one {
+            Some(tx) => self.commit(&tx).map_err(nv)?,
+            None => {
+                // On the list while its pages are marked; off it (to the victims, or to
+                // what was there) with the linking stores.
+                self.store_persist(DYING_OFF, at).map_err(nv)?;
+                put(&mut link, DYING_OFF, head);
+                put(&mut link, at + INODE_NEXT, next);
+                self.apply_changes(fs, &changes, &link)?;
+            }
         }
-        self.store_persist(DYING_OFF, at)
-            .map_err(|e| nv_err(fs, e))?;
-        let last = [(DYING_OFF, dying), (at + INODE_NEXT, next), (bucket, at)];
-        self.apply_changes(fs, &changes, &last)
+        if victims.is_empty() {
+            return Ok(());
+        }
+        self.drain_dying(fs)
     }
 
     /// Finishes every inode on the dying list: marks the pages it publishes dirty, frees its
@@ -275,11 +323,12 @@ fn dying_entry(
             "the dying list points at {at}, outside the heap"
         )));
     }
-    let (ino, next, record, first, _) = recover::read_inode(r, regions, chunk_bytes, at, None)?;
+    let (ino, next, record, first, rec) = recover::read_inode(r, regions, chunk_bytes, at, None)?;
     let mut n = NvInode {
         at,
         blocks: Default::default(),
         loaded: false,
+        place: super::tree::Place::of(&rec),
     };
     let mut seen = Default::default();
     let slots = recover::read_chain(r, regions, ino, first, pages, &mut seen, &mut n)?;

@@ -223,6 +223,8 @@ pub(super) fn read_bucket(r: &mut Reader, regions: &Regions, b: u64) -> Result<V
 
 /// The object number an inode at `at`, on chain `b`, holds, if it may.
 fn inode_number(raw: u64, b: u64, at: u64) -> Result<Ino> {
+    // The high half counts hard links (`tree`).
+    let raw = raw & 0xffff_ffff;
     Ino::try_from(raw)
         .ok()
         .filter(|&x| x != 0 && bucket_of(x) == b)
@@ -242,7 +244,7 @@ pub(super) fn read_inode(
     let raw = get64(&i, 0);
     let ino = match b {
         Some(b) => inode_number(raw, b, at)?,
-        None => Ino::try_from(raw)
+        None => Ino::try_from(raw & 0xffff_ffff)
             .ok()
             .filter(|&x| x != 0)
             .ok_or_else(|| corrupt(format!("inode at {at} has number {raw}")))?,
@@ -310,6 +312,7 @@ pub(super) fn walk(
                 at,
                 blocks: Default::default(),
                 loaded: first == 0,
+                place: super::tree::Place::of(&rec),
             };
             let slots = if files || rec.kind != crate::types::Kind::File {
                 read_chain(r, regions, ino, first, pages, &mut seen_at, &mut n)?
@@ -445,10 +448,27 @@ fn mount_inner<F: Flash>(
         None if !ignore_saved && dying == 0 => super::save::read(&mut r, &regions, pages)?,
         _ => None,
     };
-    let saved = saved.and_then(|s| {
-        let heap = Heap::from_free(regions.heap_off, regions.heap_end, &s.free)?;
-        (s.next_serial > 0).then_some((s, heap))
-    });
+    // The heap from its bitmap, as after a crash (a fixed read, however fragmented the
+    // heap), with the state's own room taken (it takes no bits).
+    let saved = match saved {
+        Some(s) if s.next_serial > 0 => {
+            let bitmap = r.read(regions.bitmap_off, regions.bitmap_bytes())?;
+            let mut taken = taken_extents(&regions, &bitmap, &[]);
+            let i = taken.partition_point(|&(o, _)| o < s.off);
+            let clear = |e: Option<&(u64, u64)>, lo: u64, hi: u64| {
+                e.is_none_or(|&(o, n)| o + n <= lo || o >= hi)
+            };
+            let (lo, hi) = (s.off, s.off + s.bytes);
+            let free = clear(i.checked_sub(1).and_then(|j| taken.get(j)), lo, hi)
+                && clear(taken.get(i), lo, hi);
+            free.then(|| {
+                taken.insert(i, (s.off, s.bytes));
+                let heap = Heap::rebuild(regions.heap_off, regions.heap_end, &taken);
+                (s, heap)
+            })
+        }
+        _ => None,
+    };
     drop(r);
     if let Some((s, heap)) = saved {
         for &p in &valid {

@@ -66,9 +66,7 @@ impl Minv {
     pub(crate) fn state_room(&self) -> u64 {
         let unread = self.lazy.as_ref().map_or(0, |l| l.unread());
         let objects = self.inodes.len() as u64 + unread + 1;
-        // Allocating the state can split a free extent: one more listed, and one spare.
-        let extents = self.heap.extent_count() as u64 + 2;
-        record_bytes(save::bound_bytes(extents, self.reserved_files, objects) as usize)
+        record_bytes(save::bound_bytes(self.reserved_files, objects) as usize)
     }
 
     /// Takes `bytes` of heap, keeping the saved state's room (in one piece at the top) and

@@ -1,25 +1,27 @@
-//! What a clean unmount leaves for the next mount, so that mount walks nothing: the NVRAM
-//! manager's free extents and an index of the namespace (`index`). Which flash pages hold
-//! published data the page states say (`layout`), at every mount. (The paper's structures are never rebuilt. Ours are used in place
-//! too, but the file system keeps its own object of each file in RAM, built the first
-//! time a call reaches it, see `lazy`, with its chunk map the first time the file is used,
-//! see `Minv::load_map`; this state lets the mount skip the walk that would find them.)
+//! What a clean unmount leaves for the next mount, so that mount walks nothing: an index
+//! of the namespace (`index`). The NVRAM manager's free space (the heap bitmap) and which
+//! flash pages hold published data (the page states, `layout`) every mount reads as they
+//! are. (The paper's structures are never rebuilt. Ours are used in place too, but the
+//! file system keeps its own object of each file in RAM, built the first time a call
+//! reaches it, see `lazy`, with its chunk map the first time the file is used, see
+//! `Minv::load_map`; this state lets the mount skip the walk that would find them. The
+//! tree kept in the inodes, `tree`, holds the same facts, exact after any crash; the
+//! mount does not use it in place yet.)
 //!
 //! ```text
 //! CLEAN_OFF   offset of the saved state in the heap (0: none; the mount walks everything)
 //! saved state:
 //!   0   magic "NKMVSAV3"
 //!   8   the heap room it was given (its length rounded up, and one extent's worth more)
-//!   16  CRC-32C of the head, map, extents and reserved list, with this word zero
+//!   16  CRC-32C of the head and reserved list, with this word zero
 //!   24  pages of the device (a state of another device is ignored)
-//!   32  free extents listed
+//!   32  0 (free extents, listed by earlier layouts: the bitmap says them now)
 //!   40  objects in the index
 //!   48  entries of the child array
 //!   56  objects a listing shows (not hard links or attribute sets), root included
 //!   64  the next header version to give
 //!   72  files with fallocated chunks
-//!   80  free extents: (offset u64, bytes u64) each
-//!   ..  the files with fallocated chunks: object number u64 each (their reservations
+//!   80  the files with fallocated chunks: object number u64 each (their reservations
 //!       count against free space from the mount on)
 //!   ..  the namespace index (`index`): read entry by entry, never whole
 //! ```
@@ -38,15 +40,14 @@ use crate::error::Result;
 use crate::types::Ino;
 
 /// The word after the redo log's entries (always 0 in images made before it existed).
-pub(crate) const CLEAN_OFF: u64 = super::layout::LOG_OFF + 496;
+pub(crate) const CLEAN_OFF: u64 = super::layout::LOG_OFF + super::layout::LOG_BYTES - 16;
 /// (States of earlier layouts are ignored: that mount walks.)
-const MAGIC: [u8; 8] = *b"NKMVSAV3";
+const MAGIC: [u8; 8] = *b"NKMVSAV4";
 const HEAD: u64 = 80;
 
 /// The state's sizes, for the space model.
 pub(crate) const SAVED_STATE: nandkit_models::SavedState = nandkit_models::SavedState {
     head: HEAD,
-    per_extent: 16,
     per_object: ENTRY,
     per_child: 4,
     unit: UNIT,
@@ -67,7 +68,6 @@ pub(crate) struct Saved {
     /// Where it is (heap offset and its allocation's bytes).
     pub off: u64,
     pub bytes: u64,
-    pub free: Vec<(u64, u64)>,
     pub objects: u64,
     pub children: u64,
     pub visible: u64,
@@ -78,27 +78,27 @@ pub(crate) struct Saved {
     pub children_off: u64,
 }
 
-/// Bytes of the checked part of a state: head, `free` extents, `reserved` files.
-fn checked_bytes(free: usize, reserved: usize) -> u64 {
-    HEAD + 16 * free as u64 + 8 * reserved as u64
+/// Bytes of the checked part of a state: head, `reserved` files.
+fn checked_bytes(reserved: usize) -> u64 {
+    HEAD + 8 * reserved as u64
 }
 
-/// At most the bytes of a saved state for `free` extents, `reserved` fallocated files and
-/// `objects` objects (each one entry and at most one child slot).
-pub(crate) fn bound_bytes(free: u64, reserved: u64, objects: u64) -> u64 {
-    checked_bytes(free as usize, reserved as usize) + (ENTRY + 4) * objects
+/// At most the bytes of a saved state for `reserved` fallocated files and `objects`
+/// objects (each one entry and at most one child slot).
+pub(crate) fn bound_bytes(reserved: u64, objects: u64) -> u64 {
+    checked_bytes(reserved as usize) + (ENTRY + 4) * objects
 }
 
-/// Bytes of a saved state for `free` extents and namespace `ns`.
-pub(crate) fn state_bytes(free: usize, ns: &Namespace) -> u64 {
-    checked_bytes(free, ns.reserved.len())
+/// Bytes of a saved state for namespace `ns`.
+pub(crate) fn state_bytes(ns: &Namespace) -> u64 {
+    checked_bytes(ns.reserved.len())
         + ENTRY * ns.entries.len() as u64
         + 4 * ns.children.len() as u64
 }
 
 /// Encodes a saved state written into `room` bytes of heap.
-pub(crate) fn encode(pages: u64, free: &[(u64, u64)], ns: &Namespace, room: u64) -> Vec<u8> {
-    let len = state_bytes(free.len(), ns);
+pub(crate) fn encode(pages: u64, ns: &Namespace, room: u64) -> Vec<u8> {
+    let len = state_bytes(ns);
     debug_assert!(len <= room);
     let mut b = Vec::with_capacity(len as usize);
     b.extend_from_slice(&MAGIC);
@@ -106,7 +106,7 @@ pub(crate) fn encode(pages: u64, free: &[(u64, u64)], ns: &Namespace, room: u64)
         room,
         0,
         pages,
-        free.len() as u64,
+        0,
         ns.entries.len() as u64,
         ns.children.len() as u64,
         ns.visible,
@@ -114,10 +114,6 @@ pub(crate) fn encode(pages: u64, free: &[(u64, u64)], ns: &Namespace, room: u64)
         ns.reserved.len() as u64,
     ] {
         b.extend_from_slice(&w.to_le_bytes());
-    }
-    for (o, n) in free {
-        b.extend_from_slice(&o.to_le_bytes());
-        b.extend_from_slice(&n.to_le_bytes());
     }
     for &r in &ns.reserved {
         b.extend_from_slice(&u64::from(r).to_le_bytes());
@@ -140,13 +136,12 @@ pub(crate) fn read(r: &mut Reader, regions: &Regions, pages: u64) -> Result<Opti
     }
     let head = r.read(off, HEAD)?;
     let room = get64(&head, 8);
-    let n_free = get64(&head, 32);
     let (objects, children) = (get64(&head, 40), get64(&head, 48));
     let n_reserved = get64(&head, 72);
     let most = regions.heap_end / UNIT;
     if head[0..8] != MAGIC
         || get64(&head, 24) != pages
-        || n_free > most
+        || get64(&head, 32) != 0
         || objects > most
         || children > most
         || n_reserved > most
@@ -155,7 +150,7 @@ pub(crate) fn read(r: &mut Reader, regions: &Regions, pages: u64) -> Result<Opti
     {
         return Ok(None);
     }
-    let len = checked_bytes(n_free as usize, n_reserved as usize);
+    let len = checked_bytes(n_reserved as usize);
     if len + ENTRY * objects + 4 * children > room {
         return Ok(None);
     }
@@ -166,17 +161,12 @@ pub(crate) fn read(r: &mut Reader, regions: &Regions, pages: u64) -> Result<Opti
         return Ok(None);
     }
     let at = HEAD as usize;
-    let free = (0..n_free as usize)
-        .map(|i| (get64(&b, at + 16 * i), get64(&b, at + 16 * i + 8)))
-        .collect();
-    let at = at + 16 * n_free as usize;
     let reserved = (0..n_reserved as usize)
         .map(|i| Ino::try_from(get64(&b, at + 8 * i)).unwrap_or(0))
         .collect();
     Ok(Some(Saved {
         off,
         bytes: room,
-        free,
         objects,
         children,
         visible: get64(&head, 56),
