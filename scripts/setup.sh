@@ -11,8 +11,9 @@ need_apt=()
 #   sqlite3, git     real programs the FUSE integration test runs on a mount
 #   fio, bindfs      measuring the FUSE path against a pass-through file system
 #   g++              builds libFuzzer for scripts/fuzz.sh (the libfuzzer-sys crate)
+#   xfs_io           file operations as another user in crates/cli/tests/all/fuse_cache_view.rs
 for pair in fusermount3:fuse3 pkg-config:pkg-config setfattr:attr setfacl:acl \
-            sqlite3:sqlite3 git:git fio:fio bindfs:bindfs g++:g++; do
+            sqlite3:sqlite3 git:git fio:fio bindfs:bindfs g++:g++ xfs_io:xfsprogs; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || need_apt+=("${pair#*:}")
 done
 
