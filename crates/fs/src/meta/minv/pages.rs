@@ -124,14 +124,7 @@ impl Minv {
         mut tx: Tx,
         group: &[Ino],
     ) -> Result<()> {
-        for &x in group {
-            let (word, next) = self.unchain(x, &tx)?;
-            put(&mut tx, word, next);
-            let n = &self.inodes[&x];
-            let (at, place) = (n.at, n.place);
-            self.tree_leave(&mut tx, x, at, place)
-                .map_err(|e| nv_err(fs, e))?;
-        }
+        self.leave(fs, &mut tx, group)?;
         let mut changes = Vec::new();
         for &x in group {
             changes.extend(self.removal(fs, x)?);
@@ -143,15 +136,36 @@ impl Minv {
             }
             return self.commit(&tx).map_err(|e| nv_err(fs, e));
         }
-        let mut head = self.nv.read_u64(DYING_OFF).map_err(|e| nv_err(fs, e))?;
-        for &x in group.iter().rev() {
-            let at = self.inodes[&x].at;
-            put(&mut tx, at + INODE_NEXT, head);
-            head = at;
-        }
+        let head = self.nv.read_u64(DYING_OFF).map_err(|e| nv_err(fs, e))?;
+        let head = self.push_dying(&mut tx, group, head);
         put(&mut tx, DYING_OFF, head);
         self.commit(&tx).map_err(|e| nv_err(fs, e))?;
         self.drain_dying(fs)
+    }
+
+    /// Adds to `tx` the stores that take each inode of `group` out of its chain and out
+    /// of the tree.
+    fn leave<F: Flash>(&mut self, fs: &FileSystem<F>, tx: &mut Tx, group: &[Ino]) -> Result<()> {
+        for &x in group {
+            let (word, next) = self.unchain(x, tx)?;
+            put(tx, word, next);
+            let n = &self.inodes[&x];
+            let (at, place) = (n.at, n.place);
+            self.tree_leave(tx, x, at, place)
+                .map_err(|e| nv_err(fs, e))?;
+        }
+        Ok(())
+    }
+
+    /// Adds to `tx` the links that chain `group` in order onto a dying list whose head
+    /// was `head`; returns the list's new head (stored by the caller).
+    fn push_dying(&self, tx: &mut Tx, group: &[Ino], mut head: u64) -> u64 {
+        for &x in group.iter().rev() {
+            let at = self.inodes[&x].at;
+            put(tx, at + INODE_NEXT, head);
+            head = at;
+        }
+        head
     }
 
     /// Writes a new inode (object `ino`, its record at `record`) and links it into its
@@ -188,19 +202,8 @@ impl Minv {
         // The victims out of their chains and the tree (before the new inode is in its
         // chain: the chain words read here are the NVRAM's), onto the dying list.
         let mut link = Tx::new();
-        for &v in victims {
-            let (word, next) = self.unchain(v, &link)?;
-            put(&mut link, word, next);
-            let n = &self.inodes[&v];
-            let (v_at, v_place) = (n.at, n.place);
-            self.tree_leave(&mut link, v, v_at, v_place).map_err(nv)?;
-        }
-        let mut head = dying;
-        for &v in victims.iter().rev() {
-            let v_at = self.inodes[&v].at;
-            put(&mut link, v_at + INODE_NEXT, head);
-            head = v_at;
-        }
+        self.leave(fs, &mut link, victims)?;
+        let head = self.push_dying(&mut link, victims, dying);
         // Into its bucket and into the tree (its directory's list, its file's links, its
         // owner's set).
         let bucket = self.regions.bucket_word(bucket_of(ino));
