@@ -15,7 +15,8 @@ pub const LONG_ABOUT: &str = "MiNV's Figure 7: for each file size (1 KiB to 32 M
     default, as in the paper), fill a fresh minv file system with as many files of that \
     size as fit, then compare the NVRAM bytes in use with the space model (equations 1-4 \
     with our structure sizes) for those files. File names are 8 bytes, as the model \
-    assumes. Then a clean unmount: the state it saves (so the next mount walks nothing) \
+    assumes. Then a clean unmount: the state it saves (the namespace index the next mount \
+    reads objects through) \
     against the model's.";
 
 /// Bytes of each file's name (the model's inode size includes the name).

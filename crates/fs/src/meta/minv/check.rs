@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use nandkit_flash::Flash;
 
-use super::layout::{get64, NvBlock, DYING_OFF, TABLE_OFF};
+use super::layout::{get64, NvBlock, DYING_OFF, INODES_OFF, RESERVED_OFF, SERIAL_OFF, TABLE_OFF};
 use super::recover::{walk, Reader};
 use super::Minv;
 use crate::blocks::BlockState;
@@ -75,6 +75,7 @@ fn check_problems<F: Flash>(
         }
     };
     p.extend(super::tree::check(&mut r, &found));
+    p.extend(counts(&mut r, &found, fs.next_serial));
     // The NVRAM says what the store believes.
     if found.inodes.len() != m.inodes.len() {
         p.push(format!(
@@ -92,7 +93,11 @@ fn check_problems<F: Flash>(
                 // The store keeps where the structures are (all of them, once read); the
                 // pages they hold it reads in place.
                 let blocks_differ = mine.loaded && mine.blocks != n.blocks;
-                if mine.at != n.at || blocks_differ || mine.place != n.place {
+                if mine.at != n.at
+                    || blocks_differ
+                    || mine.place != n.place
+                    || mine.reserved != n.reserved
+                {
                     p.push(format!(
                         "object {ino}: NVRAM inode differs from the store's view"
                     ));
@@ -266,6 +271,48 @@ fn check_problems<F: Flash>(
                 }
             }
         }
+    }
+    p
+}
+
+/// The log region's counts (`layout`) against the walked inodes: a mount after a crash
+/// takes them as they are. And the next version to give is past every record's.
+fn counts(r: &mut Reader, found: &super::recover::Found2, next_serial: u64) -> Vec<String> {
+    let mut p = Vec::new();
+    let word = |r: &mut Reader, off| r.read(off, 8).map(|b| get64(&b, 0)).unwrap_or(0);
+    let inodes = word(r, INODES_OFF);
+    let reserved = word(r, RESERVED_OFF);
+    let serial = word(r, SERIAL_OFF);
+    let all = found.inodes.len() as u64;
+    let visible = found
+        .inodes
+        .values()
+        .filter(|(n, _, _)| n.place.kind.is_visible())
+        .count() as u64;
+    let holding = found.inodes.values().filter(|(n, _, _)| n.reserved).count() as u64;
+    if (inodes >> 32, inodes & 0xffff_ffff) != (all, visible) {
+        p.push(format!(
+            "NVRAM: the counts say {} inodes, {} visible; the walk found {all}, {visible}",
+            inodes >> 32,
+            inodes & 0xffff_ffff
+        ));
+    }
+    if reserved != holding {
+        p.push(format!(
+            "NVRAM: the count of files with fallocated chunks says {reserved}, the walk \
+             found {holding}"
+        ));
+    }
+    let newest = found.inodes.values().map(|(_, rec, _)| rec.version).max();
+    if let Some(v) = newest.filter(|&v| v >= serial) {
+        p.push(format!(
+            "NVRAM: a record has version {v}, not below the version mark {serial}"
+        ));
+    }
+    if let Some(v) = newest.filter(|&v| v >= next_serial) {
+        p.push(format!(
+            "NVRAM: a record has version {v}, and the file system gives {next_serial} next"
+        ));
     }
     p
 }

@@ -46,6 +46,15 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
+    /// What the entry says of its object beside its record.
+    pub(crate) fn facts(&self) -> crate::lazy::IndexFacts {
+        crate::lazy::IndexFacts {
+            links: self.links,
+            xattr_set: self.xattr_set,
+            subdirs: self.subdirs,
+        }
+    }
+
     pub(crate) fn encode(&self) -> [u8; ENTRY as usize] {
         let mut b = [0u8; ENTRY as usize];
         b[0..4].copy_from_slice(&self.ino.to_le_bytes());

@@ -5,9 +5,10 @@
 //!         the file system's id (the one its flash record holds), the file system
 //!         configuration (JSON), CRC-32C over all of it. Written at mkfs, never changed
 //!         after.
-//! 4096    redo log (1 KiB): entry count, checksum, up to 61 (offset, value) word stores,
-//!         then the dying list's head, a spare word, the saved state's word and the
-//!         high-water mark.
+//! 4096    redo log (1 KiB): entry count, checksum, up to 60 (offset, value) word stores,
+//!         then the dying list's head, the counts of inodes (and of visible objects) and
+//!         of files with fallocated chunks, the version high-water mark, the saved state's word and the
+//!         object-number high-water mark.
 //! 5120    block information, per flash erase block (the paper's 16 bytes per block of 32
 //!         pages): a status word (erased, in use, bad, anchor), then 2 bits per page
 //!         (available, valid, dirty), 32 pages to a word.
@@ -37,20 +38,36 @@
 use crate::error::{FsError, Result};
 use crate::layout::Layout;
 
-pub(crate) const MAGIC: [u8; 8] = *b"NKMINV\0\x03";
-pub(crate) const VERSION: u32 = 3;
+pub(crate) const MAGIC: [u8; 8] = *b"NKMINV\0\x04";
+pub(crate) const VERSION: u32 = 4;
 
 pub(crate) const SUPER_BYTES: u64 = 4096;
 pub(crate) const LOG_OFF: u64 = SUPER_BYTES;
 pub(crate) const LOG_BYTES: u64 = 1024;
-/// Word stores one redo transaction may hold: (1024 - 16 - 4 * 8) / 16. A rename over a
+/// Word stores one redo transaction may hold: (1024 - 16 - 6 * 8) / 16. A rename over a
 /// hard link whose file goes with it, and that file's attribute set, is the largest
-/// (about 40 stores: chains, child lists, counts, records, bits).
-pub(crate) const LOG_ENTRIES: usize = 61;
+/// (about 42 stores: chains, child lists, counts, records, bits).
+pub(crate) const LOG_ENTRIES: usize = 60;
 /// The head of the dying list: inodes already unchained whose published pages are still
 /// being marked dirty in the page states (a file too large for one transaction), linked
 /// through their chain words. A writable mount finishes them first.
 pub(crate) const DYING_OFF: u64 = LOG_OFF + 16 + 16 * LOG_ENTRIES as u64;
+/// Inodes (high 32 bits), and of them those of objects a listing shows, not hard links or
+/// attribute sets, the root included (low 32 bits): changed in the transactions that link
+/// and unlink inodes, so a mount after a crash knows `statfs`'s object count, and the
+/// room a clean unmount's saved state will take, without reading them.
+pub(crate) const INODES_OFF: u64 = DYING_OFF + 8;
+/// Inodes whose record holds fallocated chunks: changed in the transactions that publish
+/// such a record or remove its inode. Their reservations count against free space from
+/// the mount on, so a mount that finds any must find them (it walks, see `recover`).
+pub(crate) const RESERVED_OFF: u64 = DYING_OFF + 16;
+/// Record versions below it may have been given out, so a mount after a crash gives
+/// none of them again: raised in steps of [`SERIAL_STEP`] before a record past it is
+/// published, like [`HIGH_WATER_OFF`].
+pub(crate) const SERIAL_OFF: u64 = DYING_OFF + 24;
+/// Versions the mark runs ahead by: one NVRAM store per this many serials (data pages
+/// take them too); a crash skips at most this many.
+pub(crate) const SERIAL_STEP: u64 = 1024;
 /// The log region's last word: object numbers below it may have been given out, so a
 /// mount never gives them again (deleted objects leave no inode to say so). Raised in
 /// steps of [`HIGH_WATER_STEP`] before an inode past it is published. Images made before
@@ -188,6 +205,16 @@ impl Regions {
         self.buckets_off + 8 * bucket
     }
 
+    /// Flash pages of the device.
+    pub(crate) fn pages(&self) -> u64 {
+        u64::from(self.blocks) * u64::from(self.pages_per_block)
+    }
+
+    /// The most inodes the heap can hold (a bound for walks of chains and lists).
+    pub(crate) fn most_inodes(&self) -> u64 {
+        (self.heap_end - self.heap_off) / INODE_BYTES
+    }
+
     /// Heap units.
     pub(crate) fn units(&self) -> u64 {
         (self.heap_end - self.heap_off) / UNIT
@@ -239,6 +266,8 @@ impl Regions {
     /// head, never the superblock or the log itself.
     pub(crate) fn loggable(&self, off: u64) -> bool {
         off == DYING_OFF
+            || off == INODES_OFF
+            || off == RESERVED_OFF
             || off >= TABLE_OFF && off + 8 <= self.heap_off
             || off >= self.heap_off && off < self.heap_end
     }
@@ -573,6 +602,6 @@ mod tests {
         assert!(Regions::new(4096, 32, 4096).is_err());
         // Page states: the last page of block 1, and the log's words stay apart.
         assert_eq!(r.state_word(63), (TABLE_OFF + 16 + 8, 62));
-        const { assert!(DYING_OFF + 8 <= super::super::save::CLEAN_OFF) };
+        const { assert!(SERIAL_OFF + 8 <= super::super::save::CLEAN_OFF) };
     }
 }

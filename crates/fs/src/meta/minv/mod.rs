@@ -109,9 +109,23 @@ pub(crate) struct NvInode {
     pub loaded: bool,
     /// Where it hangs in the namespace tree, as its NVRAM record says (`tree`).
     pub place: tree::Place,
+    /// Its NVRAM record holds fallocated chunks (counted at `layout::RESERVED_OFF`).
+    pub reserved: bool,
 }
 
 impl NvInode {
+    /// The inode at `at` whose NVRAM record is `rec`, its offsets not read (`loaded`: it
+    /// has none).
+    pub(super) fn new(at: u64, rec: &Record, loaded: bool) -> NvInode {
+        NvInode {
+            at,
+            blocks: Default::default(),
+            loaded,
+            place: tree::Place::of(rec),
+            reserved: !rec.reserve.is_empty(),
+        }
+    }
+
     /// Back to "offsets not read" (a chain that failed to read or check).
     fn unread(&mut self) {
         self.blocks.clear();
@@ -131,6 +145,8 @@ pub struct Minv {
     dead: Vec<Ino>,
     /// The object-number high-water mark as stored (see `layout::HIGH_WATER_OFF`).
     high_water: u64,
+    /// The record-version high-water mark as stored (see `layout::SERIAL_OFF`).
+    serial_mark: u64,
     /// Flash pages of the device.
     pages: u64,
     /// The saved state's word (`save::CLEAN_OFF`) is still set in the NVRAM: a writable
@@ -191,6 +207,7 @@ impl Minv {
             lazy: None,
             dead: Vec::new(),
             high_water: 0,
+            serial_mark: 0,
             pages: u64::from(fs.layout.blocks) * u64::from(fs.layout.pages_per_block),
             clean_word: false,
             slots_compared: 0,
@@ -363,7 +380,7 @@ impl Minv {
 
     /// At clean unmount, with everything persisted: saves the heap's free extents and the
     /// namespace index, then points the clean word at them (see `save`). No
-    /// room in the heap: nothing is saved and the next mount walks everything.
+    /// room in the heap: nothing is saved and the next mount reads the tree in place.
     fn save_state<F: Flash>(&mut self, fs: &FileSystem<F>) -> Result<()> {
         // The new state may go where the old one was: the old one's word goes first.
         self.unclean().map_err(|e| nv_err(fs, e))?;
@@ -405,7 +422,8 @@ impl Minv {
     }
 
     /// The namespace index of every object with an inode (`index`), or None if RAM and
-    /// the NVRAM disagree on what exists (then nothing is saved and the next mount walks).
+    /// the NVRAM disagree on what exists (then nothing is saved: the next mount reads the
+    /// tree in place).
     fn namespace<F: Flash>(&self, fs: &FileSystem<F>) -> Option<save::Namespace> {
         let mut inos: Vec<Ino> = self.inodes.keys().copied().collect();
         inos.sort_unstable();
@@ -460,7 +478,7 @@ impl Minv {
     /// Frees an unchained inode's allocations.
     fn release_inode(&mut self, ino: Ino) {
         // A chain never read is read now, to free it; if it cannot be, its structures
-        // stay taken until the next mount that walks everything.
+        // stay taken (in the bitmap too: fsck reports them).
         let _ = self.nv_load(ino);
         self.promises.take(ino);
         let Some(n) = self.inodes.remove(&ino) else {
@@ -471,7 +489,7 @@ impl Minv {
             l.gone.insert(ino);
         }
         self.heap.release(n.at, INODE_BYTES);
-        // A record that cannot be read stays taken until a mount walks everything.
+        // A record that cannot be read stays taken (fsck reports it).
         if let Ok(record) = self.record_at(n.at) {
             self.heap.release(record.off, record.bytes);
         }
@@ -891,6 +909,14 @@ impl Minv {
             self.slots_compared += compared;
             diff
         };
+        if rec.version >= self.serial_mark {
+            // Durable before the record is published: a mount after a crash gives out
+            // versions from here on (`layout::SERIAL_OFF`).
+            let mark = rec.version + layout::SERIAL_STEP;
+            self.store_persist(layout::SERIAL_OFF, mark)
+                .map_err(|e| nv_err(fs, e))?;
+            self.serial_mark = mark;
+        }
         let new = !self.inodes.contains_key(&ino);
         if new && u64::from(ino) >= self.high_water {
             // Durable before the inode is published: a mount after a crash, or after
@@ -902,15 +928,7 @@ impl Minv {
         }
         if new {
             let at = self.alloc(INODE_BYTES)?;
-            self.inodes.insert(
-                ino,
-                NvInode {
-                    at,
-                    blocks: Default::default(),
-                    loaded: true,
-                    place: tree::Place::of(rec),
-                },
-            );
+            self.inodes.insert(ino, NvInode::new(at, rec, true));
         }
         let out = self.publish(fs, ino, rec, &bytes, &diff, new);
         if out.is_ok() && fs.objects.get(&ino).is_some_and(|o| has_data(o.kind)) && !unloaded {
@@ -1000,6 +1018,11 @@ impl Minv {
             }
         };
         let mut tx: pages::Tx = vec![(at + INODE_RECORD, ext.off)];
+        let reserved = !rec.reserve.is_empty();
+        if reserved != self.inodes[&ino].reserved {
+            self.count(&mut tx, layout::RESERVED_OFF, reserved)
+                .map_err(|e| nv_err(fs, e))?;
+        }
         let mut swapped = vec![(old, ext)];
         let parent = rec.names.first().map_or(0, |n| n.parent);
         self.tree_move(&mut tx, ino, parent)
@@ -1032,7 +1055,9 @@ impl Minv {
         for (old, _) in swapped {
             self.heap.release(old.off, old.bytes);
         }
-        self.inodes.get_mut(&ino).expect("listed").place = tree::Place::of(rec);
+        let n = self.inodes.get_mut(&ino).expect("listed");
+        n.place = tree::Place::of(rec);
+        n.reserved = reserved;
         if let Some((t, names)) = renamed {
             if let Some(n) = self.inodes.get_mut(&t) {
                 n.place.parent = names.first().map_or(0, |n| n.parent);
@@ -1089,8 +1114,8 @@ impl Minv {
             nv: &mut self.nv,
             patch: Default::default(),
         };
-        let (_, _, old, _, mut trec) =
-            recover::read_inode(&mut r, &regions, fs.layout.chunk_bytes, at, None)?;
+        let i = recover::read_inode(&mut r, &regions, fs.layout.chunk_bytes, at, None)?;
+        let (old, mut trec) = (i.record, i.rec);
         if trec.names == names {
             return Ok(None);
         }

@@ -18,10 +18,11 @@ use nandkit_nvram::NvramError;
 
 use super::bitmap::Change;
 use super::layout::{
-    bucket_of, get64, PageState, DYING_OFF, INODE_BYTES, INODE_NEXT, LOG_ENTRIES, OFFSETS_BYTES,
-    PAGES_PER_WORD,
+    bucket_of, get64, PageState, DYING_OFF, INODES_OFF, INODE_BYTES, INODE_NEXT, LOG_ENTRIES,
+    OFFSETS_BYTES, PAGES_PER_WORD, RESERVED_OFF,
 };
 use super::recover::{self, Reader};
+use super::tree::Half;
 use super::{nv_err, Extent, Minv, NvInode};
 use crate::error::{FsError, Result};
 use crate::fs::FileSystem;
@@ -150,10 +151,42 @@ impl Minv {
             let (word, next) = self.unchain(x, tx)?;
             put(tx, word, next);
             let n = &self.inodes[&x];
-            let (at, place) = (n.at, n.place);
+            let (at, place, reserved) = (n.at, n.place, n.reserved);
             self.tree_leave(tx, x, at, place)
+                .and_then(|_| self.counts(tx, place.kind, reserved, false))
                 .map_err(|e| nv_err(fs, e))?;
         }
+        Ok(())
+    }
+
+    /// Adds to `tx` the stores that count an inode of kind `kind` (`reserved`: its
+    /// record holds fallocated chunks) in or out of the log region's counts.
+    pub(super) fn counts(
+        &mut self,
+        tx: &mut Tx,
+        kind: crate::types::Kind,
+        reserved: bool,
+        up: bool,
+    ) -> std::result::Result<(), NvramError> {
+        self.add_half(tx, INODES_OFF, Half::High, up)?;
+        if kind.is_visible() {
+            self.add_half(tx, INODES_OFF, Half::Low, up)?;
+        }
+        if reserved {
+            self.count(tx, RESERVED_OFF, up)?;
+        }
+        Ok(())
+    }
+
+    /// Adds to `tx` the store that moves the count at `off` by one.
+    pub(super) fn count(
+        &mut self,
+        tx: &mut Tx,
+        off: u64,
+        up: bool,
+    ) -> std::result::Result<(), NvramError> {
+        let v = self.word(tx, off)?;
+        put(tx, off, if up { v + 1 } else { v.saturating_sub(1) });
         Ok(())
     }
 
@@ -184,7 +217,8 @@ impl Minv {
         victims: &[Ino],
     ) -> Result<()> {
         let n = &self.inodes[&ino];
-        let (at, first, place) = (n.at, n.blocks.first().unwrap_or(0), n.place);
+        let (at, first, place, reserved) =
+            (n.at, n.blocks.first().unwrap_or(0), n.place, n.reserved);
         let mut changes: Vec<Change> = n
             .blocks
             .iter()
@@ -209,7 +243,9 @@ impl Minv {
         let bucket = self.regions.bucket_word(bucket_of(ino));
         let next = self.word(&link, bucket).map_err(nv)?;
         put(&mut link, bucket, at);
-        self.tree_join(&mut link, ino, at, place).map_err(nv)?;
+        self.tree_join(&mut link, ino, at, place)
+            .and_then(|()| self.counts(&mut link, place.kind, reserved, true))
+            .map_err(nv)?;
         if !victims.is_empty() {
             put(&mut link, DYING_OFF, head);
         }
@@ -326,13 +362,9 @@ fn dying_entry(
             "the dying list points at {at}, outside the heap"
         )));
     }
-    let (ino, next, record, first, rec) = recover::read_inode(r, regions, chunk_bytes, at, None)?;
-    let mut n = NvInode {
-        at,
-        blocks: Default::default(),
-        loaded: false,
-        place: super::tree::Place::of(&rec),
-    };
+    let i = recover::read_inode(r, regions, chunk_bytes, at, None)?;
+    let (ino, next, record, first) = (i.ino, i.next, i.record, i.first);
+    let mut n = NvInode::new(at, &i.rec, false);
     let mut seen = Default::default();
     let slots = recover::read_chain(r, regions, ino, first, pages, &mut seen, &mut n)?;
     let mut extents: Vec<Extent> = n

@@ -19,8 +19,8 @@ use nandkit_nvram::Nvram;
 use super::heap::Heap;
 use super::layout::{
     bucket_of, get32, get64, record_bytes, NvBlock, Regions, Superblock, BUCKETS, DYING_OFF,
-    HIGH_WATER_OFF, HIGH_WATER_STEP, INODE_BYTES, OFFSETS_BYTES, OFFSETS_HEAD, SLOTS, SUPER_BYTES,
-    TABLE_OFF, UNIT,
+    HIGH_WATER_OFF, HIGH_WATER_STEP, INODES_OFF, INODE_BYTES, OFFSETS_BYTES, OFFSETS_HEAD,
+    RESERVED_OFF, SERIAL_OFF, SLOTS, SUPER_BYTES, TABLE_OFF, UNIT,
 };
 use super::{Extent, Minv, NvInode};
 use crate::blocks::BlockState;
@@ -231,17 +231,49 @@ fn inode_number(raw: u64, b: u64, at: u64) -> Result<Ino> {
         .ok_or_else(|| corrupt(format!("inode at {at} has number {raw}, not of chain {b}")))
 }
 
-/// An inode and its record, read and checked: (object number, next inode, record extent,
-/// offset chain head, record).
+/// An inode and its record, read and checked.
+pub(super) struct InodeRead {
+    pub ino: Ino,
+    /// The next inode in its chain (or on the dying list).
+    pub next: u64,
+    /// Where its record is.
+    pub record: Extent,
+    /// Its first offset structure (0: none).
+    pub first: u64,
+    pub rec: Record,
+    /// The inode as read: its tree words (`tree`) are read from here.
+    pub bytes: Vec<u8>,
+}
+
+impl InodeRead {
+    /// The store's view of it, offsets not read.
+    pub(super) fn nv_inode(&self, at: u64) -> NvInode {
+        NvInode::new(at, &self.rec, self.first == 0)
+    }
+}
+
+/// The inode at `at` and its record, read and checked (on chain `b` if given).
 pub(super) fn read_inode(
     r: &mut Reader,
     regions: &Regions,
     chunk_bytes: u32,
     at: u64,
     b: Option<u64>,
-) -> Result<(Ino, u64, Extent, u64, Record)> {
-    let i = r.read(at, INODE_BYTES)?;
-    let raw = get64(&i, 0);
+) -> Result<InodeRead> {
+    let bytes = r.read(at, INODE_BYTES)?;
+    parse_inode(r, regions, chunk_bytes, at, b, bytes)
+}
+
+/// `read_inode` of an inode already read (`bytes`): its record is read and checked.
+pub(super) fn parse_inode(
+    r: &mut Reader,
+    regions: &Regions,
+    chunk_bytes: u32,
+    at: u64,
+    b: Option<u64>,
+    bytes: Vec<u8>,
+) -> Result<InodeRead> {
+    let raw = get64(&bytes, 0);
     let ino = match b {
         Some(b) => inode_number(raw, b, at)?,
         None => Ino::try_from(raw & 0xffff_ffff)
@@ -249,7 +281,7 @@ pub(super) fn read_inode(
             .filter(|&x| x != 0)
             .ok_or_else(|| corrupt(format!("inode at {at} has number {raw}")))?,
     };
-    let (next, rec_off, first) = (get64(&i, 8), get64(&i, 16), get64(&i, 24));
+    let (next, rec_off, first) = (get64(&bytes, 8), get64(&bytes, 16), get64(&bytes, 24));
     if !heap_ok(regions, rec_off, UNIT) {
         return Err(corrupt(format!(
             "object {ino}: record pointer {rec_off} is bad"
@@ -263,8 +295,8 @@ pub(super) fn read_inode(
     {
         return Err(corrupt(format!("object {ino}: record length {len} is bad")));
     }
-    let bytes = r.read(rec_off, len)?;
-    let rec = Record::decode(&bytes)
+    let rec_bytes = r.read(rec_off, len)?;
+    let rec = Record::decode(&rec_bytes)
         .ok_or_else(|| corrupt(format!("object {ino}: record fails its checksum")))?;
     if first != 0 && !heap_ok(regions, first, OFFSETS_BYTES) {
         return Err(corrupt(format!(
@@ -275,7 +307,14 @@ pub(super) fn read_inode(
         off: rec_off,
         bytes: record_bytes(len as usize),
     };
-    Ok((ino, next, record, first, rec))
+    Ok(InodeRead {
+        ino,
+        next,
+        record,
+        first,
+        rec,
+        bytes,
+    })
 }
 
 /// Walks the inode table: every inode, its record and (with `files`) its offset chain;
@@ -302,18 +341,15 @@ pub(super) fn walk(
                     "inode chain {b} points at offset {at}, outside the heap or seen twice"
                 )));
             }
-            let (ino, next, record, first, rec) = read_inode(r, regions, chunk_bytes, at, Some(b))?;
+            let i = read_inode(r, regions, chunk_bytes, at, Some(b))?;
+            let (ino, next, first) = (i.ino, i.next, i.first);
             if out.inodes.contains_key(&ino) {
                 return Err(corrupt(format!("object {ino} has two inodes")));
             }
             out.extents.push((at, INODE_BYTES));
-            out.extents.push((record.off, record.bytes));
-            let mut n = NvInode {
-                at,
-                blocks: Default::default(),
-                loaded: first == 0,
-                place: super::tree::Place::of(&rec),
-            };
+            out.extents.push((i.record.off, i.record.bytes));
+            let mut n = i.nv_inode(at);
+            let rec = i.rec;
             let slots = if files || rec.kind != crate::types::Kind::File {
                 read_chain(r, regions, ino, first, pages, &mut seen_at, &mut n)?
             } else {
@@ -395,17 +431,53 @@ fn block_table<F: Flash>(
     Ok(table.valid)
 }
 
-/// Mounts the file system whose metadata is in `nv` over `dev`.
-pub(crate) fn mount<F: Flash>(nv: Nvram, dev: F, options: &MountOptions) -> Result<FileSystem<F>> {
-    mount_inner(nv, dev, options, false)
+/// How a mount learns what the NVRAM holds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Via {
+    /// A clean unmount's saved index, if it left one that checks (else `Live`).
+    Saved,
+    /// The inodes in place, read when a call first reaches them: hash chains, child
+    /// lists and the log region's counts (`lazy`).
+    Live,
+    /// Every inode and record read at mount: what `Live` reads is damaged, or files
+    /// hold fallocated chunks (their reservations count from the mount on).
+    Walk,
 }
 
-/// `mount`; `ignore_saved` walks even after a clean unmount (its state was damaged).
-fn mount_inner<F: Flash>(
+/// Mounts the file system whose metadata is in `nv` over `dev`.
+pub(crate) fn mount<F: Flash>(nv: Nvram, dev: F, options: &MountOptions) -> Result<FileSystem<F>> {
+    mount_via(nv, dev, options, Via::Saved)
+}
+
+/// A store over `nv` as a mount starts it: nothing in RAM yet.
+fn new_store(nv: Nvram, regions: Regions, heap: Heap, high_water: u64, serial_mark: u64) -> Minv {
+    let pages = regions.pages();
+    Minv {
+        heap,
+        nv,
+        regions,
+        inodes: HashMap::new(),
+        lazy: None,
+        dead: Vec::new(),
+        high_water,
+        serial_mark,
+        pages,
+        clean_word: false,
+        slots_compared: 0,
+        promises: Default::default(),
+        reserved_files: 0,
+        after_crash: false,
+        unapplied: HashMap::new(),
+    }
+}
+
+/// `mount`, the NVRAM read `via` this (a damaged saved state or tree falls back to the
+/// next way, the walk last: it reports what is damaged).
+fn mount_via<F: Flash>(
     mut nv: Nvram,
     dev: F,
     options: &MountOptions,
-    ignore_saved: bool,
+    via: Via,
 ) -> Result<FileSystem<F>> {
     let mut r = Reader {
         nv: &mut nv,
@@ -429,9 +501,8 @@ fn mount_inner<F: Flash>(
     }
 
     // Block information: status, and the pages published.
-    let ppb = fs.layout.pages_per_block;
     let valid = block_table(&mut r, &regions, &mut fs)?;
-    let pages = u64::from(fs.layout.blocks) * u64::from(ppb);
+    let pages = regions.pages();
     let high_water = get64(&r.read(HIGH_WATER_OFF, 8)?, 0);
     let numbers_end = u64::from(fs.layout.tags.max_obj()) + HIGH_WATER_STEP + 1;
     if high_water > numbers_end {
@@ -440,12 +511,13 @@ fn mount_inner<F: Flash>(
             fs.layout.tags.max_obj()
         )));
     }
+    let serial_mark = get64(&r.read(SERIAL_OFF, 8)?, 0);
     // After a clean unmount (no transaction in the log, no inode left dying), what it
     // saved spares the walk: objects are read when a call first reaches them (see
     // `lazy`).
     let dying = get64(&r.read(DYING_OFF, 8)?, 0);
     let saved = match &log {
-        None if !ignore_saved && dying == 0 => super::save::read(&mut r, &regions, pages)?,
+        None if via == Via::Saved && dying == 0 => super::save::read(&mut r, &regions, pages)?,
         _ => None,
     };
     // The heap from its bitmap, as after a crash (a fixed read, however fragmented the
@@ -474,12 +546,24 @@ fn mount_inner<F: Flash>(
         for &p in &valid {
             fs.blocks.set_valid(p);
         }
-        return match mount_lazy(&mut fs, nv, regions, s, heap, high_water, options) {
+        let mut store = new_store(nv, regions, heap, high_water, serial_mark);
+        store.lazy = Some(super::lazy::Lazy::saved(&s));
+        // From the first change on, the state no longer describes the NVRAM: a crash must
+        // not use it, so a writable mount clears the word before it changes anything
+        // (and not before: a mount that writes nothing leaves the NVRAM as it found it).
+        // The state's room stays taken while objects are still read from it.
+        store.clean_word = !options.read_only;
+        store.reserved_files = s.reserved.len() as u64;
+        let facts = Counts {
+            visible: s.visible,
+            next_serial: s.next_serial,
+        };
+        return match mount_lazy(&mut fs, store, facts, s.reserved) {
             Ok(()) => Ok(fs),
-            // The index is damaged where the mount reads it: the walk needs none of it.
+            // The index is damaged where the mount reads it: the tree needs none of it.
             Err(FsError::CorruptNvram(_)) => {
                 let (dev, nv) = fs.into_parts();
-                mount_inner(nv.expect("the NVRAM"), dev, options, true)
+                mount_via(nv.expect("the NVRAM"), dev, options, Via::Live)
             }
             Err(e) => Err(e),
         };
@@ -489,10 +573,20 @@ fn mount_inner<F: Flash>(
         nv: &mut nv,
         patch: log.iter().flatten().copied().collect(),
     };
+    let inodes = get64(&r.read(INODES_OFF, 8)?, 0);
+    let (visible, all) = (inodes & 0xffff_ffff, inodes >> 32);
+    let reserved = get64(&r.read(RESERVED_OFF, 8)?, 0);
+    let most = regions.most_inodes();
+    // Versions stay far from the end of u64 (`take_serial` adds to them).
+    let counts_ok = visible <= all && all <= most && serial_mark < 1 << 62;
+    let live = via != Via::Walk && reserved == 0 && counts_ok;
     // The files' offset structures are not read: which pages are published the page
     // states say, what the heap holds its bitmap, and a file's chunk map is read when
     // the file is first used (`Minv::load_map`).
-    let found = walk(&mut r, &regions, fs.layout.chunk_bytes, pages, false)?;
+    let found = match live {
+        true => None,
+        false => Some(walk(&mut r, &regions, fs.layout.chunk_bytes, pages, false)?),
+    };
     // A state this mount did not use (damaged, or its index was) must not outlive the
     // first change either.
     let word_set = get64(&r.read(super::save::CLEAN_OFF, 8)?, 0) != 0;
@@ -507,22 +601,9 @@ fn mount_inner<F: Flash>(
         &taken_extents(&regions, &bitmap, &dying_extents),
     );
     drop(r);
-    let mut store = Minv {
-        heap,
-        nv,
-        regions,
-        inodes: HashMap::new(),
-        lazy: None,
-        dead: Vec::new(),
-        high_water,
-        pages,
-        clean_word: word_set && !options.read_only,
-        slots_compared: 0,
-        promises: Default::default(),
-        reserved_files: 0,
-        after_crash: true,
-        unapplied: HashMap::new(),
-    };
+    let mut store = new_store(nv, regions, heap, high_water, serial_mark);
+    store.clean_word = word_set && !options.read_only;
+    store.after_crash = true;
     if let Some(entries) = log {
         if options.read_only {
             store.unapplied = entries.iter().copied().collect();
@@ -538,6 +619,30 @@ fn mount_inner<F: Flash>(
     if !options.read_only {
         store.drain_dying(&fs)?;
     }
+    // Published pages, as the page states say (those of inodes left dying are nobody's).
+    for &p in &valid {
+        fs.blocks.set_valid(p);
+    }
+    for p in dying.into_iter().flat_map(|d| d.pages) {
+        fs.blocks.invalidate(p);
+    }
+    let Some(found) = found else {
+        // The tree in place: nothing more to read now (see `lazy`).
+        store.lazy = Some(super::lazy::Lazy::live(all));
+        let facts = Counts {
+            visible,
+            next_serial: serial_mark.max(1),
+        };
+        return match mount_lazy(&mut fs, store, facts, Vec::new()) {
+            Ok(()) => Ok(fs),
+            // The tree or a count is damaged where the mount reads it: the walk says where.
+            Err(FsError::CorruptNvram(_)) => {
+                let (dev, nv) = fs.into_parts();
+                mount_via(nv.expect("the NVRAM"), dev, options, Via::Walk)
+            }
+            Err(e) => Err(e),
+        };
+    };
     let mut seen = Vec::with_capacity(found.inodes.len());
     let mut order: Vec<Ino> = found.inodes.keys().copied().collect();
     order.sort_unstable();
@@ -564,13 +669,8 @@ fn mount_inner<F: Flash>(
         store.inodes.insert(ino, n);
     }
     fs.rebuild(seen)?;
-    // Published pages, as the page states say (those of inodes left dying are nobody's).
-    for &p in &valid {
-        fs.blocks.set_valid(p);
-    }
-    for p in dying.into_iter().flat_map(|d| d.pages) {
-        fs.blocks.invalidate(p);
-    }
+    // Versions below the mark may have been given since (a record cut short).
+    fs.next_serial = fs.next_serial.max(serial_mark);
     // Numbers below the mark may have named objects since deleted: never again.
     fs.next_ino = fs
         .next_ino
@@ -595,45 +695,29 @@ fn mount_inner<F: Flash>(
     Ok(fs)
 }
 
-/// The mount after a clean unmount: the block table (its pages valid already) and the
-/// saved state are all it reads.
-/// The root is put in RAM, and the files with fallocated chunks (their reservations count
-/// against free space at once); every other object waits for the first call that reaches
-/// it.
+/// What a mount that reads objects later must know of them all at once.
+struct Counts {
+    /// Objects a listing shows, root included (`statfs`).
+    visible: u64,
+    /// The next record version to give.
+    next_serial: u64,
+}
+
+/// The mount that reads objects when a call first reaches them (`lazy`), from a clean
+/// unmount's saved index or from the tree in place: the root is put in RAM, and the files
+/// with fallocated chunks (`reserved`: their reservations count against free space at
+/// once); every other object waits for the first call that reaches it.
 fn mount_lazy<F: Flash>(
     fs: &mut FileSystem<F>,
-    nv: Nvram,
-    regions: Regions,
-    s: super::save::Saved,
-    heap: Heap,
-    high_water: u64,
-    options: &MountOptions,
+    mut store: Minv,
+    counts: Counts,
+    reserved: Vec<Ino>,
 ) -> Result<()> {
-    let pages = u64::from(fs.layout.blocks) * u64::from(fs.layout.pages_per_block);
-    let mut store = Minv {
-        heap,
-        nv,
-        regions,
-        inodes: HashMap::new(),
-        lazy: Some(super::lazy::Lazy::new(&s)),
-        dead: Vec::new(),
-        high_water,
-        pages,
-        // From the first change on, the state no longer describes the NVRAM: a crash must
-        // walk, so a writable mount clears the word before it changes anything (and not
-        // before: a mount that writes nothing leaves the NVRAM as it found it). The
-        // state's room stays taken while objects are still read from it.
-        clean_word: !options.read_only,
-        slots_compared: 0,
-        promises: Default::default(),
-        reserved_files: s.reserved.len() as u64,
-        after_crash: false,
-        unapplied: HashMap::new(),
-    };
-    fs.next_serial = s.next_serial;
-    fs.next_ino = (crate::types::ROOT_INO + 1).max(u32::try_from(high_water).unwrap_or(u32::MAX));
+    fs.next_serial = counts.next_serial;
+    fs.next_ino =
+        (crate::types::ROOT_INO + 1).max(u32::try_from(store.high_water).unwrap_or(u32::MAX));
     fs.lazy_pending = true;
-    fs.lazy_uncounted = s.visible;
+    fs.lazy_uncounted = counts.visible;
     fs.mount_method = MountMethod::Nvram;
     let ns = store.nv.take_elapsed_ns();
     fs.dev.get_mut().advance_clock_ns(ns);
@@ -644,9 +728,9 @@ fn mount_lazy<F: Flash>(
         .get(&crate::types::ROOT_INO)
         .is_none_or(|o| o.kind != crate::types::Kind::Dir)
     {
-        return Err(corrupt("the saved index has no root directory"));
+        return Err(corrupt("the NVRAM has no root directory"));
     }
-    for ino in s.reserved {
+    for ino in reserved {
         fs.present(ino)?;
         fs.map(ino)?;
     }

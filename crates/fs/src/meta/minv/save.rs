@@ -1,15 +1,16 @@
-//! What a clean unmount leaves for the next mount, so that mount walks nothing: an index
-//! of the namespace (`index`). The NVRAM manager's free space (the heap bitmap) and which
-//! flash pages hold published data (the page states, `layout`) every mount reads as they
-//! are. (The paper's structures are never rebuilt. Ours are used in place too, but the
-//! file system keeps its own object of each file in RAM, built the first time a call
-//! reaches it, see `lazy`, with its chunk map the first time the file is used, see
-//! `Minv::load_map`; this state lets the mount skip the walk that would find them. The
-//! tree kept in the inodes, `tree`, holds the same facts, exact after any crash; the
-//! mount does not use it in place yet.)
+//! What a clean unmount leaves for the next mount: an index of the namespace (`index`),
+//! the next header version and the files with fallocated chunks. The NVRAM manager's free
+//! space (the heap bitmap) and which flash pages hold published data (the page states,
+//! `layout`) every mount reads as they are. (The paper's structures are never rebuilt.
+//! Ours are used in place too: the file system keeps its own object of each file in RAM,
+//! built the first time a call reaches it, see `lazy`, with its chunk map the first time
+//! the file is used, see `Minv::load_map`. The tree kept in the inodes, `tree`, and the
+//! log region's counts hold the same facts, exact after any crash, and a mount without a
+//! state reads those; the index finds an object by a binary search instead of a hash
+//! chain, and spares the walk a file with fallocated chunks would cost.)
 //!
 //! ```text
-//! CLEAN_OFF   offset of the saved state in the heap (0: none; the mount walks everything)
+//! CLEAN_OFF   offset of the saved state in the heap (0: none; the mount reads the tree)
 //! saved state:
 //!   0   magic "NKMVSAV3"
 //!   8   the heap room it was given (its length rounded up, and one extent's worth more)
@@ -29,8 +30,8 @@
 //! The word is stored (and persisted) last at unmount, after the state itself; a writable
 //! mount clears it (persisted) before it changes anything and frees the state. So a state
 //! that the word points at always describes the NVRAM as it is. A crash mid-way leaves the
-//! word 0 and the next mount walks everything, as after any crash. A state that fails its
-//! checks is ignored the same way: the walk is the authority, this only saves its work.
+//! word 0 and the next mount reads the tree in place, as after any crash. A state that
+//! fails its checks is ignored the same way: the tree is the authority.
 
 use super::index::{Entry, ENTRY};
 use super::layout::{get64, UNIT};
@@ -125,7 +126,7 @@ pub(crate) fn encode(pages: u64, ns: &Namespace, room: u64) -> Vec<u8> {
 }
 
 /// The saved state the clean word points at, if there is one and it passes every check
-/// (otherwise None: the mount walks everything).
+/// (otherwise None: the mount reads the tree in place).
 pub(crate) fn read(r: &mut Reader, regions: &Regions, pages: u64) -> Result<Option<Saved>> {
     let off = get64(&r.read(CLEAN_OFF, 8)?, 0);
     let in_heap = |o: u64, len: u64| {

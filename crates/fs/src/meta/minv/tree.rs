@@ -57,7 +57,7 @@ pub(crate) enum Half {
     High,
 }
 
-fn half(word: u64, h: Half) -> u32 {
+pub(super) fn half(word: u64, h: Half) -> u32 {
     match h {
         Half::Low => word as u32,
         Half::High => (word >> 32) as u32,
@@ -214,7 +214,13 @@ impl Minv {
         Ok(())
     }
 
-    fn add_half(&mut self, tx: &mut Tx, off: u64, h: Half, up: bool) -> Result<u32, NvramError> {
+    pub(super) fn add_half(
+        &mut self,
+        tx: &mut Tx,
+        off: u64,
+        h: Half,
+        up: bool,
+    ) -> Result<u32, NvramError> {
         let w = self.word(tx, off)?;
         let v = match up {
             true => half(w, h).saturating_add(1),
