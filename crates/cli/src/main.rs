@@ -15,6 +15,7 @@ mod mount;
 mod nvram_args;
 mod presets_cmd;
 mod reproduce;
+mod trace_cmd;
 
 use std::process::ExitCode;
 
@@ -133,6 +134,11 @@ enum Command {
         nandkit reproduce merge part1 part2 part3 part4 --out report"
     )]
     Reproduce(reproduce::ReproduceArgs),
+    /// Make traces for `bench trace` from what other tools record (strace).
+    #[command(after_help = "Examples:\n  \
+        nandkit trace import strace app.log > app.csv\n  \
+        nandkit trace import strace app.log --out app.csv")]
+    Trace(trace_cmd::TraceArgs),
 }
 
 fn main() -> ExitCode {
@@ -170,6 +176,7 @@ fn main() -> ExitCode {
         Command::Dump(args) => cmd_dump::run(args),
         Command::Model(args) => model_cmd::run(args),
         Command::Reproduce(args) => reproduce::run(args),
+        Command::Trace(args) => trace_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -30,7 +30,7 @@ mod random_overwrite;
 mod seq_write;
 mod software_cost;
 pub mod standby;
-mod trace;
+pub(crate) mod trace;
 
 use std::io::IsTerminal;
 use std::sync::Arc;

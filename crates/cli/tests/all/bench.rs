@@ -467,6 +467,62 @@ fn trace_json_contract() {
     );
 }
 
+/// `trace import strace`: a log becomes a trace that `bench trace` replays, what it skips
+/// is counted on stderr, and a line that is not strace's is an error naming it.
+#[test]
+fn an_strace_log_imports_and_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("app.log");
+    std::fs::write(
+        &log,
+        "7 12:00:00.000000 openat(AT_FDCWD, \"/data/app.db\", O_RDWR|O_CREAT, 0644) = 3\n\
+         7 12:00:00.000100 pread64(3, \"\"..., 4096, 0) = 4096\n\
+         7 12:00:00.001000 openat(AT_FDCWD, \"/data/app.db-journal\", O_RDWR|O_CREAT|O_EXCL, 0644) = 4\n\
+         7 12:00:00.001100 write(4, \"\"..., 4608) = 4608\n\
+         7 12:00:00.001200 fsync(4) = 0\n\
+         7 12:00:00.001300 pwrite64(3, \"\"..., 4096, 8192) = 4096\n\
+         7 12:00:00.001400 close(4) = 0\n\
+         7 12:00:00.001500 unlink(\"/data/app.db-journal\") = 0\n\
+         7 12:00:00.001600 write(1, \"ok\\n\", 3) = 3\n\
+         7 12:00:00.001700 +++ exited with 0 +++\n",
+    )
+    .unwrap();
+    let csv = dir.path().join("app.csv");
+    let out = nandkit(&[
+        "trace",
+        "import",
+        "strace",
+        log.to_str().unwrap(),
+        "--out",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("5 requests on 2 files"), "{err}");
+    assert!(err.contains("1 fsyncs"), "{err}");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(
+        text.contains("1300,write,app.db,8192,4096\n1500,delete,app.db-journal,0,0"),
+        "{text}"
+    );
+    let r = bench_json(&["trace", "--trace-file", csv.to_str().unwrap(), "-g", "tiny"]);
+    assert_eq!(r["requests"], 5);
+    assert_eq!(r["bytes_written"], 4608 + 4096);
+
+    std::fs::write(
+        &log,
+        "7 12:00:00.000000 openat(AT_FDCWD, \"a\", O_RDONLY) = 3\nread(3\n",
+    )
+    .unwrap();
+    let out = nandkit(&["trace", "import", "strace", log.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("line 2: no timestamp"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// The MODA table's contract on two cheap workloads: every row has its fields, the
 /// policies separate (MODA's uniformity is not below sequential's, and on Andrew, whose
 /// headers and data interleave, its measured cleaning costs less), and a run repeats

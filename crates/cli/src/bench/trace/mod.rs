@@ -5,8 +5,9 @@
 //! response time, normalised to P = 1. A sixth built-in trace, TwoWriters, is ours: two
 //! files written in 4 KiB O_SYNC records, all requests arriving at once.
 
-mod format;
+pub(crate) mod format;
 mod replay;
+pub(crate) mod strace;
 mod synth;
 
 use std::io::Write;
