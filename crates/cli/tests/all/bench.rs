@@ -523,6 +523,64 @@ fn an_strace_log_imports_and_replays() {
     );
 }
 
+/// The lifetime `bench trace` projects, against the closed form for even wear on a
+/// synthetic workload: one file overwritten front to back in synced 4 KiB writes at a
+/// known rate, 40 times, on a chip of known endurance. The closed form takes the bytes
+/// programmed a day (`overwrite_years`); the projection, each block's erases. The two
+/// differ only by the pages programmed and not yet erased when the replay ends (and those
+/// of setup erased during it): at most one device's worth of pages.
+#[test]
+fn lifetime_projection_meets_the_closed_form() {
+    use std::fmt::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("overwrite.csv");
+    let (file_bytes, record, passes, gap_us) = (2u64 << 20, 4096u64, 40u64, 3000u64);
+    let mut text = String::from("arrival_us,op,file,offset,size\n");
+    let per_pass = file_bytes / record;
+    for i in 0..passes * per_pass {
+        let off = (i % per_pass) * record;
+        writeln!(text, "{},write,data,{off},{record}", i * gap_us).unwrap();
+    }
+    std::fs::write(&csv, text).unwrap();
+    let r = bench_json(&["trace", "--trace-file", csv.to_str().unwrap(), "-g", "tiny"]);
+    let span_s = (passes * per_pass - 1) as f64 * gap_us as f64 / 1e6;
+    assert!(
+        f(&r, "makespan_ms") / 1e3 <= span_s * 1.01,
+        "the device keeps the trace's rate"
+    );
+    let (blocks, ppb, page) = (
+        u(&r, "blocks"),
+        u(&r, "pages_per_block"),
+        u(&r, "page_size_bytes"),
+    );
+    let programs = u(&r, "flash_programs");
+    let written = u(&r, "bytes_written");
+    assert_eq!(written, passes * file_bytes);
+    let wa = (programs * page) as f64 / written as f64;
+    let closed = nandkit_models::overwrite_years(
+        u(&r, "endurance_cycles"),
+        blocks,
+        ppb * page,
+        written as f64 / span_s * 86_400.0,
+        wa,
+    )
+    .unwrap();
+    let levelled = f(&r, "years_levelled");
+    let bound = (blocks * ppb) as f64 / programs as f64;
+    let off = (levelled / closed - 1.0).abs();
+    assert!(
+        off <= bound,
+        "projected {levelled} years, closed form {closed}: {:.1}% apart, more than the \
+         end's {:.1}%",
+        100.0 * off,
+        100.0 * bound
+    );
+    // The most-worn block ends the chip no later than even wear would.
+    assert!(f(&r, "years_first_block") <= levelled);
+    assert!(f(&r, "wear_spread") >= 1.0);
+    assert!(f(&r, "erases_per_day") > 0.0);
+}
+
 /// The MODA table's contract on two cheap workloads: every row has its fields, the
 /// policies separate (MODA's uniformity is not below sequential's, and on Andrew, whose
 /// headers and data interleave, its measured cleaning costs less), and a run repeats

@@ -53,7 +53,10 @@ pub const LONG_ABOUT: &str =
     Reported: mean, p50, p90, p99 and max response time, mean wait (arrival to issue) and \
     service (issue to completion), the makespan (first arrival to last completion) and \
     MB/s over it, request counts and bytes, the replay's simulated and host time and flash \
-    counts. With P > 1 the same trace is replayed on one chip too (at the same queue \
+    counts, and the chip's projected life: each block's erases during the replay carried \
+    forward at the trace's rate (or the makespan's, when the device falls behind) until the \
+    most-erased block reaches the rated endurance (life y), with the wear spread (that \
+    block's erases over the mean's) and, in JSON, the life if wear were even. With P > 1 the same trace is replayed on one chip too (at the same queue \
     depth) and normalized_to_p1 is the ratio of the mean response times (Figure 10's \
     normalisation). --sweep replays P = 1, 2, 4 and 8.";
 
@@ -139,6 +142,23 @@ struct Row {
     /// mean_response_ms over that of the same trace replayed on one chip (at the same
     /// queue depth).
     normalized_to_p1: f64,
+    /// Erases a block of this chip is rated for.
+    endurance_cycles: u32,
+    /// The replay's erases, block by block, carried forward at the trace's rate (its span,
+    /// or the makespan when the device falls behind) until a block reaches the rating:
+    /// erases_per_day, years_first_block, years_levelled, wear_spread (absent when the
+    /// replay took no time).
+    #[serde(flatten)]
+    lifetime: Option<nandkit_models::Lifetime>,
+}
+
+/// Each physical block's erase count, every chip's (under UBI too).
+fn erase_counts(fs: &mut nandkit_fs::FileSystem<nandkit_flash::StripedDevice>) -> Vec<u64> {
+    let dev = fs.device_mut().inner_mut();
+    let g = nandkit_flash::Flash::geometry(dev);
+    crate::image::block_addrs(g)
+        .map(|a| dev.block_info(a).map_or(0, |b| u64::from(b.erase_count)))
+        .collect()
 }
 
 pub fn run(mut args: TraceArgs) -> anyhow::Result<()> {
@@ -276,6 +296,7 @@ fn one(args: &TraceArgs, trace: &Loaded, chips: u32) -> anyhow::Result<Row> {
     let prepared = replay::prepare(&mut fs, &trace.requests, args.workload_seed, quiet)
         .context("setting up the trace's files")?;
     let (files, setup_bytes) = (prepared.files(), prepared.bytes);
+    let worn_before = erase_counts(&mut fs);
     let start = Snapshot::take(&mut fs);
     let served = replay::replay(
         &mut fs,
@@ -288,6 +309,17 @@ fn one(args: &TraceArgs, trace: &Loaded, chips: u32) -> anyhow::Result<Row> {
     .with_context(|| format!("replaying {} on {chips} chip(s)", trace.name))?;
     let end = Snapshot::take(&mut fs);
     let phase = PhaseStats::between(&start, &end, fs.chunk_bytes());
+    let erased: Vec<u64> = erase_counts(&mut fs)
+        .iter()
+        .zip(&worn_before)
+        .map(|(a, b)| a.saturating_sub(*b))
+        .collect();
+    let endurance = fs.device_mut().inner_mut().config().wear.endurance_cycles;
+    let summary = Summary::of(&served);
+    let trace_span_s = trace.requests.last().map_or(0, |r| r.arrival_us) as f64 / 1e6;
+    // At the trace's rate, unless the device cannot keep it.
+    let span_s = trace_span_s.max(summary.makespan_ms / 1e3);
+    let lifetime = nandkit_models::project(&erased, span_s, u64::from(endurance)).ok();
     Ok(Row {
         bench: "trace",
         trace: trace.name.clone(),
@@ -298,12 +330,14 @@ fn one(args: &TraceArgs, trace: &Loaded, chips: u32) -> anyhow::Result<Row> {
         scale: trace.scale.map(|s| s.time),
         file_scale: trace.scale.map(|s| s.files),
         queue_depth: args.queue_depth,
-        trace_span_s: trace.requests.last().map_or(0, |r| r.arrival_us) as f64 / 1e6,
+        trace_span_s,
         files,
         setup_bytes,
-        summary: Summary::of(&served),
+        summary,
         phase,
         normalized_to_p1: 1.0,
+        endurance_cycles: endurance,
+        lifetime,
     })
 }
 
@@ -336,7 +370,7 @@ fn print_header(title: &str, r: &Row) {
         r.device.device_seed
     );
     println!(
-        "{:>5} {:>5} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>11} {:>8} {:>9} {:>8} {:>7} {:>7}",
+        "{:>5} {:>5} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>11} {:>8} {:>9} {:>8} {:>7} {:>7} {:>9} {:>6}",
         "chips",
         "qd",
         "mean ms",
@@ -352,14 +386,16 @@ fn print_header(title: &str, r: &Row) {
         "energy J",
         "host s",
         "erases",
-        "vs P=1"
+        "vs P=1",
+        "life y",
+        "spread"
     );
 }
 
 fn print_row(r: &Row) {
     let s = &r.summary;
     println!(
-        "{:>5} {:>5} {:>9.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9.3} {:>11.3} {:>8.3} {:>9.3} {:>8.2} {:>7} {:>7.3}",
+        "{:>5} {:>5} {:>9.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9.3} {:>11.3} {:>8.3} {:>9.3} {:>8.2} {:>7} {:>7.3} {:>9} {:>6}",
         r.device.chips,
         r.queue_depth,
         s.mean_response_ms,
@@ -375,6 +411,17 @@ fn print_row(r: &Row) {
         r.phase.energy_j,
         r.phase.host_s,
         r.phase.flash_erases,
-        r.normalized_to_p1
+        r.normalized_to_p1,
+        r.lifetime.map_or("-".into(), |l| years(l.years_first_block)),
+        r.lifetime.map_or("-".into(), |l| format!("{:.2}", l.wear_spread))
     );
+}
+
+/// Years as a table shows them (no erase: never).
+fn years(y: f64) -> String {
+    match y {
+        y if y.is_infinite() => "never".into(),
+        y if y >= 100.0 => format!("{y:.0}"),
+        y => format!("{y:.2}"),
+    }
 }
