@@ -1,13 +1,14 @@
 //! Objects a mount leaves in its metadata store until a call reaches them. A MiNV mount
-//! after a clean unmount instantiates no object (see `meta::minv::lazy`): the root comes
-//! first, any other object the first time a call names it (by number, or as a child of a
-//! directory looked into), with its parent, its hard link's file and its attribute set, so
-//! that whatever is in RAM can follow its pointers. A directory in `unexpanded` has none
-//! of its children in its entry lists yet: `load_dir` asks the store for them first.
+//! instantiates no object, after a clean unmount or a crash (see `meta::minv::lazy`): the
+//! root comes first, any other object the first time a call names it (by number, or as a
+//! child of a directory looked into), with its parent, its hard link's file and its
+//! attribute set, so that whatever is in RAM can follow its pointers. A directory in
+//! `unexpanded` has none of its children in its entry lists yet: `load_dir` asks the store
+//! for them first.
 //!
 //! Rules that keep this exact: a directory's children change only through calls that look
 //! into it (create, link, unlink, rename, rmdir all do), so an unexpanded directory holds
-//! what the unmount saved; and every pass over all objects (fsck, unmount, a page lost
+//! what the store held at mount; and every pass over all objects (fsck, unmount, a page lost
 //! with its owner unknown) loads them all first.
 
 use nandkit_flash::Flash;

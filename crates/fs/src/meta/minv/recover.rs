@@ -1,14 +1,21 @@
-//! Mounting from the NVRAM: everything the file system keeps in RAM is rebuilt from the
-//! NVRAM alone; of flash, only the file system record is read, to check that the NVRAM
-//! belongs to this flash (the two carry one id, see `same_file_system`).
+//! Mounting from the NVRAM: everything the file system keeps in RAM comes from the NVRAM
+//! alone; of flash, only the file system record is read, to check that the NVRAM belongs
+//! to this flash (the two carry one id, see `same_file_system`).
+//!
+//! Which pages are published the page states say and the heap's free space its bitmap,
+//! read whole at every mount. Objects come in one of three ways (`Via`): through a clean
+//! unmount's saved index, or through the tree in place (after a crash, or with the saved
+//! state damaged), each object when a call first reaches it (`lazy`); or, when a file
+//! holds fallocated chunks or the tree is damaged where the mount reads it, by a walk of
+//! every inode and record, which go through the same recovery rules as a scan of the flash
+//! log (`rebuild`: names, hard links, attribute sets, name updates of a rename by
+//! version). A file's offset structures (its chunk map) wait for its first use
+//! (`Minv::load_map`) in every way; those of symlinks and attribute sets are read with
+//! them.
 //!
 //! Every pointer is checked before it is followed (inside the heap, aligned, not seen
 //! before) and every record against its checksum, so a damaged NVRAM gives a clear error,
-//! never a panic or a loop. The objects then go through the same recovery rules as a scan
-//! of the flash log (`rebuild`: names, hard links, attribute sets, name updates of a rename
-//! by version). Which pages are published the page states say and the heap's free space
-//! its bitmap, so a file's offset structures (its chunk map) wait for its first use
-//! (`Minv::load_map`); those of symlinks and attribute sets are read with them.
+//! never a panic or a loop.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
