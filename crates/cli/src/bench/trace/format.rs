@@ -223,7 +223,7 @@ fn check_name(name: &str) -> Result<(), String> {
 }
 
 /// Long fields are cut in messages, so one bad line cannot flood the terminal.
-fn shorten(text: &str) -> String {
+pub(crate) fn shorten(text: &str) -> String {
     const MAX: usize = 60;
     match text.char_indices().nth(MAX) {
         Some((cut, _)) => format!("{}...", &text[..cut]),

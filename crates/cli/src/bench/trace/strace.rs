@@ -23,8 +23,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::format::Op;
-use super::format::{ParseError, Request, MAX_REQUEST_BYTES};
+use super::format::{shorten, Op, ParseError, Request, MAX_REQUEST_BYTES};
 
 /// Calls the importer did not turn into requests, by reason: (count, first line).
 #[derive(Debug, Default)]
@@ -78,6 +77,8 @@ struct Open {
 #[derive(Debug)]
 struct File {
     name: String,
+    /// The path it was first seen at.
+    path: String,
     /// Bytes as far as the trace knows (the furthest byte written since its create).
     size: u64,
     /// Descriptors open on it.
@@ -103,7 +104,6 @@ struct Importer {
     out: Vec<Request>,
     skipped: Skipped,
     files: Vec<File>,
-    first_path: Vec<String>,
     /// Path -> the trace file it names now.
     paths: HashMap<String, usize>,
     /// Paths the trace unlinked or renamed away, not named again since, and the file
@@ -158,9 +158,8 @@ pub fn import(text: &[u8]) -> Result<Imported, ParseError> {
     let files = im
         .files
         .iter()
-        .zip(&im.first_path)
-        .filter(|(f, _)| f.used)
-        .map(|(f, p)| (f.name.clone(), p.clone()))
+        .filter(|f| f.used)
+        .map(|f| (f.name.clone(), f.path.clone()))
         .collect();
     Ok(Imported {
         requests: im.out,
@@ -300,13 +299,13 @@ impl Importer {
         let gone = vanished.is_some();
         self.files.push(File {
             name,
+            path: path.to_string(),
             size: 0,
             opens: 0,
             doomed: false,
             gone,
             used: false,
         });
-        self.first_path.push(path.to_string());
         let f = self.files.len() - 1;
         self.paths.insert(path.to_string(), f);
         f
@@ -716,15 +715,6 @@ fn unquote(arg: &str) -> Option<String> {
         }
     }
     Some(String::from_utf8_lossy(&out).into_owned())
-}
-
-/// Long text is cut in messages.
-fn shorten(text: &str) -> String {
-    const MAX: usize = 80;
-    match text.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{}...", &text[..cut]),
-        None => text.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -166,6 +166,14 @@ const TABLE_2: [[u64; 9]; 9] = [
 /// The TTFS workloads and the paper's "faster by" (Figure 11, section 4.2.4).
 const TTFS_PAPER: [(&str, f64); 3] = [("fax", 152.0), ("phone", 559.0), ("recorder", 600.0)];
 
+/// How far mount times spread, (max / min - 1) in percent (None: no mount measured).
+fn mount_spread(rows: &[&serde_json::Value]) -> Option<f64> {
+    let t: Vec<f64> = rows.iter().filter_map(|r| f(r, "mount_sim_us")).collect();
+    let lo = t.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = t.iter().copied().fold(0.0, f64::max);
+    (!t.is_empty()).then(|| (hi / lo - 1.0) * 100.0)
+}
+
 fn mount_rows<'a>(
     d: &'a Data,
     layout: &str,
@@ -297,14 +305,6 @@ pub fn claims(d: &Data) -> Vec<Claim> {
     );
     // Figure 8.
     let minv = mount_rows(d, "aged", "minv", "nvram");
-    let spread_of = |rows: &[&serde_json::Value]| {
-        (!rows.is_empty()).then(|| {
-            let v: Vec<f64> = rows.iter().filter_map(|r| f(r, "mount_sim_us")).collect();
-            let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = v.iter().copied().fold(0.0, f64::max);
-            (hi / lo - 1.0) * 100.0
-        })
-    };
     let crash = mount_rows(d, "aged", "minv", "after-crash");
     for (after, rows, reads) in [
         (
@@ -328,7 +328,7 @@ pub fn claims(d: &Data) -> Vec<Claim> {
                      (aged layout, (max / min - 1) over 0..100%)"
                 ),
                 0.0,
-                spread_of(rows),
+                mount_spread(rows),
                 "% spread",
             )
             .tolerance(
@@ -573,12 +573,6 @@ fn file_count_claims(d: &Data) -> Vec<Claim> {
             .filter(|r| is(r, "profile", profile) && is(r, "method", method))
             .collect()
     };
-    let spread = |v: &[&serde_json::Value]| {
-        let t: Vec<f64> = v.iter().filter_map(|r| f(r, "mount_sim_us")).collect();
-        let lo = t.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = t.iter().copied().fold(0.0, f64::max);
-        (!t.is_empty()).then(|| (hi / lo - 1.0) * 100.0)
-    };
     let at = |v: &[&serde_json::Value], k: &str| {
         v.iter()
             .map(|r| {
@@ -611,7 +605,7 @@ fn file_count_claims(d: &Data) -> Vec<Claim> {
                  {after} ((max / min - 1) over 10 to 10,000 files)"
             ),
             0.0,
-            spread(rows),
+            mount_spread(rows),
             "% spread",
         )
         .tolerance(

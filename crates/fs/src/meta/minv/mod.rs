@@ -199,23 +199,36 @@ impl Minv {
         }
         nv.write(0, &head).map_err(|e| nv_err(fs, e))?;
         nv.persist(0, regions.heap_off).map_err(|e| nv_err(fs, e))?;
-        Ok(Minv {
-            heap: Heap::rebuild(regions.heap_off, regions.heap_end, &[]),
+        let heap = Heap::rebuild(regions.heap_off, regions.heap_end, &[]);
+        Ok(Minv::new(nv, regions, heap, 0, 0))
+    }
+
+    /// A store over `nv` as mkfs or a mount starts it: nothing in RAM yet, the two
+    /// high-water marks as the NVRAM holds them.
+    pub(super) fn new(
+        nv: Nvram,
+        regions: Regions,
+        heap: Heap,
+        high_water: u64,
+        serial_mark: u64,
+    ) -> Minv {
+        Minv {
+            heap,
             nv,
             regions,
             inodes: HashMap::new(),
             lazy: None,
             dead: Vec::new(),
-            high_water: 0,
-            serial_mark: 0,
-            pages: u64::from(fs.layout.blocks) * u64::from(fs.layout.pages_per_block),
+            high_water,
+            serial_mark,
+            pages: regions.pages(),
             clean_word: false,
             slots_compared: 0,
             promises: room::Promises::default(),
             reserved_files: 0,
             after_crash: false,
             unapplied: HashMap::new(),
-        })
+        }
     }
 
     pub fn nvram_stats(&self) -> NvramStats {

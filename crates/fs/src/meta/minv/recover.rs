@@ -456,28 +456,6 @@ pub(crate) fn mount<F: Flash>(nv: Nvram, dev: F, options: &MountOptions) -> Resu
     mount_via(nv, dev, options, Via::Saved)
 }
 
-/// A store over `nv` as a mount starts it: nothing in RAM yet.
-fn new_store(nv: Nvram, regions: Regions, heap: Heap, high_water: u64, serial_mark: u64) -> Minv {
-    let pages = regions.pages();
-    Minv {
-        heap,
-        nv,
-        regions,
-        inodes: HashMap::new(),
-        lazy: None,
-        dead: Vec::new(),
-        high_water,
-        serial_mark,
-        pages,
-        clean_word: false,
-        slots_compared: 0,
-        promises: Default::default(),
-        reserved_files: 0,
-        after_crash: false,
-        unapplied: HashMap::new(),
-    }
-}
-
 /// `mount`, the NVRAM read `via` this (a damaged saved state or tree falls back to the
 /// next way, the walk last: it reports what is damaged).
 fn mount_via<F: Flash>(
@@ -553,7 +531,7 @@ fn mount_via<F: Flash>(
         for &p in &valid {
             fs.blocks.set_valid(p);
         }
-        let mut store = new_store(nv, regions, heap, high_water, serial_mark);
+        let mut store = Minv::new(nv, regions, heap, high_water, serial_mark);
         store.lazy = Some(super::lazy::Lazy::saved(&s));
         // From the first change on, the state no longer describes the NVRAM: a crash must
         // not use it, so a writable mount clears the word before it changes anything
@@ -608,7 +586,7 @@ fn mount_via<F: Flash>(
         &taken_extents(&regions, &bitmap, &dying_extents),
     );
     drop(r);
-    let mut store = new_store(nv, regions, heap, high_water, serial_mark);
+    let mut store = Minv::new(nv, regions, heap, high_water, serial_mark);
     store.clean_word = word_set && !options.read_only;
     store.after_crash = true;
     if let Some(entries) = log {
