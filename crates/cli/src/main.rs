@@ -6,6 +6,7 @@ mod cmd_fsck;
 mod cmd_info;
 mod cmd_mkfs;
 mod cmd_rebuild;
+mod compare;
 mod device_args;
 mod flash_bench;
 mod heap;
@@ -56,6 +57,13 @@ enum Command {
         nandkit bench random-overwrite --device-size 128MiB --utilization 0.8 --cleaner greedy\n  \
         nandkit bench heap --device-size 1GiB --json")]
     Bench(bench::BenchArgs),
+    /// Which design for my workload on my chip: every design replays one workload; one report.
+    #[command(long_about = compare::LONG_ABOUT, after_help = "Examples:\n  \
+        nandkit compare --workload camera --geometry tlc-1g --device-size 256MiB\n  \
+        nandkit trace import strace app.log --out app.csv\n  \
+        nandkit compare --trace app.csv --geometry mlc-1g --device-size 256MiB --out app-report\n  \
+        nandkit compare --workload CameraVideo --chips 4 --profiles yaffs,ma,ma-parity,littlefs")]
+    Compare(compare::CompareArgs),
     /// Create a flash image (if absent) and format it with a nandkit file system.
     #[command(
         after_help = "The image is two files: IMAGE (every page's data then OOB, as \
@@ -168,6 +176,7 @@ fn main() -> ExitCode {
         Command::Presets(args) => presets_cmd::run(args),
         Command::FlashBench(args) => flash_bench::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Compare(args) => compare::run(args),
         Command::Mkfs(args) => cmd_mkfs::run(args),
         Command::Mount(args) => return mount::main(args),
         Command::Fsck(args) => return cmd_fsck::main(args),

@@ -25,6 +25,8 @@ pub use block_device::BlockDevice;
 pub const LFS_ERR_CORRUPT: i32 = ll::lfs_error_LFS_ERR_CORRUPT;
 /// littlefs's I/O error code.
 pub const LFS_ERR_IO: i32 = ll::lfs_error_LFS_ERR_IO;
+/// littlefs's "no such file or directory" error code.
+pub const LFS_ERR_NOENT: i32 = ll::lfs_error_LFS_ERR_NOENT;
 
 /// `config` as littlefs needs it: no factory bad blocks (littlefs has no bad-block
 /// handling; a bad block would be an I/O error to it forever). Bit errors stay: ECC

@@ -5,7 +5,7 @@
 //! the data beside them).
 
 mod catalogue;
-mod plot;
+pub(crate) mod plot;
 mod report;
 mod runner;
 mod verdict;

@@ -4,6 +4,7 @@ mod bench;
 mod bench_queue;
 mod cli;
 mod common;
+mod compare;
 mod fs_cli;
 mod fuse_acl;
 mod fuse_cache_view;

@@ -6,9 +6,10 @@
 //! files written in 4 KiB O_SYNC records, all requests arriving at once.
 
 pub(crate) mod format;
-mod replay;
+pub(crate) mod replay;
 pub(crate) mod strace;
-mod synth;
+pub(crate) mod synth;
+pub(crate) mod target;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -18,6 +19,7 @@ use clap::{ArgGroup, Args};
 use serde::Serialize;
 
 use super::{print_rows_json, DeviceInfo, FsArgs, PhaseStats, Snapshot};
+use crate::compare::design::Subject;
 use crate::device_args::DeviceArgs;
 use format::Request;
 use replay::Summary;
@@ -150,15 +152,6 @@ struct Row {
     /// replay took no time).
     #[serde(flatten)]
     lifetime: Option<nandkit_models::Lifetime>,
-}
-
-/// Each physical block's erase count, every chip's (under UBI too).
-fn erase_counts(fs: &mut nandkit_fs::FileSystem<nandkit_flash::StripedDevice>) -> Vec<u64> {
-    let dev = fs.device_mut().inner_mut();
-    let g = nandkit_flash::Flash::geometry(dev);
-    crate::image::block_addrs(g)
-        .map(|a| dev.block_info(a).map_or(0, |b| u64::from(b.erase_count)))
-        .collect()
 }
 
 pub fn run(mut args: TraceArgs) -> anyhow::Result<()> {
@@ -296,7 +289,7 @@ fn one(args: &TraceArgs, trace: &Loaded, chips: u32) -> anyhow::Result<Row> {
     let prepared = replay::prepare(&mut fs, &trace.requests, args.workload_seed, quiet)
         .context("setting up the trace's files")?;
     let (files, setup_bytes) = (prepared.files(), prepared.bytes);
-    let worn_before = erase_counts(&mut fs);
+    let worn_before = Subject::erase_counts(&mut fs);
     let start = Snapshot::take(&mut fs);
     let served = replay::replay(
         &mut fs,
@@ -309,7 +302,7 @@ fn one(args: &TraceArgs, trace: &Loaded, chips: u32) -> anyhow::Result<Row> {
     .with_context(|| format!("replaying {} on {chips} chip(s)", trace.name))?;
     let end = Snapshot::take(&mut fs);
     let phase = PhaseStats::between(&start, &end, fs.chunk_bytes());
-    let erased: Vec<u64> = erase_counts(&mut fs)
+    let erased: Vec<u64> = Subject::erase_counts(&mut fs)
         .iter()
         .zip(&worn_before)
         .map(|(a, b)| a.saturating_sub(*b))

@@ -27,26 +27,53 @@
 //! flight are not ordered against each other beyond their chips' queues: a request whose
 //! flash work lands on idle chips may complete before an earlier one.
 
-use nandkit_fs::NewObject;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use anyhow::{bail, ensure, Context};
-use nandkit_flash::Flash;
-use nandkit_fs::{Ino, ROOT_INO};
 use serde::Serialize;
 
-use super::super::{noise, Fs, Progress};
+use super::super::{noise, Progress};
 use super::format::{Op, Request};
+use super::target::Replayable;
+
+/// What setup writes into the trace's initial files: this, over and over, from the
+/// start of each 1 MiB of the file (seeded with the workload seed).
+pub const SETUP_STEP: u64 = 1 << 20;
+
+/// The bytes setup writes, 1 MiB of them.
+pub fn setup_data(seed: u64) -> Vec<u8> {
+    noise(SETUP_STEP as usize, seed ^ 0x5e70)
+}
+
+/// The bytes a write of the replay writes: the first `size` of these (as long as the
+/// trace's largest write).
+pub fn write_data(trace: &[Request], seed: u64) -> Vec<u8> {
+    noise(largest(trace, Op::Write), seed)
+}
+
+/// Heap the replay's data buffers take (its largest write and its largest read).
+pub fn buffer_bytes(trace: &[Request]) -> usize {
+    largest(trace, Op::Write) + largest(trace, Op::Read)
+}
+
+fn largest(trace: &[Request], op: Op) -> usize {
+    trace
+        .iter()
+        .filter(|r| r.op == op)
+        .map(|r| r.size as usize)
+        .max()
+        .unwrap_or(0)
+}
 
 /// The files setup made, by name.
-pub struct Prepared {
-    inos: HashMap<String, Ino>,
+pub struct Prepared<F> {
+    inos: HashMap<String, F>,
     /// Bytes setup wrote.
     pub bytes: u64,
 }
 
-impl Prepared {
+impl<F> Prepared<F> {
     pub fn files(&self) -> usize {
         self.inos.len()
     }
@@ -80,11 +107,15 @@ pub fn initial_files(trace: &[Request]) -> Vec<(String, u64)> {
 }
 
 /// Creates and fills the trace's initial files (fsynced; not measured).
-pub fn prepare(fs: &mut Fs, trace: &[Request], seed: u64, quiet: bool) -> anyhow::Result<Prepared> {
+pub fn prepare<T: Replayable>(
+    fs: &mut T,
+    trace: &[Request],
+    seed: u64,
+    quiet: bool,
+) -> anyhow::Result<Prepared<T::File>> {
     let files = initial_files(trace);
     let total: u64 = files.iter().map(|f| f.1).sum();
-    let statfs = fs.statfs();
-    let free = statfs.free_chunks * u64::from(statfs.chunk_bytes);
+    let free = fs.free_bytes()?;
     ensure!(
         total <= free,
         "the trace's files hold {:.1} MiB before it starts, more than the file system's \
@@ -93,8 +124,8 @@ pub fn prepare(fs: &mut Fs, trace: &[Request], seed: u64, quiet: bool) -> anyhow
         free as f64 / (1 << 20) as f64
     );
     let max_file = fs.max_file_size();
-    let step = 1 << 20;
-    let data = noise(step as usize, seed ^ 0x5e70);
+    let step = SETUP_STEP;
+    let data = setup_data(seed);
     let mut progress = Progress::bytes(total, "setting up", quiet);
     let mut inos = HashMap::new();
     for (name, bytes) in files {
@@ -103,14 +134,13 @@ pub fn prepare(fs: &mut Fs, trace: &[Request], seed: u64, quiet: bool) -> anyhow
             "the trace reaches byte {bytes} of '{name}', beyond the largest file ({max_file})"
         );
         let ino = fs
-            .create(ROOT_INO, name.as_bytes(), NewObject::regular_file())
-            .with_context(|| format!("creating '{name}'"))?
-            .ino;
+            .create(&name)
+            .with_context(|| format!("creating '{name}'"))?;
         let mut offset = 0;
         while offset < bytes {
             let n = step.min(bytes - offset) as usize;
             let done = fs
-                .write(ino, offset, &data[..n])
+                .write(&ino, offset, &data[..n])
                 .with_context(|| format!("filling '{name}' at {offset}"))?;
             ensure!(
                 done == n,
@@ -119,7 +149,7 @@ pub fn prepare(fs: &mut Fs, trace: &[Request], seed: u64, quiet: bool) -> anyhow
             offset += n as u64;
             progress.inc(n as u64);
         }
-        fs.fsync(ino)
+        fs.fsync(&ino)
             .with_context(|| format!("fsync of '{name}'"))?;
         inos.insert(name, ino);
     }
@@ -156,27 +186,34 @@ impl Served {
 
 /// Replays `trace` on `fs`, set up by `prepare`, with at most `queue_depth` (>= 1)
 /// requests in flight. Arrival 0 is the device clock when the replay starts.
-pub fn replay(
-    fs: &mut Fs,
-    mut prepared: Prepared,
+pub fn replay<T: Replayable>(
+    fs: &mut T,
+    prepared: Prepared<T::File>,
     trace: &[Request],
     seed: u64,
     queue_depth: usize,
     quiet: bool,
 ) -> anyhow::Result<Vec<Served>> {
-    ensure!(queue_depth >= 1, "the queue depth must be at least 1");
-    let largest = |op: Op| {
-        trace
-            .iter()
-            .filter(|r| r.op == op)
-            .map(|r| r.size as usize)
-            .max()
-            .unwrap_or(0)
-    };
-    let data = noise(largest(Op::Write), seed);
-    let mut buf = vec![0u8; largest(Op::Read)];
-    let t0 = fs.device().now_ns();
     let mut served = Vec::with_capacity(trace.len());
+    replay_into(fs, prepared, trace, seed, queue_depth, quiet, &mut served)?;
+    Ok(served)
+}
+
+/// `replay`, leaving in `served` the requests that completed before an error (a power
+/// cut, a full device): what the file system acknowledged.
+pub fn replay_into<T: Replayable>(
+    fs: &mut T,
+    mut prepared: Prepared<T::File>,
+    trace: &[Request],
+    seed: u64,
+    queue_depth: usize,
+    quiet: bool,
+    served: &mut Vec<Served>,
+) -> anyhow::Result<()> {
+    ensure!(queue_depth >= 1, "the queue depth must be at least 1");
+    let data = write_data(trace, seed);
+    let mut buf = vec![0u8; largest(trace, Op::Read)];
+    let t0 = fs.now_ns();
     let mut progress = Progress::items(trace.len() as u64, "replaying", quiet);
     // Completion times (device clock) of the requests in flight, earliest first.
     let mut in_flight: BinaryHeap<Reverse<u64>> = BinaryHeap::with_capacity(queue_depth + 1);
@@ -199,7 +236,7 @@ pub fn replay(
                 start = start.max(end);
             }
         }
-        fs.device_mut().set_clock_ns(start);
+        fs.set_clock_ns(start);
         let bytes = serve(fs, &mut prepared.inos, r, &data, &mut buf).with_context(|| {
             format!(
                 "request {} ({} of '{}', {} bytes at {})",
@@ -210,7 +247,7 @@ pub fn replay(
                 r.offset
             )
         })?;
-        let end = fs.device().now_ns();
+        let end = fs.now_ns();
         in_flight.push(Reverse(end));
         last_issue = start;
         last_completion = last_completion.max(end);
@@ -224,48 +261,46 @@ pub fn replay(
         progress.inc(1);
     }
     // The replay ends when its last request completes, whichever was issued last.
-    fs.device_mut().set_clock_ns(last_completion);
+    fs.set_clock_ns(last_completion);
     progress.finish();
-    Ok(served)
+    Ok(())
 }
 
 /// Serves one request; returns the bytes it moved.
-fn serve(
-    fs: &mut Fs,
-    inos: &mut HashMap<String, Ino>,
+fn serve<T: Replayable>(
+    fs: &mut T,
+    inos: &mut HashMap<String, T::File>,
     r: &Request,
     data: &[u8],
     buf: &mut [u8],
 ) -> anyhow::Result<u64> {
     // The host's cost of taking the request (0 unless --software-cost).
-    fs.device_mut().charge_request();
-    let ino_of = |inos: &HashMap<String, Ino>| {
+    fs.charge_request();
+    let ino_of = |inos: &HashMap<String, T::File>| {
         inos.get(&r.file)
-            .copied()
+            .cloned()
             .with_context(|| format!("no file '{}' at this point of the trace", r.file))
     };
     let size = r.size as usize;
     Ok(match r.op {
-        Op::Read => fs.read(ino_of(inos)?, r.offset, &mut buf[..size])? as u64,
+        Op::Read => fs.read(&ino_of(inos)?, r.offset, &mut buf[..size])? as u64,
         Op::Write => {
             let ino = ino_of(inos)?;
-            let done = fs.write(ino, r.offset, &data[..size])?;
+            let done = fs.write(&ino, r.offset, &data[..size])?;
             if done != size {
                 bail!("short write ({done} bytes): the device is full");
             }
-            fs.fsync(ino)?;
+            fs.fsync(&ino)?;
             r.size
         }
         Op::Create => {
-            let ino = fs
-                .create(ROOT_INO, r.file.as_bytes(), NewObject::regular_file())?
-                .ino;
-            fs.fsync(ino)?;
+            let ino = fs.create(&r.file)?;
+            fs.fsync(&ino)?;
             inos.insert(r.file.clone(), ino);
             0
         }
         Op::Delete => {
-            fs.unlink(ROOT_INO, r.file.as_bytes())?;
+            fs.unlink(&r.file)?;
             inos.remove(&r.file);
             0
         }
@@ -371,8 +406,9 @@ fn percentile_ms(sorted: &[u64], q: f64) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::super::{format as mkfs, FsArgs};
+    use super::super::super::{format as mkfs, Fs, FsArgs};
     use super::super::format::parse;
+    use super::super::target::Replayable;
     use super::*;
 
     fn tiny_fs() -> Fs {
@@ -393,11 +429,11 @@ mod tests {
         }
         let mut fs = mkfs(config, &FsArgs::default()).unwrap();
         let prepared = prepare(&mut fs, &trace, 1, true).unwrap();
-        let t0 = fs.device().now_ns();
+        let t0 = Replayable::now_ns(&mut fs);
         let served = replay(&mut fs, prepared, &trace, 1, depth, true).unwrap();
         // The replay leaves the clock at its last completion.
         let last = served.iter().map(Served::completion_ns).max().unwrap();
-        assert_eq!(fs.device().now_ns(), t0 + last);
+        assert_eq!(Replayable::now_ns(&mut fs), t0 + last);
         served
     }
 
