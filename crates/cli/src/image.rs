@@ -908,8 +908,4 @@ pub fn describe_device(config: &nandkit_flash::DeviceConfig) -> String {
     )
 }
 
-/// Every block address of a device, chip after chip (the file system's block order).
-pub fn block_addrs(g: nandkit_flash::Geometry) -> impl Iterator<Item = nandkit_flash::BlockAddr> {
-    (0..g.chips)
-        .flat_map(move |c| (0..g.blocks_per_chip).map(move |b| nandkit_flash::BlockAddr::new(c, b)))
-}
+pub use nandkit_lab::bench::block_addrs;

@@ -1,24 +1,20 @@
 //! `nandkit`: the command-line face of the NAND flash kit.
 
-mod bench;
 mod cmd_dump;
 mod cmd_fsck;
 mod cmd_info;
 mod cmd_mkfs;
 mod cmd_rebuild;
-mod compare;
-mod device_args;
-mod flash_bench;
-mod heap;
 mod image;
 mod model_cmd;
 mod mount;
 mod nvram_args;
 mod presets_cmd;
-mod reproduce;
 mod trace_cmd;
 
 use std::process::ExitCode;
+
+use nandkit_lab::{bench, compare, device_args, flash_bench, heap, reproduce};
 
 use clap::{Parser, Subcommand};
 

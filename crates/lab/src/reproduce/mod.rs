@@ -5,7 +5,7 @@
 //! the data beside them).
 
 mod catalogue;
-pub(crate) mod plot;
+pub mod plot;
 mod report;
 mod runner;
 mod verdict;

@@ -30,7 +30,7 @@ mod random_overwrite;
 mod seq_write;
 mod software_cost;
 pub mod standby;
-pub(crate) mod trace;
+pub mod trace;
 
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -954,4 +954,10 @@ pub fn print_rows_json<T: Serialize>(rows: &[T], sweep: bool) -> anyhow::Result<
         [row] if !sweep => print_json(row),
         _ => print_json(&rows),
     }
+}
+
+/// Every block address of a device, chip after chip (the file system's block order).
+pub fn block_addrs(g: nandkit_flash::Geometry) -> impl Iterator<Item = nandkit_flash::BlockAddr> {
+    (0..g.chips)
+        .flat_map(move |c| (0..g.blocks_per_chip).map(move |b| nandkit_flash::BlockAddr::new(c, b)))
 }

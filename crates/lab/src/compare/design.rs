@@ -178,7 +178,7 @@ pub trait Subject: Replayable + Sized {
     fn erase_counts(&mut self) -> Vec<u64> {
         let dev = self.chips();
         let g = Flash::geometry(dev);
-        crate::image::block_addrs(g)
+        crate::bench::block_addrs(g)
             .map(|a| dev.block_info(a).map_or(0, |b| u64::from(b.erase_count)))
             .collect()
     }

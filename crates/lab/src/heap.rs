@@ -81,9 +81,8 @@ mod tests {
 
     #[test]
     fn counts_what_stays_allocated() {
-        // Unit tests run with the default allocator unless main's #[global_allocator]
-        // is compiled in, which it is for the binary's tests: measure a large vector so
-        // other threads' noise cannot hide it.
+        // The crate's unit tests install this allocator (lib.rs), as the binary does:
+        // measure a large vector so other threads' noise cannot hide it.
         let before = live_bytes();
         let v: Vec<u8> = Vec::with_capacity(64 << 20);
         let during = live_bytes();

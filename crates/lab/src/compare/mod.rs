@@ -9,7 +9,7 @@
 
 pub mod design;
 pub mod measure;
-mod page;
+pub mod page;
 pub mod power_cut;
 pub mod recorded;
 

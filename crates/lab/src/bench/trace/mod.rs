@@ -5,11 +5,11 @@
 //! response time, normalised to P = 1. A sixth built-in trace, TwoWriters, is ours: two
 //! files written in 4 KiB O_SYNC records, all requests arriving at once.
 
-pub(crate) mod format;
-pub(crate) mod replay;
-pub(crate) mod strace;
-pub(crate) mod synth;
-pub(crate) mod target;
+pub mod format;
+pub mod replay;
+pub mod strace;
+pub mod synth;
+pub mod target;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
