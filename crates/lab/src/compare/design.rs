@@ -149,6 +149,51 @@ pub struct HeapBase {
     pub pages: usize,
 }
 
+impl HeapBase {
+    /// Heap the file system holds, the chips' page store being `pages_now` bytes now.
+    pub fn file_system_bytes(self, pages_now: usize) -> u64 {
+        crate::heap::live_bytes()
+            .saturating_sub(self.live)
+            .saturating_sub(pages_now.saturating_sub(self.pages)) as u64
+    }
+}
+
+/// mkfs of nandkit as `args` say on a fresh RAM device of `config`, and the heap base
+/// taken once the devices (flash, NVRAM) exist.
+pub fn format_nandkit(config: &DeviceConfig, args: &FsArgs) -> anyhow::Result<(Fs, HeapBase)> {
+    let ram = FlashDevice::ram(config.clone()).context("creating the RAM device")?;
+    let mut dev = args.stripe(ram)?;
+    let fs_config = args.config(&dev)?;
+    let nv = if fs_config.metadata == MetadataKind::Nvram {
+        Some(bench_nvram(args.nvram_size, args.nvram_preset.as_deref())?)
+    } else {
+        None
+    };
+    let base = HeapBase {
+        live: crate::heap::live_bytes(),
+        pages: dev.inner_mut().storage_heap_bytes(),
+    };
+    let fs = match nv {
+        Some(nv) => Fs::format_with_nvram(dev, nv, fs_config, bench_clock()),
+        None => Fs::format(dev, fs_config, bench_clock()),
+    }
+    .context("formatting")?;
+    Ok((fs, base))
+}
+
+/// littlefs formatted on a fresh RAM device of `config` (without factory bad blocks:
+/// littlefs has no bad-block handling), and the heap base.
+pub fn format_littlefs(config: &DeviceConfig) -> anyhow::Result<(Littlefs<FlashDevice>, HeapBase)> {
+    let mut dev = FlashDevice::ram(nandkit_littlefs::without_bad_blocks(config.clone()))
+        .context("creating the RAM device")?;
+    let base = HeapBase {
+        live: crate::heap::live_bytes(),
+        pages: dev.storage_heap_bytes(),
+    };
+    let lfs = Littlefs::format(dev).map_err(|(e, _)| e)?;
+    Ok((lfs, base))
+}
+
 /// What `compare` needs of a file system beyond the replay.
 pub trait Subject: Replayable + Sized {
     /// Formats a fresh RAM device of `config`.
@@ -169,10 +214,7 @@ pub trait Subject: Replayable + Sized {
     fn fsck(&mut self) -> Option<Vec<String>>;
     /// Heap the file system holds now.
     fn heap_bytes(&mut self, base: HeapBase) -> u64 {
-        let grown = self.chips().storage_heap_bytes().saturating_sub(base.pages);
-        crate::heap::live_bytes()
-            .saturating_sub(base.live)
-            .saturating_sub(grown) as u64
+        base.file_system_bytes(self.chips().storage_heap_bytes())
     }
     /// Each physical block's erase count, every chip's.
     fn erase_counts(&mut self) -> Vec<u64> {
@@ -180,6 +222,14 @@ pub trait Subject: Replayable + Sized {
         let g = Flash::geometry(dev);
         crate::bench::block_addrs(g)
             .map(|a| dev.block_info(a).map_or(0, |b| u64::from(b.erase_count)))
+            .collect()
+    }
+    /// Each physical block's erases since `before` (an `erase_counts`).
+    fn erases_since(&mut self, before: &[u64]) -> Vec<u64> {
+        self.erase_counts()
+            .iter()
+            .zip(before)
+            .map(|(a, b)| a.saturating_sub(*b))
             .collect()
     }
 }
@@ -193,24 +243,7 @@ impl Subject for Fs {
         let args = design
             .fs_args(nvram)
             .context("littlefs is not a nandkit profile")?;
-        let ram = FlashDevice::ram(config.clone()).context("creating the RAM device")?;
-        let mut dev = args.stripe(ram)?;
-        let fs_config = args.config(&dev)?;
-        let nv = if fs_config.metadata == MetadataKind::Nvram {
-            Some(bench_nvram(args.nvram_size, args.nvram_preset.as_deref())?)
-        } else {
-            None
-        };
-        let base = HeapBase {
-            live: crate::heap::live_bytes(),
-            pages: dev.inner_mut().storage_heap_bytes(),
-        };
-        let fs = match nv {
-            Some(nv) => Fs::format_with_nvram(dev, nv, fs_config, bench_clock()),
-            None => Fs::format(dev, fs_config, bench_clock()),
-        }
-        .context("formatting")?;
-        Ok((fs, base))
+        format_nandkit(config, &args)
     }
 
     fn chips(&mut self) -> &mut FlashDevice {
@@ -265,14 +298,7 @@ impl Subject for Littlefs<FlashDevice> {
         config: &DeviceConfig,
         _nvram: &crate::bench::BenchNvramArgs,
     ) -> anyhow::Result<(Self, HeapBase)> {
-        let mut dev = FlashDevice::ram(nandkit_littlefs::without_bad_blocks(config.clone()))
-            .context("creating the RAM device")?;
-        let base = HeapBase {
-            live: crate::heap::live_bytes(),
-            pages: dev.storage_heap_bytes(),
-        };
-        let lfs = Littlefs::format(dev).map_err(|(e, _)| e)?;
-        Ok((lfs, base))
+        format_littlefs(config)
     }
 
     fn chips(&mut self) -> &mut FlashDevice {

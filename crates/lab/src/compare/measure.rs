@@ -141,19 +141,12 @@ fn measure_on<S: Subject>(spec: &Spec, design: &Design) -> anyhow::Result<Row> {
         .saturating_sub(own) as u64;
     let ops = fs.chips().state_ops() - ops_before;
     let after = fs.chips().stats().total();
-    let erased: Vec<u64> = fs
-        .erase_counts()
-        .iter()
-        .zip(&worn_before)
-        .map(|(a, b)| a.saturating_sub(*b))
-        .collect();
+    let erased = fs.erases_since(&worn_before);
     drop(worn_before);
     let summary = Summary::of(&served);
     let geometry = spec.config.geometry;
     let endurance = spec.config.wear.endurance_cycles;
-    let trace_span_s = spec.trace.last().map_or(0, |r| r.arrival_us) as f64 / 1e6;
-    let span_s = trace_span_s.max(summary.makespan_ms / 1e3);
-    let life = nandkit_models::project(&erased, span_s, u64::from(endurance)).ok();
+    let life = replay::projected_life(&spec.trace, &summary, &erased, endurance);
     let programs = after.programs - before.programs;
     let written_pages = summary
         .bytes_written

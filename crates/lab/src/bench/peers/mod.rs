@@ -249,11 +249,11 @@ fn human_size(bytes: u64) -> String {
 struct Span {
     at: Counters,
     host: Instant,
-    heap_base: (usize, usize),
+    heap_base: crate::compare::design::HeapBase,
 }
 
 impl Span {
-    fn start(peer: &mut Peer, heap_base: (usize, usize)) -> Span {
+    fn start(peer: &mut Peer, heap_base: crate::compare::design::HeapBase) -> Span {
         Span {
             at: peer.counters(),
             host: Instant::now(),
@@ -262,7 +262,7 @@ impl Span {
     }
 
     /// A span that began before the file system existed (a format): from zero.
-    fn from_zero(host: Instant, heap_base: (usize, usize)) -> Span {
+    fn from_zero(host: Instant, heap_base: crate::compare::design::HeapBase) -> Span {
         Span {
             at: Counters {
                 ns: 0,

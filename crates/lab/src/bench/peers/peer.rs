@@ -5,8 +5,8 @@ use nandkit_flash::{ChipStats, DeviceConfig, Flash, FlashDevice};
 use nandkit_littlefs::Littlefs;
 use nandkit_workloads::{Target, TargetError};
 
-use crate::bench::{bench_clock, mount_options, Fs, FsArgs};
-use nandkit_flash::StripedFlash;
+use crate::bench::{mount_options, Fs, FsArgs};
+use crate::compare::design::{format_littlefs, format_nandkit, HeapBase};
 
 pub enum Peer {
     Littlefs(Littlefs<FlashDevice>),
@@ -44,35 +44,17 @@ impl Peer {
         config: &DeviceConfig,
         fs: &str,
         nvram: &crate::bench::BenchNvramArgs,
-    ) -> anyhow::Result<(Peer, (usize, usize))> {
+    ) -> anyhow::Result<(Peer, HeapBase)> {
         if fs == "littlefs" {
-            let mut dev = FlashDevice::ram(nandkit_littlefs::without_bad_blocks(config.clone()))
-                .context("creating the RAM device")?;
-            let base = (crate::heap::live_bytes(), dev.storage_heap_bytes());
-            let lfs = Littlefs::format(dev).map_err(|(e, _)| e)?;
+            let (lfs, base) = format_littlefs(config)?;
             return Ok((Peer::Littlefs(lfs), base));
         }
-        let fs_args = FsArgs {
+        let args = nvram.apply(&FsArgs {
             profile: fs.into(),
             ..FsArgs::default()
-        };
-        let mut dev =
-            StripedFlash::new(FlashDevice::ram(config.clone()).context("creating the RAM device")?);
-        let pages = dev.inner_mut().storage_heap_bytes();
-        let fs_config = fs_args.config(&dev)?;
-        let formatted = if fs_config.metadata == nandkit_fs::meta::MetadataKind::Nvram {
-            let nv = crate::bench::bench_nvram(nvram.nvram_size, Some(&nvram.nvram_preset))?;
-            let base = (crate::heap::live_bytes(), pages);
-            (
-                Fs::format_with_nvram(dev, nv, fs_config, bench_clock()),
-                base,
-            )
-        } else {
-            let base = (crate::heap::live_bytes(), pages);
-            (Fs::format(dev, fs_config, bench_clock()), base)
-        };
-        let fs = formatted.0.context("formatting")?;
-        Ok((Peer::Nandkit(Box::new(fs)), formatted.1))
+        });
+        let (fs, base) = format_nandkit(config, &args)?;
+        Ok((Peer::Nandkit(Box::new(fs)), base))
     }
 
     /// The device's simulated clock.
@@ -129,11 +111,8 @@ impl Peer {
     /// Heap the file system holds: what is in use above `base` (taken when the devices
     /// existed and the file system did not, see [`Peer::format`]), less what the RAM
     /// device has allocated for pages since.
-    pub fn heap_bytes(&mut self, base: (usize, usize)) -> u64 {
-        let pages = self.storage_heap_bytes().saturating_sub(base.1);
-        crate::heap::live_bytes()
-            .saturating_sub(base.0)
-            .saturating_sub(pages) as u64
+    pub fn heap_bytes(&mut self, base: HeapBase) -> u64 {
+        base.file_system_bytes(self.storage_heap_bytes())
     }
 
     /// State-changing flash operations so far (what a power cut counts).

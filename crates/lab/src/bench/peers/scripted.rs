@@ -38,7 +38,7 @@ pub fn run_all(
     let mut made = 0u64;
     let step =
         |peer: &mut Peer,
-         heap_before: (usize, usize),
+         heap_before: crate::compare::design::HeapBase,
          name: &str,
          rows: &mut Vec<Row>,
          f: &mut dyn FnMut(&mut Budgeted, &mut u64) -> Result<(), TargetError>| {

@@ -302,17 +302,11 @@ fn one(args: &TraceArgs, trace: &Loaded, chips: u32) -> anyhow::Result<Row> {
     .with_context(|| format!("replaying {} on {chips} chip(s)", trace.name))?;
     let end = Snapshot::take(&mut fs);
     let phase = PhaseStats::between(&start, &end, fs.chunk_bytes());
-    let erased: Vec<u64> = Subject::erase_counts(&mut fs)
-        .iter()
-        .zip(&worn_before)
-        .map(|(a, b)| a.saturating_sub(*b))
-        .collect();
+    let erased = fs.erases_since(&worn_before);
     let endurance = fs.device_mut().inner_mut().config().wear.endurance_cycles;
     let summary = Summary::of(&served);
     let trace_span_s = trace.requests.last().map_or(0, |r| r.arrival_us) as f64 / 1e6;
-    // At the trace's rate, unless the device cannot keep it.
-    let span_s = trace_span_s.max(summary.makespan_ms / 1e3);
-    let lifetime = nandkit_models::project(&erased, span_s, u64::from(endurance)).ok();
+    let lifetime = replay::projected_life(&trace.requests, &summary, &erased, endurance);
     Ok(Row {
         bench: "trace",
         trace: trace.name.clone(),

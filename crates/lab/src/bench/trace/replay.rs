@@ -395,6 +395,20 @@ impl Summary {
     }
 }
 
+/// The chip's projected life from each block's erases during a replay of `trace`
+/// (`erased`): carried forward at the trace's rate, unless the device could not keep it
+/// (then at the makespan's). None when the replay took no time.
+pub fn projected_life(
+    trace: &[Request],
+    summary: &Summary,
+    erased: &[u64],
+    endurance: u32,
+) -> Option<nandkit_models::Lifetime> {
+    let trace_span_s = trace.last().map_or(0, |r| r.arrival_us) as f64 / 1e6;
+    let span_s = trace_span_s.max(summary.makespan_ms / 1e3);
+    nandkit_models::project(erased, span_s, u64::from(endurance)).ok()
+}
+
 /// Nearest-rank percentile of sorted values, in ms (NaN, JSON null, if there are none).
 fn percentile_ms(sorted: &[u64], q: f64) -> f64 {
     if sorted.is_empty() {

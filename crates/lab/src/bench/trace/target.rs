@@ -50,7 +50,7 @@ impl Replayable for Fs {
         Ok(s.free_chunks * u64::from(s.chunk_bytes))
     }
     fn max_file_size(&self) -> u64 {
-        FileSystemLimits::max_file_size(self)
+        nandkit_fs::FileSystem::max_file_size(self)
     }
     fn create(&mut self, name: &str) -> anyhow::Result<Self::File> {
         Ok(self
@@ -82,17 +82,6 @@ impl Replayable for Fs {
             ROOT_INO,
             name.as_bytes(),
         )?)
-    }
-}
-
-/// `max_file_size` under a name that does not clash with the trait's.
-trait FileSystemLimits {
-    fn max_file_size(&self) -> u64;
-}
-
-impl FileSystemLimits for Fs {
-    fn max_file_size(&self) -> u64 {
-        nandkit_fs::FileSystem::max_file_size(self)
     }
 }
 
