@@ -162,6 +162,69 @@ mod tests {
         assert_eq!(d.stream_for(&WriteHint::metadata(5, Some(200))), 1);
     }
 
+    /// The threshold is exclusive: data updated at age `young - 1` is promoted a region,
+    /// at age `young` (or older) it stays. Ages count write requests (each one a tick,
+    /// whichever file, however many in a row), from the tick the page was placed at.
+    #[test]
+    fn an_update_is_promoted_only_while_younger_than_the_threshold() {
+        for (requests, want) in [(0, 1), (9, 1), (10, 0), (500, 0)] {
+            let mut d = dac(10);
+            let new = WriteHint::user_data(5, 0, None);
+            d.placed(&new, 0, 0);
+            for _ in 0..requests {
+                d.write_request(5);
+            }
+            assert_eq!(d.age(0), Some(requests));
+            assert_eq!(update(&mut d, 0), want, "updated at age {requests}");
+        }
+    }
+
+    /// Promotion is one region per young update, from the region the old page's block was
+    /// filled by, and stops at the hottest region; with k regions the top is k - 1.
+    #[test]
+    fn promotion_is_one_region_at_a_time_up_to_the_last() {
+        let p = AllocParams {
+            dac_age: 10,
+            regions: 2,
+            ..AllocParams::default()
+        };
+        let mut d = Dac::new(&p, 16, 32);
+        assert_eq!(d.streams(), 2);
+        d.placed(&WriteHint::user_data(5, 0, None), 1, 32); // block 1, region 1
+        assert_eq!(update(&mut d, 32), 1, "the top region stays the top");
+        let mut d = dac(10);
+        d.placed(&WriteHint::user_data(5, 0, None), 2, 64); // block 2, region 2
+        assert_eq!(
+            update(&mut d, 64),
+            3,
+            "region 2 -> 3, not to 0 or the top at once"
+        );
+    }
+
+    /// Chiang et al.'s demotion: valid data moved by cleaning has cooled, one region down
+    /// (the coldest stays the coldest), whatever its age, and keeps its age when moved.
+    #[test]
+    fn cleaning_demotes_one_region_down_to_the_coldest_and_keeps_the_age() {
+        let mut d = dac(10);
+        let copy = |page| WriteHint {
+            cause: WriteCause::Cleaning,
+            ..WriteHint::user_data(5, 0, Some(page))
+        };
+        d.placed(&WriteHint::user_data(5, 0, None), 3, 96); // region 3, tick 0
+        d.placed(&WriteHint::user_data(6, 0, None), 0, 5); // region 0
+        d.write_request(5);
+        assert_eq!(d.stream_for(&copy(96)), 2);
+        assert_eq!(d.stream_for(&copy(5)), 0);
+        d.placed(&copy(96), 2, 70);
+        d.write_request(5);
+        assert_eq!(
+            d.age(70),
+            Some(2),
+            "the copy is as old as the data it moved"
+        );
+        assert_eq!(d.stream_for(&copy(9999)), 0, "a page never seen: region 0");
+    }
+
     #[test]
     fn pages_written_before_the_mount_count_as_old_and_cold() {
         let mut d = dac(1000);

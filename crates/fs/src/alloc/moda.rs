@@ -147,6 +147,108 @@ mod tests {
         assert_eq!(m.stream_for(&data(7)), COLD);
     }
 
+    /// `n` ticks of the classifier's clock: one modification each of other files (a new
+    /// one each tick, so no two calls make one run).
+    fn ticks(m: &mut Moda, n: u32) {
+        for _ in 0..n {
+            let other = 1_000_000 + m.mq.now();
+            m.write_request(other);
+        }
+    }
+
+    /// MODA sec. 5: "When a file is first written (created), it is inserted into Q_0":
+    /// at the tick of that first write, not at tick 0. A file created after the clock has
+    /// run for several lifetimes is unclassified for a whole lifetime from its creation,
+    /// cold only once "not modified within the recent 100 modification requests".
+    #[test]
+    fn a_new_file_enters_q0_at_the_tick_it_is_first_written() {
+        let mut m = Moda::new(&AllocParams::default(), 16, 32);
+        ticks(&mut m, 250);
+        m.write_request(5);
+        assert_eq!(m.mq.now(), 251);
+        assert_eq!(m.files[&5], m.mq.created(), "Q0 since tick 251");
+        assert_eq!(m.stream_for(&data(5)), UNCLASSIFIED, "new data, not cold");
+        ticks(&mut m, 99);
+        assert_eq!(m.stream_for(&data(5)), UNCLASSIFIED, "99 ticks idle");
+        ticks(&mut m, 1);
+        assert_eq!(
+            m.stream_for(&data(5)),
+            COLD,
+            "100 ticks idle: demoted out of Q0"
+        );
+    }
+
+    /// MODA sec. 5 with m = 2: "a file modified more than 2 times is classified as hot".
+    /// Written twice it is in Q1 (unclassified); the third time it is hot. A file that
+    /// stays hot goes cold only after its lifetimes run out one queue at a time.
+    #[test]
+    fn the_third_modification_within_lifetimes_makes_a_file_hot() {
+        let mut m = Moda::new(&AllocParams::default(), 16, 32);
+        ticks(&mut m, 150);
+        m.write_request(5);
+        ticks(&mut m, 1);
+        m.write_request(5);
+        assert_eq!(m.stream_for(&data(5)), UNCLASSIFIED, "two writes: Q1");
+        ticks(&mut m, 1);
+        m.write_request(5);
+        assert_eq!(m.stream_for(&data(5)), HOT, "three writes: hot");
+        ticks(&mut m, 99);
+        assert_eq!(m.stream_for(&data(5)), HOT, "99 idle ticks: still hot");
+        ticks(&mut m, 1);
+        assert_eq!(m.stream_for(&data(5)), UNCLASSIFIED, "a lifetime: Q1");
+        ticks(&mut m, 200);
+        assert_eq!(m.stream_for(&data(5)), COLD, "three lifetimes: cold");
+        m.write_request(5);
+        assert_eq!(m.stream_for(&data(5)), UNCLASSIFIED, "written again: Q0");
+    }
+
+    /// MODA sec. 5: a modification is counted "when the modification time is updated",
+    /// which YAFFS does when the file is flushed (`yaffs_FlushFile`, sec. 6.1). So a run of
+    /// write requests is one modification, and fsync ends it: three runs separated by
+    /// fsyncs are three modifications (hot); the same requests without them are one.
+    #[test]
+    fn fsync_ends_a_modification_and_a_run_of_writes_is_one() {
+        let mut m = Moda::new(&AllocParams::default(), 16, 32);
+        for _ in 0..3 {
+            m.write_request(5);
+        }
+        assert_eq!(m.mq.now(), 1, "one run, one tick");
+        assert_eq!(m.stream_for(&data(5)), UNCLASSIFIED);
+        m.flushed(5);
+        m.write_request(5);
+        m.flushed(5);
+        m.write_request(5);
+        assert_eq!(m.mq.now(), 3);
+        assert_eq!(m.stream_for(&data(5)), HOT, "three modifications");
+        // Another file's fsync does not end this file's run.
+        let mut m = Moda::new(&AllocParams::default(), 16, 32);
+        m.write_request(7);
+        m.flushed(8);
+        m.write_request(7);
+        m.flushed(8);
+        m.write_request(7);
+        assert_eq!(m.stream_for(&data(7)), UNCLASSIFIED);
+    }
+
+    /// Level 1 (sec. 5: "we distinguish system data and user data"): a header goes to the
+    /// system stream whatever its file's class, and user data never does.
+    #[test]
+    fn headers_go_to_the_system_stream_whatever_the_files_class() {
+        let mut m = Moda::new(&AllocParams::default(), 16, 32);
+        for _ in 0..3 {
+            m.write_request(5);
+            m.write_request(6);
+        }
+        assert_eq!(m.stream_for(&data(5)), HOT);
+        assert_eq!(m.stream_for(&WriteHint::metadata(5, Some(3))), SYSTEM);
+        ticks(&mut m, 1000);
+        assert_eq!(m.stream_for(&data(5)), COLD);
+        assert_eq!(m.stream_for(&WriteHint::metadata(5, None)), SYSTEM);
+        for class in [Class::Unclassified, Class::Hot, Class::Cold] {
+            assert_ne!(stream_of(class), SYSTEM);
+        }
+    }
+
     #[test]
     fn cleaning_copies_keep_their_blocks_stream() {
         let mut m = Moda::new(&AllocParams::default(), 16, 32);

@@ -221,4 +221,68 @@ mod tests {
         p.blocks = BlockStreams::new(64, 32); // as after a remount
         assert_eq!(p.stream_for(&copy_of_0), COLD);
     }
+
+    /// As in MODA (sec. 5: "When a file is first written (created), it is inserted into
+    /// Q_0"), a chunk written for the first time enters Q0 at the tick it is written, so
+    /// it is unclassified for a lifetime from then, however late in the clock it comes;
+    /// and a tail completed into a full chunk starts afresh the same way.
+    #[test]
+    fn a_new_chunk_is_unclassified_for_a_lifetime_from_its_first_write() {
+        let mut p = PageHotcold::new(&AllocParams::default(), 64, 32);
+        for k in 0..250 {
+            p.write_request(1000 + k);
+        }
+        assert_eq!(write(&mut p, 0, None, 0), UNCLASSIFIED);
+        assert_eq!(p.entry_at(0), p.mq.created(), "Q0 since tick 251");
+        let copy = WriteHint {
+            cause: WriteCause::Cleaning,
+            ..WriteHint::user_data(5, 0, Some(0))
+        };
+        p.blocks = BlockStreams::new(64, 32); // the block's stream unknown: the class
+        for k in 0..99 {
+            p.write_request(2000 + k);
+        }
+        assert_eq!(
+            p.stream_for(&copy),
+            UNCLASSIFIED,
+            "99 ticks after its write"
+        );
+        p.write_request(3000);
+        assert_eq!(p.stream_for(&copy), COLD, "a lifetime after its write");
+        // A tail completed late in the clock: new data, unclassified.
+        assert_eq!(tail(&mut p, 9, None, 40), UNCLASSIFIED);
+        p.write_request(9);
+        let full = WriteHint::user_data(9, 0, Some(40));
+        assert_eq!(p.stream_for(&full), UNCLASSIFIED);
+    }
+
+    /// The per-chunk entry follows MODA's rules: rewritten within the lifetime it climbs
+    /// (hot at the third write), rewritten after it it is not promoted (Q0).
+    #[test]
+    fn a_chunk_rewritten_within_its_lifetime_is_promoted_and_after_it_is_not() {
+        let mut p = PageHotcold::new(&AllocParams::default(), 64, 32);
+        assert_eq!(write(&mut p, 3, None, 0), UNCLASSIFIED);
+        assert_eq!(
+            write(&mut p, 3, Some(0), 1),
+            UNCLASSIFIED,
+            "second write: Q1"
+        );
+        assert_eq!(write(&mut p, 3, Some(1), 2), HOT, "third write: hot");
+        let mut p = PageHotcold::new(&AllocParams::default(), 64, 32);
+        assert_eq!(write(&mut p, 3, None, 0), UNCLASSIFIED);
+        for k in 0..100 {
+            p.write_request(1000 + k);
+        }
+        assert_eq!(
+            write(&mut p, 3, Some(0), 1),
+            UNCLASSIFIED,
+            "late: back to Q0"
+        );
+        assert_eq!(write(&mut p, 3, Some(1), 2), UNCLASSIFIED, "then Q1");
+        // Headers stay system data, whatever the chunks do.
+        assert_eq!(
+            p.stream_for(&WriteHint::metadata(5, Some(2))),
+            super::super::moda::SYSTEM
+        );
+    }
 }

@@ -112,4 +112,48 @@ mod tests {
         a.forget(12);
         assert_eq!(a.stream_for(&data(100)), 3);
     }
+
+    /// MNFS sec. 2.2: "MNFS defines the allocation block size of file system as the block
+    /// of NAND flash memory": a block holds one file's data. A file keeps its stream while
+    /// it writes; a new file takes a free stream first, else the one least recently used
+    /// (not the one assigned first); everything that is not user data (headers, cleaning
+    /// copies, checkpoints) goes to the shared stream 0 and moves no stream's clock.
+    #[test]
+    fn a_new_file_takes_a_free_stream_else_the_least_recently_used() {
+        let mut a = PerFile::new();
+        let data = |obj| WriteHint::user_data(obj, 0, None);
+        for o in 10..14 {
+            a.stream_for(&data(o));
+        }
+        a.take_reassigned();
+        // File 10 (assigned first) is used again; 11 is now the least recently used.
+        assert_eq!(a.stream_for(&data(10)), 1);
+        for cause in [
+            WriteCause::Cleaning,
+            WriteCause::Checkpoint,
+            WriteCause::Metadata,
+        ] {
+            let h = WriteHint { cause, ..data(11) };
+            assert_eq!(a.stream_for(&h), 0, "{cause:?}");
+        }
+        assert_eq!(a.stream_for(&WriteHint::metadata(11, None)), 0);
+        assert_eq!(a.take_reassigned(), None);
+        assert_eq!(a.stream_for(&data(20)), 2, "file 11's stream");
+        assert_eq!(
+            a.take_reassigned(),
+            Some(2),
+            "its open block is closed first"
+        );
+        // A deleted file's stream is free and taken before any least recently used one.
+        a.forget(13);
+        assert_eq!(a.stream_for(&data(21)), 4);
+        assert_eq!(a.take_reassigned(), Some(4));
+        // Each file's pages stay in its own stream, interleaved or not.
+        for _ in 0..3 {
+            assert_eq!(a.stream_for(&data(20)), 2);
+            assert_eq!(a.stream_for(&data(21)), 4);
+            assert_eq!(a.stream_for(&WriteHint::user_data(10, 7, Some(3))), 1);
+        }
+        assert_eq!(a.take_reassigned(), None);
+    }
 }

@@ -49,3 +49,45 @@ pub fn make(config: &FsConfig) -> Box<dyn Cleaner> {
 pub(crate) fn flagged(table: &BlockTable) -> Option<u32> {
     table.first_flagged()
 }
+
+/// Block tables for the policies' tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::blocks::{BlockState, BlockTable};
+
+    /// Pages per block of the test tables.
+    pub const PPB: u32 = 8;
+
+    /// Block `b` of `t` written to its end, its first `valid` pages valid, its first page
+    /// written at write serial `serial`.
+    pub fn full(t: &mut BlockTable, b: u32, valid: u32, serial: u64) {
+        t.set_state(b, BlockState::Full);
+        t.update(b, |x| {
+            x.set_next_page(PPB);
+            x.base_serial = serial;
+        });
+        for p in 0..valid {
+            t.set_valid(b * PPB + p);
+        }
+    }
+
+    /// A table of `blocks` erased blocks with `full_blocks` (block, valid pages) written.
+    pub fn table(blocks: u32, full_blocks: &[(u32, u32)]) -> BlockTable {
+        let mut t = BlockTable::new(blocks, PPB);
+        for &(b, valid) in full_blocks {
+            full(&mut t, b, valid, 1);
+        }
+        t
+    }
+
+    /// Fills blocks (all pages valid: no candidates) until `empty` erased blocks are left.
+    pub fn fill_until(t: &mut BlockTable, empty: u32) {
+        let mut b = 0;
+        while t.empty() > empty {
+            if t.get(b).state == BlockState::Empty {
+                full(t, b, PPB, 1);
+            }
+            b += 1;
+        }
+    }
+}
