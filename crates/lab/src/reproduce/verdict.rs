@@ -308,4 +308,135 @@ mod tests {
             "above 1.02 x (no effect: 0.98 to 1.02)"
         );
     }
+
+    /// The noise band is `noise` in the claim's unit either side of the null, whatever the
+    /// null is: at a null of 0 (a difference) it is as wide as at a null of 1 (a ratio), not
+    /// a fraction of the null (which would vanish at 0). Its edges are no effect; anything
+    /// past them is an effect. Dyadic values, so the edges are exact in floating point.
+    #[test]
+    fn the_noise_band_is_absolute_and_its_edges_are_no_effect() {
+        for null in [0.0, 1.0, -2.0, 100.0] {
+            let e = Effect::around(null, 0.25);
+            let tiny = 1.0 / 1024.0;
+            assert_eq!(e.side(null), Side::None, "null {null}");
+            assert_eq!(e.side(null + 0.25), Side::None, "upper edge, null {null}");
+            assert_eq!(e.side(null - 0.25), Side::None, "lower edge, null {null}");
+            assert_eq!(e.side(null + 0.125), Side::None, "inside, null {null}");
+            assert_eq!(
+                e.side(null + 0.25 + tiny),
+                Side::Above,
+                "past the upper edge"
+            );
+            assert_eq!(
+                e.side(null - 0.25 - tiny),
+                Side::Below,
+                "past the lower edge"
+            );
+        }
+        // A null of 0 with no noise: only 0 itself is no effect.
+        let e = Effect::around(0.0, 0.0);
+        assert_eq!(e.side(0.0), Side::None);
+        assert_eq!(e.side(1e-9), Side::Above);
+        assert_eq!(e.side(-1e-9), Side::Below);
+    }
+
+    /// Verdicts for a claim about a difference (null 0) and one about a ratio (null 1), at
+    /// and past each edge of the band: within noise of the null is "no effect", which
+    /// differs from a paper that has one and matches a paper that has none.
+    #[test]
+    fn verdicts_at_nulls_of_0_and_1_and_each_band_edge() {
+        let t = Tolerance::Absolute(100.0);
+        for null in [0.0, 1.0] {
+            let e = Effect::around(null, 0.5);
+            let v = |paper: f64, ours: f64| judge(paper, Some(ours), t, Some(e));
+            let tiny = 1.0 / 1024.0;
+            // The paper reports an effect above the null.
+            assert_eq!(
+                v(null + 8.0, null + 0.5),
+                Verdict::Differs,
+                "null {null}: edge"
+            );
+            assert_eq!(
+                v(null + 8.0, null + 0.5 + tiny),
+                Verdict::Matches,
+                "null {null}"
+            );
+            assert_eq!(
+                v(null + 8.0, null + 0.25),
+                Verdict::Differs,
+                "null {null}: inside"
+            );
+            assert_eq!(
+                v(null + 8.0, null - 0.5 - tiny),
+                Verdict::Differs,
+                "opposite"
+            );
+            // The paper reports an effect below it.
+            assert_eq!(
+                v(null - 8.0, null - 0.5),
+                Verdict::Differs,
+                "null {null}: edge"
+            );
+            assert_eq!(
+                v(null - 8.0, null - 0.5 - tiny),
+                Verdict::Matches,
+                "null {null}"
+            );
+            // Past the edge, far outside the tolerance: the effect, not the figure.
+            let far = judge(
+                null + 8.0,
+                Some(null + 500.0),
+                Tolerance::Absolute(1.0),
+                Some(e),
+            );
+            assert_eq!(far, Verdict::SameDirection, "null {null}");
+            // The paper's own value within the band: its claim is "no effect".
+            assert_eq!(v(null + 0.5, null - 0.5), Verdict::Matches, "null {null}");
+            assert_eq!(v(null, null + 0.5 + tiny), Verdict::Differs, "null {null}");
+            // Direction-only claims, at and past the edge.
+            let above = Effect::above(null, 0.5);
+            let d = |x| judge(null, Some(x), Tolerance::DirectionOnly, Some(above));
+            assert_eq!(d(null + 0.5), Verdict::Differs, "null {null}: on the edge");
+            assert_eq!(d(null + 0.5 + tiny), Verdict::Matches, "null {null}");
+            let below = Effect::below(null, 0.5);
+            let d = |x| judge(null, Some(x), Tolerance::DirectionOnly, Some(below));
+            assert_eq!(d(null - 0.5), Verdict::Differs, "null {null}: on the edge");
+            assert_eq!(d(null - 0.5 - tiny), Verdict::Matches, "null {null}");
+            let none = Effect::none(null, 0.5);
+            let d = |x| judge(null, Some(x), Tolerance::DirectionOnly, Some(none));
+            assert_eq!(d(null + 0.5), Verdict::Matches, "null {null}: on the edge");
+            assert_eq!(d(null - 0.5), Verdict::Matches, "null {null}: on the edge");
+            assert_eq!(d(null + 0.5 + tiny), Verdict::Differs, "null {null}");
+        }
+        // The rule prints the same band.
+        assert_eq!(
+            Effect::around(0.0, 0.5).rule(8.0, "s"),
+            "above 0.5 s (no effect: -0.5 to 0.5)"
+        );
+    }
+
+    proptest::proptest! {
+        /// For any null, band and value (multiples of 1/8, so every sum is exact): the side
+        /// is Above exactly past null + noise, Below exactly past null - noise, else None;
+        /// and moving the null and the value together never changes it.
+        #[test]
+        fn the_side_is_the_distance_from_the_null_against_the_noise(
+            null8 in -64i32..64,
+            noise8 in 0i32..32,
+            d8 in -64i32..64,
+            shift8 in -64i32..64,
+        ) {
+            let (null, noise, d) = (f64::from(null8) / 8.0, f64::from(noise8) / 8.0, f64::from(d8) / 8.0);
+            let want = if d8 > noise8 {
+                Side::Above
+            } else if d8 < -noise8 {
+                Side::Below
+            } else {
+                Side::None
+            };
+            proptest::prop_assert_eq!(Effect::around(null, noise).side(null + d), want);
+            let moved = null + f64::from(shift8) / 8.0;
+            proptest::prop_assert_eq!(Effect::around(moved, noise).side(moved + d), want);
+        }
+    }
 }
