@@ -215,3 +215,76 @@ impl ChipMap {
         (min, max, sum as f64 / n as f64)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A chip map whose PEBs are all free with erase counts `ecs`, no LEB mapped.
+    fn free_with(ecs: &[u32]) -> ChipMap {
+        let pebs = ecs
+            .iter()
+            .map(|&ec| Peb {
+                ec,
+                state: PebState::Free,
+            })
+            .collect();
+        ChipMap::new(0, 4, pebs, 1)
+    }
+
+    /// UBI's `find_wl_entry` with WL_FREE_MAX_DIFF = 2 * threshold: the most worn free PEB
+    /// whose erase count is below the least worn one's plus twice the threshold (strictly:
+    /// one at exactly that bound is out of reach).
+    #[test]
+    fn the_wl_target_is_the_most_worn_free_peb_below_twice_the_threshold() {
+        // threshold 2: bound 1 + 4 = 5.
+        let m = free_with(&[9, 1, 4, 5, 3]);
+        assert_eq!(m.wl_target(2), Some((4, 2)), "4 is below 5; 5 is the bound");
+        assert_eq!(m.wl_target(3), Some((5, 3)), "bound 7");
+        assert_eq!(m.wl_target(100), Some((9, 0)), "all within: the most worn");
+        assert_eq!(free_with(&[]).wl_target(2), None, "an empty pool");
+    }
+
+    /// UBI's `find_mean_wl_entry`: free PEBs within twice the threshold of each other
+    /// (spread strictly below 2t) give the median one; wider, the most worn of those below
+    /// the least worn plus one threshold (not the least worn: fresh data is likely hot).
+    #[test]
+    fn new_data_takes_the_median_free_peb_or_one_within_a_threshold_of_the_least_worn() {
+        // Spread 3 < 2 * 2: the median of (1, 2, 3, 4) by (ec, peb) order, index 2.
+        let mut m = free_with(&[4, 1, 3, 2]);
+        assert_eq!(m.take_for_new_data(2), Some((2, 3, false)));
+        assert!(!m.free.contains(&(3, 2)), "taken out of the pool");
+        // Spread exactly 2t (4): not below it, so the most worn below 1 + 2 = 3.
+        let mut m = free_with(&[5, 1, 2, 3]);
+        assert_eq!(m.take_for_new_data(2), Some((2, 2, false)));
+        // A dirty PEB says so (it must be erased first).
+        let mut m = free_with(&[7]);
+        m.pebs[0].state = PebState::Dirty;
+        assert_eq!(m.take_for_new_data(2), Some((0, 7, true)));
+        assert_eq!(m.take_for_new_data(2), None, "an empty pool");
+    }
+
+    /// UBI's protection queue (UBI_PROT_QUEUE_LEN = 10): a PEB given new data is not a
+    /// wear-levelling source until the chip has recycled 10 more PEBs; erasing it ends
+    /// its protection at once.
+    #[test]
+    fn a_peb_given_new_data_is_protected_for_10_erases_of_its_chip() {
+        assert_eq!(PROTECTION_ERASES, 10);
+        let mut m = free_with(&[0, 0, 0, 0]);
+        let (ec, _) = m.take(0);
+        m.map(0, 0, ec);
+        m.protect(0);
+        for k in 1..=10 {
+            let (ec, _) = m.take(1);
+            m.put_free(1, ec + 1);
+            assert_eq!(m.is_protected(0), k < 10, "after {k} erases");
+        }
+        // Protected again, then erased itself: no longer protected.
+        m.protect(0);
+        assert!(m.is_protected(0));
+        m.unmap(0);
+        m.put_free(0, ec + 1);
+        assert!(!m.is_protected(0));
+        assert_eq!(m.pebs[0].ec, ec + 1);
+    }
+}
