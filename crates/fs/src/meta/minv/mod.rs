@@ -65,6 +65,8 @@ mod recover;
 mod redo;
 mod room;
 mod save;
+#[cfg(test)]
+mod tests;
 mod tree;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
