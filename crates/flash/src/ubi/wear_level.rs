@@ -366,7 +366,13 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 48,
+            // Deterministic: the same cases every run, and no regression files.
+            rng_seed: proptest::test_runner::RngSeed::Fixed(62),
+            failure_persistence: None,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
 
         /// For any sequence of maps, unmaps and the wear-levelling moves they set off (on
         /// one or two chips, at a low threshold so moves are many), every PEB's EC header

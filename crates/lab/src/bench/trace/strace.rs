@@ -1134,6 +1134,14 @@ mod tests {
     }
 
     proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 256,
+            // Deterministic: the same cases every run, and no regression files.
+            rng_seed: proptest::test_runner::RngSeed::Fixed(62),
+            failure_persistence: None,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
         /// For any program of opens (O_APPEND, O_TRUNC), lseeks (SET, CUR and END, negative
         /// offsets and failures included), reads, writes, pwrites, dups and closes, the
         /// importer gives every read and write at the offset the kernel's file table used.
