@@ -44,12 +44,22 @@ fn fresh() -> Fs {
 /// Power fails: the flash loses nothing programmed, the NVRAM keeps, drops or tears each
 /// unpersisted word as `seed` says. Then a mount from the NVRAM.
 fn crash(fs: Fs, seed: u64) -> Fs {
+    let (flash, nv) = power_fails(fs, seed);
+    mount(flash, nv, false)
+}
+
+fn power_fails(fs: Fs, seed: u64) -> (FlashDevice, Nvram) {
     let (mut flash, nv) = fs.into_parts();
     flash.power_cycle().unwrap();
     let mut nv = nv.expect("an NVRAM");
     nv.crash(seed);
+    (flash, nv)
+}
+
+fn mount(flash: FlashDevice, nv: Nvram, read_only: bool) -> Fs {
     let options = MountOptions {
         clock: clock(),
+        read_only,
         ..MountOptions::default()
     };
     FileSystem::mount_with_nvram(flash, nv, options).expect("mount after a crash")
@@ -215,8 +225,10 @@ fn persists(w: Workload) -> u64 {
     fs.nvram().unwrap().stats.persists - base
 }
 
-/// `w` cut at every NVRAM persist: the mount after the crash succeeds and fsck is clean
-/// (every invariant `check` holds), and so after one more create and a second crash.
+/// `w` cut at every NVRAM persist: a read-only mount and then a writable one after the
+/// crash succeed and fsck is clean on both (every invariant `check` holds, read through a
+/// committed transaction or a dying list by the first, applied by the second), and so
+/// after one more create and a second crash.
 fn sweep(name: &str, w: Workload) -> u64 {
     let total = persists(w);
     println!("{name}: {total} NVRAM persist points");
@@ -226,7 +238,13 @@ fn sweep(name: &str, w: Workload) -> u64 {
         fs.nvram_mut().unwrap().cut_at_persist(k);
         let done = w(&mut fs);
         assert_eq!(done.is_ok(), k == total, "{ctx}: {done:?}");
-        let mut fs = crash(fs, k);
+        // A read-only mount first: it applies nothing (a committed transaction, the dying
+        // list) and must see the same whole file system through them.
+        let (flash, nv) = power_fails(fs, k);
+        let mut ro = mount(flash, nv, true);
+        assert_clean(&mut ro, &format!("{ctx}, read-only"));
+        let (flash, nv) = ro.into_parts();
+        let mut fs = mount(flash, nv.unwrap(), false);
         assert_clean(&mut fs, &ctx);
         fs.create(ROOT_INO, b"zz-after", file())
             .unwrap_or_else(|e| panic!("{ctx}: create after the crash: {e}"));
