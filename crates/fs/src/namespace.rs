@@ -490,7 +490,12 @@ impl<F: Flash> FileSystem<F> {
         swap(&mut bd.names, (b_parent, b_name), (a_parent, a_name));
         bd.ctime = Time::from_ns(now);
         let updates = vec![(b, bd.names.clone())];
-        if !self.fits(a, &ad, &updates) {
+        // Both headers must hold their new names (with a symlink target or attributes
+        // beside them) before anything is written: once a's page is on flash the swap is
+        // durable, and a failure of b's own header after it would leave RAM describing
+        // neither the old state nor the new one (issue 59: a checkpoint that disagreed
+        // with the scan after fsstress).
+        if !self.fits(a, &ad, &updates) || !self.fits(b, &bd, &[]) {
             return Err(FsError::NameTooLong);
         }
         self.flush_cache(a)?;
@@ -501,7 +506,19 @@ impl<F: Flash> FileSystem<F> {
         self.unindex_name(b, b_parent, b_name);
         self.index_name(a, b_parent, b_name);
         self.index_name(b, a_parent, a_name);
-        self.persist(b, bd, Vec::new())?;
+        if let Err(e) = self.persist(b, bd.clone(), Vec::new()) {
+            // The swap is durable (a's header carries b's names): RAM keeps b's new names,
+            // and its header is written again by the next flush of b. The caller hears the
+            // error the write met, with every name already where the flash says.
+            if let Ok(o) = self.obj_mut(b) {
+                o.parent = bd.names.first().map_or(0, |n| n.parent);
+                if let Some(d) = o.details.as_deref_mut() {
+                    d.names = bd.names;
+                }
+                o.set_dirty(true);
+            }
+            return Err(e);
+        }
         self.touch_dir(a_parent, now)?;
         self.touch_dir(b_parent, now)?;
         self.link_renamed(a, now)?;
