@@ -96,8 +96,29 @@ impl Chip {
         };
         if fresh {
             chip.mark_factory_bad_blocks();
+        } else {
+            chip.trust_bad_block_markers();
         }
         chip
+    }
+
+    /// A block the stored records call bad but whose chip shows no bad-block marker is
+    /// good: the record is a cache of the markers (as Linux's bad block table is), and every
+    /// way a block becomes bad here writes the marker with the record. Trusting a stray
+    /// record would hide whatever the block holds, silently; the marker is what the chip
+    /// itself says. Geometries without an OOB carry no marker and keep their records.
+    fn trust_bad_block_markers(&mut self) {
+        let page_size = self.geometry().page_size_bytes as usize;
+        if self.geometry().oob_size_bytes == 0 || self.storage.gone() {
+            return;
+        }
+        for block in 0..self.geometry().blocks_per_chip {
+            let mut meta = self.storage.meta(block);
+            if meta.is_bad() && self.storage.page(block, 0)[page_size] == 0xFF {
+                meta.flags &= !(FLAG_FACTORY_BAD | FLAG_GROWN_BAD);
+                self.storage.set_meta(block, meta);
+            }
+        }
     }
 
     fn mark_factory_bad_blocks(&mut self) {

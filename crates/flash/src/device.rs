@@ -56,6 +56,12 @@ pub trait Flash: Send {
     fn set_clock_ns(&mut self, ns: u64);
     /// Makes everything done so far durable in the backend (a file image: msync).
     fn sync(&mut self) -> Result<(), FlashError>;
+    /// Most programs of one block a power cut can find in flight at once: one per chip a
+    /// block is striped over (a row of the block), so a torn page may have its row's other
+    /// pages complete after it. A file system's scan tells a tear from damage by it.
+    fn programs_in_flight(&self) -> u32 {
+        1
+    }
 }
 
 /// How a device runs, chosen when it is opened (not stored in the image).

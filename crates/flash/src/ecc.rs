@@ -14,7 +14,10 @@
 //!   (overwriting whatever the caller put there, as a hardware ECC engine does), and a full
 //!   page read recomputes them. A mismatch is reported as uncorrectable, as real ECC reports
 //!   an interrupted program. A codeword whose data and check bytes are all 0xFF reads as
-//!   clean: controllers recognise an erased page.
+//!   clean only in a page that is erased as a whole (data and OOB): controllers recognise an
+//!   erased page, but a programmed page always has the check bytes its program computed
+//!   (never all 0xFF), so an erased codeword inside a page with tags or other data is
+//!   damage, not emptiness.
 //!
 //! The stored check is a detection code, not a real BCH or Hamming code: the first
 //! `check_bytes` bytes of crc32c(codeword) (little-endian), then of crc32c(codeword ++ 1),
@@ -106,9 +109,9 @@ impl EccModel {
     }
 
     /// True when a data codeword agrees with its stored check bytes, or when both are all
-    /// 0xFF (an erased codeword, which controllers read as clean). Runs at every page
-    /// read: one crc of the codeword and one short append per further word, nothing
-    /// allocated.
+    /// 0xFF (an erased codeword, which controllers read as clean; [`Self::failed_codewords`]
+    /// accepts that only in a page erased as a whole). Runs at every page read: one crc of
+    /// the codeword and one short append per further word, nothing allocated.
     pub fn codeword_ok(&self, codeword: &[u8], check: &[u8]) -> bool {
         let matches = check.len() == self.check_bytes as usize && {
             let crc = crc32c::crc32c(codeword);
@@ -144,19 +147,34 @@ impl EccModel {
     }
 
     /// Data codewords of a page (as stored: `data` and `oob`) whose stored check bytes do
-    /// not match, by index. Empty when the geometry stores no ECC.
+    /// not match, by index. Empty when the geometry stores no ECC. An erased codeword (data
+    /// and check bytes all 0xFF) passes only when the whole page is erased: a program
+    /// always stores the check bytes it computed, so in a page that holds anything else
+    /// (tags in the OOB, another codeword's data) it is damage, not an unwritten part.
     pub fn failed_codewords(&self, geometry: &Geometry, data: &[u8], oob: &[u8]) -> Vec<usize> {
         if !self.stores(geometry) {
             return Vec::new();
         }
         let per = self.check_bytes as usize;
         let area = &oob[geometry.oob_ecc_offset()..];
-        data.chunks_exact(self.codeword_bytes as usize)
+        let erased = |b: &[u8]| b.iter().all(|&x| x == 0xFF);
+        let mut page_erased = None;
+        let mut failed = Vec::new();
+        for (i, (cw, check)) in data
+            .chunks_exact(self.codeword_bytes as usize)
             .zip(area.chunks_exact(per))
             .enumerate()
-            .filter(|(_, (cw, check))| !self.codeword_ok(cw, check))
-            .map(|(i, _)| i)
-            .collect()
+        {
+            let ok = if erased(check) && erased(cw) {
+                *page_erased.get_or_insert_with(|| erased(data) && erased(oob))
+            } else {
+                self.codeword_ok(cw, check)
+            };
+            if !ok {
+                failed.push(i);
+            }
+        }
+        failed
     }
 
     /// Raw bit error rate of a block that has been erased `cycles` times.
@@ -278,6 +296,27 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// An erased codeword reads clean in an erased page, and as damage in a programmed one
+    /// (tags in the OOB, or another codeword's data): an all-0xFF codeword with all-0xFF
+    /// check bytes is never what a program leaves.
+    #[test]
+    fn an_erased_codeword_in_a_programmed_page_is_damage() {
+        let p = crate::preset::presets()
+            .into_iter()
+            .find(|p| p.name == "smallblock-64m")
+            .expect("the small-page preset");
+        let (g, ecc) = (p.config.geometry, p.config.ecc);
+        let data = vec![0xFF; g.page_size_bytes as usize];
+        let mut oob = vec![0xFF; g.oob_size_bytes as usize];
+        assert!(ecc.failed_codewords(&g, &data, &oob).is_empty());
+        // Tags in the free OOB bytes, data and ECC erased: damage.
+        oob[3] = 0x12;
+        assert_eq!(ecc.failed_codewords(&g, &data, &oob), vec![0]);
+        // A program of all-0xFF data stores its own (non-0xFF) check bytes: clean.
+        ecc.store_check_bytes(&g, &data, &mut oob);
+        assert!(ecc.failed_codewords(&g, &data, &oob).is_empty());
     }
 
     #[test]

@@ -39,6 +39,13 @@ impl<F: Flash> FileSystem<F> {
             }
         }
         self.check_alive()?;
+        if let Some(pno) = current {
+            // The header a mount found for it fails its checks: damage (no cut tears a
+            // header a scan or a checkpoint took as current), which fsck reports.
+            if !self.unexplained_pages.contains(&pno) {
+                self.unexplained_pages.push(pno);
+            }
+        }
         let older = self.older_header(ino, current)?;
         let parent = match self.obj(ino)?.parent {
             0 => crate::types::ROOT_INO,

@@ -347,10 +347,13 @@ impl<F: Flash> FileSystem<F> {
             ));
         }
         for &pno in &self.unexplained_pages {
-            r.notes.push(format!(
-                "page {pno} (block {}) fails its checks though pages written after it do not: a program that failed and was written again elsewhere, or damage since it was written, in which case a file lost a chunk here (which one its tags no longer say)",
-                pno / self.layout.pages_per_block
-            ));
+            p(
+                &mut r,
+                format!(
+                    "page {pno} (block {}) is programmed but fails its checks, and no power cut tore it (pages written after it pass, or too many fail together): damage, and a file or directory may have lost what it held here (its tags no longer say which)",
+                    pno / self.layout.pages_per_block
+                ),
+            );
         }
         if !on_flash {
             let mut store = self.metadata.take().expect("a metadata store");

@@ -51,6 +51,7 @@ mod rebuild;
 mod reserve;
 mod reserve_table;
 mod scan;
+mod scan_damage;
 mod scan_every_page;
 mod scan_ibat;
 mod seek;

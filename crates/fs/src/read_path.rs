@@ -98,6 +98,12 @@ impl<F: Flash> FileSystem<F> {
 
     /// Reads only a page's tags (an OOB read). Unreadable tags count as garbage.
     pub(crate) fn read_tags(&mut self, pno: u32) -> Result<TagRead> {
+        Ok(self.read_tags_marked(pno)?.0)
+    }
+
+    /// `read_tags`, and whether the tags are YAFFS1's deletion marker (its tag bytes
+    /// cleared by a second program of the spare area): a stale page, not a damaged one.
+    pub(crate) fn read_tags_marked(&mut self, pno: u32) -> Result<(TagRead, bool)> {
         self.check_alive()?;
         let g = self.layout.geometry;
         let mut oob = vec![0u8; g.oob_size_bytes as usize];
@@ -106,9 +112,12 @@ impl<F: Flash> FileSystem<F> {
         match self.dev.get_mut().read_oob(addr, &mut oob) {
             Ok(_) => {
                 self.note_tag_correction(pno, &oob);
-                Ok(self.layout.decode_tags(&oob))
+                let at = self.layout.tag_offset;
+                let tags = oob.get(at..at + self.layout.tags.bytes());
+                let marked = tags.is_some_and(|t| t.iter().all(|&b| b == 0));
+                Ok((self.layout.decode_tags(&oob), marked))
             }
-            Err(FlashError::Uncorrectable { .. }) => Ok(TagRead::Garbage),
+            Err(FlashError::Uncorrectable { .. }) => Ok((TagRead::Garbage, false)),
             Err(e) => Err(self.fail(e)),
         }
     }

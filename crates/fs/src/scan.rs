@@ -29,6 +29,7 @@ use crate::format::tags::{
 };
 use crate::fs::{FileSystem, MountOptions};
 use crate::layout::Layout;
+use crate::scan_damage::BlockPages;
 use crate::types::Ino;
 
 /// Most serials that pages of blocks without a summary can be ahead of the highest
@@ -462,9 +463,8 @@ impl<F: Flash> FileSystem<F> {
         // A summary page that ends a segment (it does not reach back to page 0): if
         // nothing is programmed after it, the block was sealed there.
         let mut segment_end = None;
-        // Pages that fail their checks, until a good data or header page after them shows
-        // they were not the page a power cut tore (see `unexplained_pages`).
-        let mut failed = Vec::new();
+        // Pages that fail their checks, and whether a power cut explains them.
+        let mut pages = BlockPages::new(self.programs_in_flight());
         for page in 0..ppb {
             let pno = self.layout.pno(b, page);
             let (data, oob, ok) = self.read_full(pno)?;
@@ -475,11 +475,13 @@ impl<F: Flash> FileSystem<F> {
             programmed = page + 1;
             segment_end = None;
             let Some(read) = self.parse_page(data, &oob, ok).filter(|r| !r.damaged) else {
-                failed.push(pno); // torn or damaged
+                pages.failed(pno, page); // torn or damaged
                 continue;
             };
             if matches!(read.tags, Tags::Data(_) | Tags::Header(_)) {
-                self.unexplained_pages.append(&mut failed);
+                pages.written_after(page);
+            } else {
+                pages.passed(page);
             }
             match read.tags {
                 Tags::Special(s) if s.kind == SpecialKind::Checkpoint => {
@@ -493,6 +495,8 @@ impl<F: Flash> FileSystem<F> {
                         .filter(|s| s.entries.len() == page as usize);
                     if let Some(sum) = sum {
                         // Sealed: the summary is the truth for the pages before it.
+                        pages.sealed(page);
+                        self.unexplained_pages.extend(pages.damage());
                         self.apply_summary(b, &sum, seen)?;
                         self.blocks.update(b, |blk| {
                             blk.set_next_page(page + 1);
@@ -501,6 +505,9 @@ impl<F: Flash> FileSystem<F> {
                         });
                         return Ok(Shape::Full);
                     }
+                    // A seal after a crash ends a segment: failed pages before it were
+                    // the tear, whatever is written after it.
+                    pages.sealed(page);
                     segment_end = Some(page);
                 }
                 Tags::Special(_) => {}
@@ -528,6 +535,7 @@ impl<F: Flash> FileSystem<F> {
                 }
             }
         }
+        self.unexplained_pages.extend(pages.damage());
         if let Some(q) = segment_end {
             if let Some((sum, pages)) = self.summary_chain(b, q, None)? {
                 // Sealed after several segments: the chain is the truth, as above.

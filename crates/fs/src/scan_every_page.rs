@@ -28,6 +28,7 @@ use crate::format::record::Record;
 use crate::format::tags::{Serial, TagRead, Tags};
 use crate::fs::FileSystem;
 use crate::scan::{Found, Seen};
+use crate::scan_damage::BlockPages;
 use crate::types::Ino;
 
 /// What reading every page's tags found.
@@ -95,6 +96,9 @@ impl<F: Flash> FileSystem<F> {
         let first_copy = copies.len();
         let mut programmed = 0;
         let mut last_read_whole = false;
+        // Pages whose tags or header fail their checks (not YAFFS1's deletion marker), and
+        // whether a power cut explains them (see `scan_damage`).
+        let mut pages = BlockPages::new(self.programs_in_flight());
         for page in 0..ppb {
             let pno = self.layout.pno(b, page);
             // A full block's last page is read whole (the one a cut can have torn).
@@ -105,14 +109,15 @@ impl<F: Flash> FileSystem<F> {
             } else {
                 None
             };
-            let t = match &whole {
-                Some((_, true)) => TagRead::Erased,
-                Some((Some(r), false)) if !r.damaged => TagRead::Valid(r.tags),
-                Some(_) => TagRead::Garbage,
-                None => self.read_tags(pno)?,
+            let (t, marked) = match &whole {
+                Some((_, true)) => (TagRead::Erased, false),
+                Some((Some(r), false)) if !r.damaged => (TagRead::Valid(r.tags), false),
+                Some(_) => (TagRead::Garbage, false),
+                None => self.read_tags_marked(pno)?,
             };
             if t == TagRead::Erased {
                 if whole_block {
+                    pages.erased(page);
                     continue;
                 }
                 // Pages go in order: the rest of the block is erased.
@@ -120,6 +125,11 @@ impl<F: Flash> FileSystem<F> {
             }
             programmed = page + 1;
             last_read_whole = whole.is_some();
+            match t {
+                TagRead::Valid(Tags::Data(_) | Tags::Header(_)) => pages.written_after(page),
+                TagRead::Garbage if !marked => pages.failed(pno, page),
+                _ => pages.passed(page),
+            }
             match t {
                 TagRead::Valid(Tags::Data(d)) => {
                     let n_bytes = match (d.n_bytes, &whole) {
@@ -155,17 +165,20 @@ impl<F: Flash> FileSystem<F> {
                         }),
                         _ => self.read_header_found(pno, h.obj)?,
                     };
-                    if let Some(what) = found {
-                        seen.push(Seen {
+                    match found {
+                        Some(what) => seen.push(Seen {
                             pno,
                             what: without_floors(what),
-                        });
+                        }),
+                        // Good tags over a header that fails its checks.
+                        None => pages.failed(pno, page),
                     }
                 }
                 // Marked deleted, torn, or nothing this log writes.
                 _ => {}
             }
         }
+        self.unexplained_pages.extend(pages.damage());
         if programmed == 0 {
             return Ok(());
         }

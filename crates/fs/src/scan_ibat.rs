@@ -26,6 +26,7 @@ use crate::error::Result;
 use crate::format::tags::{Serial, TagRead, Tags};
 use crate::fs::FileSystem;
 use crate::scan::{Found, Seen};
+use crate::scan_damage::BlockPages;
 use crate::scan_every_page::EveryPage;
 use crate::types::Ino;
 
@@ -152,20 +153,31 @@ impl<F: Flash> FileSystem<F> {
         let mut written = 1;
         let mut good = 1;
         let mut intact = true;
+        // Pages that fail their tags' checks, and whether a power cut explains them (see
+        // `scan_damage`).
+        let mut pages = BlockPages::new(self.programs_in_flight());
+        pages.written_after(0);
         for page in 1..ppb {
-            let t = self.read_tags(self.layout.pno(b, page))?;
+            let pno = self.layout.pno(b, page);
+            let t = self.read_tags(pno)?;
             if t == TagRead::Erased {
                 break;
             }
             written = page + 1;
             let ours = matches!(t, TagRead::Valid(Tags::Data(d))
                 if d.obj == obj && d.chunk == first_chunk + page && generation_of(d.serial) == generation);
+            match t {
+                _ if ours => pages.written_after(page),
+                TagRead::Garbage => pages.failed(pno, page),
+                _ => pages.passed(page),
+            }
             if intact && ours {
                 good = page + 1;
             } else {
                 intact = false;
             }
         }
+        self.unexplained_pages.extend(pages.damage());
         // The last intact page may be torn with its tags whole: its data is checked.
         if good == written {
             let last = self.layout.pno(b, good - 1);

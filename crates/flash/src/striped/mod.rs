@@ -230,6 +230,10 @@ impl<F: Flash> std::ops::DerefMut for StripedFlash<F> {
 }
 
 impl<F: Flash> Flash for StripedFlash<F> {
+    fn programs_in_flight(&self) -> u32 {
+        self.inner.geometry().chips
+    }
+
     fn geometry(&self) -> Geometry {
         match (&self.parity, &self.ubi) {
             (Some(p), _) => p.geometry(),
