@@ -270,6 +270,11 @@ impl Parity {
         }
     }
 
+    /// A chip rebuilt: a later failure of it is reported again.
+    pub fn forget_dead(&mut self, chip: u32) {
+        self.reported.remove(&chip);
+    }
+
     /// Runs a batch of virtual commands: every piece of every command in one batch (so the
     /// chips overlap), then, per command and only where needed, the parity piece of a read
     /// that lost a piece, the data pieces' OOB of a stripe without parity, or fillers.
