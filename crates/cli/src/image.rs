@@ -669,6 +669,15 @@ pub fn mount_with(
 /// A mount failure as the user should read it.
 pub fn mount_error(image: &Path, e: FsError) -> anyhow::Error {
     match e {
+        // An array's chips may be the ones lost or replaced: a format is never the answer.
+        FsError::NotFormatted(why)
+            if nandkit_flash::backend::file::read_config(image).is_ok_and(|c| c.chip_files) =>
+        {
+            anyhow::anyhow!(
+                "{}: no nandkit file system found on the chips of this array ({why})",
+                image.display()
+            )
+        }
         FsError::NotFormatted(why) => anyhow::anyhow!(
             "{}: no nandkit file system on this image ({why}); format it with `nandkit mkfs {}`",
             image.display(),

@@ -223,11 +223,23 @@ impl<F: Flash> StripedFlash<F> {
 
     /// Attaches UBI if the chips carry it, else stripes physical blocks.
     pub fn open(mut inner: F, read_only: bool) -> Result<Self, FlashError> {
-        if crate::ubi::probe(&mut inner)? {
+        // A chip's membership record says so without a read: only a parity array over UBI
+        // keeps them, and the probe of headers can miss it when chip 0 is gone and the
+        // others were rebuilt (a rebuilt chip's first PEBs may be blank).
+        if Self::any_membership_record(&mut inner) || crate::ubi::probe(&mut inner)? {
             Self::attach_ubi(inner, read_only)
         } else {
             Ok(Self::new(inner))
         }
+    }
+
+    /// Whether any chip carries a membership record (see [`membership`]).
+    fn any_membership_record(inner: &mut F) -> bool {
+        (0..inner.geometry().chips).any(|chip| {
+            inner
+                .chip_label(chip)
+                .is_ok_and(|l| membership::Record::decode(&l).is_some())
+        })
     }
 
     /// After a power cut or to mount again: an array with UBI attaches its chips afresh

@@ -411,3 +411,26 @@ fn a_short_chip_file_is_a_failed_chip_and_rebuilds() {
     s.inner_mut().fail_chip(0, "test");
     assert!(holds(&mut s, 0, 9, 1));
 }
+
+/// Chip 0 may be the chip lost even when every other chip was rebuilt (their first PEBs
+/// then hold no UBI header, which the probe of headers relied on): the chips' membership
+/// records say the array has parity.
+#[test]
+fn chip_0_lost_after_every_other_chip_was_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, mut s) = file_array(dir.path());
+    write_leb(&mut s, 0, 9, 1).unwrap();
+    drop(s);
+    for chip in 1..CHIPS {
+        std::fs::remove_file(nandkit_flash::backend::file::chip_path(&path, chip)).unwrap();
+        let mut dev = FlashDevice::open_image(&path, Default::default()).unwrap();
+        dev.replace_chip(chip).unwrap();
+        let mut s = Array::open(dev, false).unwrap();
+        s.rebuild_chip(chip, &mut |_, _| {}).unwrap();
+    }
+    std::fs::remove_file(&path).unwrap();
+    let mut s = reopen(&path);
+    assert!(s.has_parity());
+    assert_eq!(s.parity_report().unwrap().dead_chips, vec![0]);
+    assert!(holds(&mut s, 0, 9, 1));
+}
