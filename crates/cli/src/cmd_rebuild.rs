@@ -75,6 +75,19 @@ pub fn run(args: RebuildArgs) -> anyhow::Result<()> {
         );
     }
     let new_chip = args.new_chip || failed.iter().any(|(c, _)| *c == args.chip);
+    // Another chip the array does not trust: say so before anything is replaced (attached
+    // read-only, nothing is written).
+    let excluded = StripedFlash::open(dev, true)
+        .with_context(|| format!("attaching the chips of {}", img.display()))?
+        .excluded_chips();
+    if let Some((other, why)) = excluded.iter().find(|(c, _)| *c != args.chip) {
+        bail!(
+            "chip {other} is not a complete member of the array either ({why}): a rebuild of \
+             chip {} needs every other chip, so the data on both is lost to parity",
+            args.chip
+        );
+    }
+    let mut dev = image::open_device(img, DeviceOptions::default())?;
     if new_chip {
         dev.replace_chip(args.chip)
             .with_context(|| format!("putting a new chip {} in place", args.chip))?;
@@ -99,13 +112,6 @@ pub fn run(args: RebuildArgs) -> anyhow::Result<()> {
                 args.chip
             );
         }
-    }
-    if let Some((other, why)) = array.excluded_chips().iter().find(|(c, _)| *c != args.chip) {
-        bail!(
-            "chip {other} is not a complete member of the array either ({why}): a rebuild of \
-             chip {} needs every other chip, so the data on both is lost to parity",
-            args.chip
-        );
     }
     let lebs = array.geometry().blocks_per_chip;
     let mut progress = Progress::items(u64::from(lebs), "rebuilding", args.json);

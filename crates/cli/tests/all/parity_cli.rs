@@ -222,3 +222,30 @@ fn mkfs_keeps_a_lone_sidecar_without_force() {
     assert!(!out(&o).contains("nandkit mkfs"), "{}", out(&o));
     ok(&["mkfs", s(&img), "--geometry", "tiny", "--force"]);
 }
+
+/// Two chips out (a blank chip 1, chip 2 cut short): parity cannot cover both, and rebuild
+/// says so before it replaces anything.
+#[test]
+fn rebuild_refuses_before_replacing_when_another_chip_is_out() {
+    let (_dir, img) = parity_image();
+    write_files(&img, &[("a".to_string(), data(3, 40_000))]);
+    let chip1 = chip_path(&img, 1);
+    let len = std::fs::metadata(&chip1).unwrap().len();
+    std::fs::write(&chip1, vec![0xFF; len as usize]).unwrap();
+    let chip2 = chip_path(&img, 2);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&chip2)
+        .unwrap()
+        .set_len(1_000_000)
+        .unwrap();
+    let o = nandkit(&["rebuild", s(&img), "--chip", "2"]);
+    assert!(!o.status.success(), "{}", out(&o));
+    assert!(
+        out(&o).contains("chip 1 is not a complete member of the array either"),
+        "{}",
+        out(&o)
+    );
+    assert!(!out(&o).contains("panicked"), "{}", out(&o));
+    assert_eq!(std::fs::metadata(&chip2).unwrap().len(), 1_000_000);
+}
