@@ -144,6 +144,12 @@ fn check(args: &FsckArgs) -> anyhow::Result<Report> {
     // An array with parity that lost a chip: its data is whole, its redundancy is not.
     let parity = scanned.device().parity_report();
     if let Some(p) = parity {
+        for (chip, why) in scanned.device().excluded_chips() {
+            failed.push((
+                chip,
+                format!("it is not a complete member of the array: {why}"),
+            ));
+        }
         for chip in p.dead_chips {
             if !failed.iter().any(|(c, _)| *c == chip) {
                 failed.push((chip, "its operations fail".into()));

@@ -113,7 +113,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
         max = max.max(b.erase_count);
     }
     let device = dev.config().clone();
-    let failed_chips: Vec<FailedChip> = dev
+    let mut failed_chips: Vec<FailedChip> = dev
         .failed_chips()
         .into_iter()
         .map(|(chip, why)| FailedChip { chip, why })
@@ -134,6 +134,12 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
     // One device lock at a time: a guard lives to the end of its statement.
     let ubi = fs.device().ubi_report();
     let parity = fs.device().parity_report();
+    // Chips that answer but are no complete members (a rebuild cut short, a blank or an
+    // old chip put in): failed as far as the array is concerned.
+    for (chip, why) in fs.device().excluded_chips() {
+        let why = format!("it is not a complete member of the array: {why}");
+        failed_chips.push(FailedChip { chip, why });
+    }
     let info = Info {
         image: img.clone(),
         total_bytes: g.total_bytes(),

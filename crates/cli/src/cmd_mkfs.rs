@@ -77,7 +77,7 @@ pub fn make(args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
     // Parity: a file per chip, so one chip can go (or be replaced) on its own.
     wanted.chip_files = args.fs.parity;
     // (An existing image formatted as it is has its own chip count: `stripe` checks it.)
-    if !image.exists() || args.device.given() {
+    if !image::image_present(image) || args.device.given() {
         args.fs.check_parity_chips(wanted.geometry.chips)?;
     }
     nandkit_fs::FsConfig::profile(&args.fs.profile, wanted.geometry.blocks_per_chip).with_context(
@@ -115,12 +115,14 @@ pub fn make(args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
     if image.is_dir() {
         bail!("{}: is a directory, not a flash image", image.display());
     }
-    if !image.exists() || args.device.given() {
+    if !image::image_present(image) || args.device.given() {
         // The device is the one asked for: a too small NVRAM is refused before any file
         // is made (for an existing image, `format` checks against its device).
         args.nvram.check(wanted.geometry)?;
     }
-    if !image.exists() {
+    // An image is there if any of its files is (chip 0's may be gone): never replaced
+    // without --force.
+    if !image::image_present(image) {
         // A mkfs that fails leaves nothing it made: the image, its sidecar, the NVRAM.
         let mut made = Made::default();
         for p in nandkit_flash::backend::file::image_files(image, &wanted) {

@@ -18,9 +18,10 @@ pub struct RebuildArgs {
     /// Flash image of an array made with `mkfs --parity`.
     #[arg(value_name = "IMAGE")]
     image: PathBuf,
-    /// The chip to rebuild (0-based). If its image file is gone, a new erased chip takes
-    /// its place; if it is there (a rebuild a power loss cut short), the rebuild goes on
-    /// from what it holds.
+    /// The chip to rebuild (0-based). If its image file is gone or of the wrong size (a
+    /// rebuild killed while it made the file), a new erased chip takes its place; if it is
+    /// there (a rebuild cut short, a blank or an old chip put in), the rebuild goes on from
+    /// what it holds. The array trusts the chip again only once the rebuild completes.
     #[arg(long, value_name = "K")]
     chip: u32,
     /// Put a new erased chip in place of chip K even if its image file is there.
@@ -36,6 +37,8 @@ struct Report {
     image: PathBuf,
     /// A new erased chip was put in place before the rebuild.
     new_chip: bool,
+    /// The array's membership generation, the chip a member again at it.
+    generation: u64,
     #[serde(flatten)]
     rebuild: nandkit_flash::striped::rebuild::RebuildReport,
     host_s: f64,
@@ -72,6 +75,19 @@ pub fn run(args: RebuildArgs) -> anyhow::Result<()> {
         );
     }
     let new_chip = args.new_chip || failed.iter().any(|(c, _)| *c == args.chip);
+    // Another chip the array does not trust: say so before anything is replaced (attached
+    // read-only, nothing is written).
+    let excluded = StripedFlash::open(dev, true)
+        .with_context(|| format!("attaching the chips of {}", img.display()))?
+        .excluded_chips();
+    if let Some((other, why)) = excluded.iter().find(|(c, _)| *c != args.chip) {
+        bail!(
+            "chip {other} is not a complete member of the array either ({why}): a rebuild of \
+             chip {} needs every other chip, so the data on both is lost to parity",
+            args.chip
+        );
+    }
+    let mut dev = image::open_device(img, DeviceOptions::default())?;
     if new_chip {
         dev.replace_chip(args.chip)
             .with_context(|| format!("putting a new chip {} in place", args.chip))?;
@@ -87,6 +103,15 @@ pub fn run(args: RebuildArgs) -> anyhow::Result<()> {
         .with_context(|| format!("attaching the chips of {}", img.display()))?;
     if !array.has_parity() {
         bail!("{}: its chips carry no parity layout", img.display());
+    }
+    if let Some((_, why)) = array.excluded_chips().iter().find(|(c, _)| *c == args.chip) {
+        if !args.json && !new_chip {
+            eprintln!(
+                "nandkit rebuild: chip {} is not a complete member of the array ({why}): \
+                 rebuilding it from what it holds",
+                args.chip
+            );
+        }
     }
     let lebs = array.geometry().blocks_per_chip;
     let mut progress = Progress::items(u64::from(lebs), "rebuilding", args.json);
@@ -107,9 +132,12 @@ pub fn run(args: RebuildArgs) -> anyhow::Result<()> {
     array
         .sync()
         .with_context(|| format!("syncing {}", img.display()))?;
+    let generation = array.membership_generation().unwrap_or(0);
+    drop(array);
     let report = Report {
         image: img.clone(),
         new_chip,
+        generation,
         rebuild,
         host_s: start.elapsed().as_secs_f64(),
     };
@@ -118,9 +146,11 @@ pub fn run(args: RebuildArgs) -> anyhow::Result<()> {
     } else {
         let r = &report.rebuild;
         println!(
-            "nandkit rebuild: chip {} of {} rebuilt",
+            "nandkit rebuild: chip {} of {} rebuilt: a member of the array again (membership \
+             generation {})",
             r.chip,
-            img.display()
+            img.display(),
+            report.generation
         );
         println!(
             "  LEBs       {} written, {} already whole, {} unmapped, of {}",

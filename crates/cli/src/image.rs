@@ -353,16 +353,32 @@ pub fn canonical(image: &Path) -> PathBuf {
     })
 }
 
+/// Whether any file of an image is there: its page file or its sidecar (an image with a
+/// file per chip that lost chip 0's file still has its sidecar and the other chips).
+pub fn image_present(image: &Path) -> bool {
+    image.exists() || nandkit_flash::backend::file::sidecar_path(image).exists()
+}
+
 /// Fails with a hint if the image's page file does not exist (an image with a file per
 /// chip may have lost its chip 0 file: its sidecar says so, and it opens degraded).
 pub fn require_exists(image: &Path) -> anyhow::Result<()> {
     let chip_files =
         || nandkit_flash::backend::file::read_config(image).is_ok_and(|c| c.chip_files);
-    if !image.exists() && !chip_files() {
+    let sidecar = nandkit_flash::backend::file::sidecar_path(image);
+    if !image.exists() && !sidecar.exists() {
         bail!(
             "{}: no such flash image (create one with `nandkit mkfs {}`)",
             image.display(),
             image.display()
+        );
+    }
+    if !image.exists() && !chip_files() {
+        // Its pages are gone; a command that makes a new image here would also replace
+        // the sidecar, so none is suggested.
+        bail!(
+            "{}: the image's page file is missing (its sidecar {} is there, but holds no data)",
+            image.display(),
+            sidecar.display()
         );
     }
     if image.is_dir() {
@@ -387,8 +403,22 @@ pub fn lock(image: &Path, access: Access) -> anyhow::Result<ImageLock> {
     lock_within(image, access, LOCK_WAIT)
 }
 
+/// The file whose `flock` guards an image: the image itself, or, for an image with a file
+/// per chip, its sidecar, which such an image keeps whichever chip files are gone (chip 0's
+/// file, `IMAGE`, may be one of them); the sidecar too when the page file is gone.
+fn lock_path(image: &Path) -> PathBuf {
+    let sidecar = nandkit_flash::backend::file::sidecar_path(image);
+    let chip_files = nandkit_flash::backend::file::read_config(image).is_ok_and(|c| c.chip_files);
+    if chip_files || (!image.exists() && sidecar.exists()) {
+        sidecar
+    } else {
+        image.to_path_buf()
+    }
+}
+
 fn lock_within(image: &Path, access: Access, limit: Duration) -> anyhow::Result<ImageLock> {
-    let file = File::open(image).with_context(|| format!("opening {}", image.display()))?;
+    let path = lock_path(image);
+    let file = File::open(&path).with_context(|| format!("opening {}", path.display()))?;
     let op = match access {
         Access::Read => libc::LOCK_SH,
         Access::Write => libc::LOCK_EX,
@@ -560,8 +590,12 @@ fn file_id(path: &Path) -> Option<(u64, u64)> {
 /// Opens an existing image with errors that name the file and say what to do.
 pub fn open_device(image: &Path, options: DeviceOptions) -> anyhow::Result<FlashDevice> {
     require_exists(image)?;
+    let sidecar = nandkit_flash::backend::file::sidecar_path(image);
     FlashDevice::open_image(image, options).map_err(|e| match e {
-        FlashError::Io { path, source } if source.kind() == std::io::ErrorKind::NotFound => {
+        FlashError::Io { path, source }
+            if source.kind() == std::io::ErrorKind::NotFound
+                && Path::new(&path) == sidecar.as_path() =>
+        {
             anyhow::anyhow!(
                 "{}: the sidecar {path} is missing, so the image's geometry is unknown \
                  (recreate the image with `nandkit mkfs --force {}`)",
@@ -635,6 +669,15 @@ pub fn mount_with(
 /// A mount failure as the user should read it.
 pub fn mount_error(image: &Path, e: FsError) -> anyhow::Error {
     match e {
+        // An array's chips may be the ones lost or replaced: a format is never the answer.
+        FsError::NotFormatted(why)
+            if nandkit_flash::backend::file::read_config(image).is_ok_and(|c| c.chip_files) =>
+        {
+            anyhow::anyhow!(
+                "{}: no nandkit file system found on the chips of this array ({why})",
+                image.display()
+            )
+        }
         FsError::NotFormatted(why) => anyhow::anyhow!(
             "{}: no nandkit file system on this image ({why}); format it with `nandkit mkfs {}`",
             image.display(),

@@ -175,6 +175,15 @@ impl Chip {
         self.storage.gone()
     }
 
+    /// The label kept beside the chip's pages (see `Storage::label`).
+    pub fn label(&self) -> Vec<u8> {
+        self.storage.label()
+    }
+
+    pub fn set_label(&mut self, bytes: &[u8]) -> Result<(), FlashError> {
+        self.storage.set_label(bytes)
+    }
+
     pub fn storage_heap_bytes(&self) -> usize {
         self.storage.heap_bytes()
     }

@@ -62,6 +62,18 @@ pub trait Flash: Send {
     fn programs_in_flight(&self) -> u32 {
         1
     }
+    /// The label kept beside chip `chip`'s pages (see [`crate::backend::Storage::label`]);
+    /// empty where the device keeps none. A chip that failed whole answers
+    /// [`FlashError::ChipFailed`].
+    fn chip_label(&mut self, chip: u32) -> Result<Vec<u8>, FlashError> {
+        let _ = chip;
+        Ok(Vec::new())
+    }
+    /// Replaces chip `chip`'s label, durably, after everything programmed before it.
+    fn set_chip_label(&mut self, chip: u32, label: &[u8]) -> Result<(), FlashError> {
+        let _ = (chip, label);
+        Ok(())
+    }
 }
 
 /// How a device runs, chosen when it is opened (not stored in the image).
@@ -147,17 +159,14 @@ impl FlashDevice {
 
     /// Opens an existing file image exactly as it was left, torn pages and all.
     pub fn open_image(path: &Path, options: DeviceOptions) -> Result<Self, FlashError> {
-        let (config, storages, missing) = file::open(path)?;
+        let (config, storages, failed) = file::open(path)?;
         let storages = storages
             .into_iter()
             .map(|s| Box::new(s) as Box<dyn Storage>)
             .collect();
         let mut dev = Self::assemble(config, storages, false, options, Some(path.to_path_buf()));
-        for chip in missing {
-            dev.failed[chip as usize] = Some(format!(
-                "its image file {} is missing",
-                file::chip_path(path, chip).display()
-            ));
+        for (chip, why) in failed {
+            dev.failed[chip as usize] = Some(why);
         }
         Ok(dev)
     }
@@ -616,6 +625,40 @@ impl Flash for FlashDevice {
                     },
                     (e, _) => e,
                 })?;
+        }
+        Ok(())
+    }
+
+    fn chip_label(&mut self, chip: u32) -> Result<Vec<u8>, FlashError> {
+        self.label_access(chip)?;
+        Ok(self.exec.with_chip(chip as usize, |c| c.label()))
+    }
+
+    fn set_chip_label(&mut self, chip: u32, label: &[u8]) -> Result<(), FlashError> {
+        self.label_access(chip)?;
+        self.exec
+            .with_chip(chip as usize, |c| c.set_label(label))
+            .map_err(|e| match (e, &self.image) {
+                (FlashError::Io { source, .. }, Some(p)) => FlashError::Io {
+                    path: file::chip_path(p, chip).display().to_string(),
+                    source,
+                },
+                (e, _) => e,
+            })
+    }
+}
+
+impl FlashDevice {
+    /// Whether chip `chip`'s label can be reached: not after a power loss (as no operation
+    /// can), nor on a chip that failed whole.
+    fn label_access(&mut self, chip: u32) -> Result<(), FlashError> {
+        self.config.geometry.check_block(BlockAddr::new(chip, 0))?;
+        if self.power.is_lost() {
+            return Err(FlashError::PowerLost);
+        }
+        self.notice_gone_files();
+        if self.chip_refuses(chip, false) {
+            return Err(FlashError::ChipFailed(chip));
         }
         Ok(())
     }

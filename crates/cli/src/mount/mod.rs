@@ -223,7 +223,7 @@ fn prepare(args: &MountArgs) -> anyhow::Result<Prepared> {
     if args.device.given() && !args.create {
         bail!("--geometry, --chips, --device-size and --seed only apply with --create");
     }
-    if !args.image.exists() {
+    if !image::image_present(&args.image) {
         if !args.create {
             bail!(
                 "{}: no such flash image (make one with `nandkit mkfs {}`, or pass --create)",

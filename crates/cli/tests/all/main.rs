@@ -17,4 +17,5 @@ mod fuse_semantics;
 mod fuse_writeback;
 mod minv_cli;
 mod model_cmd;
+mod parity_cli;
 mod reproduce;

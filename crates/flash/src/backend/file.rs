@@ -8,6 +8,11 @@
 //!   (padded with spaces), then a 16-byte record per block, chip after chip: erase count,
 //!   next programmable page, flags (all little-endian u32), one reserved u32.
 //!
+//! An image with chip files (arrays with parity) keeps chip k's pages in a file of its own
+//! (see [`chip_path`]), followed by the chip's label: [`LABEL_BYTES`] in which the array
+//! records the chip's membership (a file of the pages alone, made before labels, has none).
+//! A chip file of any other size is a failed chip, not a broken image.
+//!
 //! Both are memory-mapped, so every program, erase and wear update is in the OS page cache
 //! the moment it happens: a killed process loses nothing the simulated chip had done.
 
@@ -18,7 +23,7 @@ use std::path::{Path, PathBuf};
 use memmap2::{MmapMut, MmapOptions};
 use serde::{Deserialize, Serialize};
 
-use super::{BlockMeta, Storage, FLAG_ERASE_TORN, FLAG_FACTORY_BAD, FLAG_GROWN_BAD};
+use super::{BlockMeta, Storage, FLAG_ERASE_TORN, FLAG_FACTORY_BAD, FLAG_GROWN_BAD, LABEL_BYTES};
 use crate::config::DeviceConfig;
 use crate::error::FlashError;
 
@@ -96,6 +101,11 @@ fn chip_data_len(config: &DeviceConfig) -> u64 {
     g.raw_page_bytes() as u64 * g.pages_per_chip()
 }
 
+/// Bytes of a chip file: its pages and its label.
+fn chip_file_len(config: &DeviceConfig) -> u64 {
+    chip_data_len(config) + LABEL_BYTES as u64
+}
+
 /// Writes `len` bytes of 0xFF (erased NAND reads as 0xFF, so a page file is filled, not left
 /// sparse: zeros).
 fn fill_erased(file: &mut File, path: &Path, len: u64) -> Result<(), FlashError> {
@@ -127,7 +137,7 @@ pub fn create(
     }
     let page_files: Vec<(PathBuf, u64)> = if config.chip_files {
         (0..config.geometry.chips)
-            .map(|c| (chip_path(path, c), chip_data_len(config)))
+            .map(|c| (chip_path(path, c), chip_file_len(config)))
             .collect()
     } else {
         vec![(path.to_path_buf(), data_len(config))]
@@ -151,19 +161,14 @@ pub fn create(
     }
     text.resize(HEADER_BYTES - 1, b' ');
     text.push(b'\n');
-    let mut meta = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&meta_path)
-        .map_err(io_err(&meta_path))?;
+    // Never a sidecar left in place unasked: it holds the geometry of the chips beside it.
+    let mut meta = opts.open(&meta_path).map_err(io_err(&meta_path))?;
     meta.write_all(&text).map_err(io_err(&meta_path))?;
     meta.set_len(meta_len(config)).map_err(io_err(&meta_path))?;
     meta.sync_all().map_err(io_err(&meta_path))?;
     drop(meta);
-    let (_, chips, missing) = open(path)?;
-    debug_assert!(missing.is_empty());
+    let (_, chips, failed) = open(path)?;
+    debug_assert!(failed.is_empty());
     Ok(chips)
 }
 
@@ -194,10 +199,14 @@ fn open_rw(path: &Path) -> std::io::Result<File> {
     OpenOptions::new().read(true).write(true).open(path)
 }
 
+/// Chips of an image that cannot be used, and why (the chip has failed).
+pub type FailedChips = Vec<(u32, String)>;
+
 /// Opens an existing image, checking that its files match the geometry it records. With
-/// chip files, a chip whose file is gone is listed in the third value (its storage is a
-/// placeholder the device never touches: the chip has failed).
-pub fn open(path: &Path) -> Result<(DeviceConfig, Vec<FileStorage>, Vec<u32>), FlashError> {
+/// chip files, a chip whose file is gone or of the wrong size (a copy cut short) is listed
+/// in the third value, with why (its storage is a placeholder the device never touches: the
+/// chip has failed).
+pub fn open(path: &Path) -> Result<(DeviceConfig, Vec<FileStorage>, FailedChips), FlashError> {
     let config = read_config(path)?;
     let meta_path = sidecar_path(path);
     let meta = open_rw(&meta_path).map_err(io_err(&meta_path))?;
@@ -215,17 +224,30 @@ pub fn open(path: &Path) -> Result<(DeviceConfig, Vec<FileStorage>, Vec<u32>), F
     let chip_data_bytes = chip_data_len(&config);
     // The page file(s) and where each chip starts in its file.
     let mut files: Vec<Option<(PathBuf, File, u64)>> = Vec::with_capacity(g.chips as usize);
-    let mut missing = Vec::new();
+    let mut failed = Vec::new();
     if config.chip_files {
         for chip in 0..g.chips {
             let p = chip_path(path, chip);
             match open_rw(&p) {
                 Ok(f) => {
-                    check_size(path, &p, &f, chip_data_bytes)?;
-                    files.push(Some((p, f, 0)));
+                    let size = f.metadata().map_err(io_err(&p))?.len();
+                    // Pages alone: a chip file made before labels.
+                    if size == chip_file_len(&config) || size == chip_data_bytes {
+                        files.push(Some((p, f, 0)));
+                    } else {
+                        failed.push((
+                            chip,
+                            format!(
+                                "its image file {} is {size} bytes, the geometry needs {}",
+                                p.display(),
+                                chip_file_len(&config)
+                            ),
+                        ));
+                        files.push(None);
+                    }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    missing.push(chip);
+                    failed.push((chip, format!("its image file {} is missing", p.display())));
                     files.push(None);
                 }
                 Err(e) => return Err(io_err(&p)(e)),
@@ -245,7 +267,7 @@ pub fn open(path: &Path) -> Result<(DeviceConfig, Vec<FileStorage>, Vec<u32>), F
         storage.check_records(path, g.pages_per_block, chip as u32)?;
         chips.push(storage);
     }
-    Ok((config, chips, missing))
+    Ok((config, chips, failed))
 }
 
 fn check_size(image: &Path, file: &Path, f: &File, want: u64) -> Result<(), FlashError> {
@@ -276,7 +298,7 @@ fn map_chip(
     let g = config.geometry;
     let chip_data_bytes = chip_data_len(config);
     let chip_meta_bytes = RECORD_BYTES as u64 * u64::from(g.blocks_per_chip);
-    let (data_map, own_file) = match file {
+    let (data_map, own_file, label) = match file {
         // SAFETY: the maps cover disjoint ranges of files this process opened for writing;
         // nandkit assumes nothing else writes an image while it is open.
         Some((p, f, offset)) => {
@@ -287,10 +309,16 @@ fn map_chip(
                     .map_mut(&f)
             }
             .map_err(io_err(&p))?;
-            (map, config.chip_files.then_some(f))
+            let label = if config.chip_files {
+                Some(read_label(&f, chip_data_bytes))
+            } else {
+                None
+            };
+            (map, config.chip_files.then_some(f), label)
         }
         None => (
             MmapMut::map_anon(chip_data_bytes as usize).map_err(io_err(meta_path))?,
+            None,
             None,
         ),
     };
@@ -308,7 +336,20 @@ fn map_chip(
         raw_page_bytes: g.raw_page_bytes(),
         pages_per_block: g.pages_per_block as usize,
         own_file,
+        label,
+        label_at: chip_data_bytes,
     })
+}
+
+/// A chip file's label (all 0xFF where the file has none: a new chip, or a file made
+/// before labels).
+fn read_label(f: &File, at: u64) -> Vec<u8> {
+    use std::os::unix::fs::FileExt;
+    let mut label = vec![0xFF; LABEL_BYTES];
+    if f.read_exact_at(&mut label, at).is_err() {
+        label.fill(0xFF);
+    }
+    label
 }
 
 /// A new chip in place of chip `chip` of an image with chip files: an erased page file
@@ -335,7 +376,7 @@ pub fn fresh_chip(path: &Path, chip: u32) -> Result<FileStorage, FlashError> {
         .truncate(true)
         .open(&p)
         .map_err(io_err(&p))?;
-    fill_erased(&mut f, &p, chip_data_len(&config))?;
+    fill_erased(&mut f, &p, chip_file_len(&config))?;
     let meta_path = sidecar_path(path);
     let meta = open_rw(&meta_path).map_err(io_err(&meta_path))?;
     let mut storage = map_chip(&config, &meta, &meta_path, chip, Some((p, f, 0)))?;
@@ -353,6 +394,9 @@ pub struct FileStorage {
     /// The chip's own page file (chip files only): a file removed under a running device
     /// means the chip is gone.
     own_file: Option<File>,
+    /// The chip's label as in its file (chip files only), and where in the file it is.
+    label: Option<Vec<u8>>,
+    label_at: u64,
 }
 
 impl FileStorage {
@@ -416,6 +460,30 @@ impl Storage for FileStorage {
         r[4..8].copy_from_slice(&meta.write_ptr.to_le_bytes());
         r[8..12].copy_from_slice(&meta.flags.to_le_bytes());
         r[12..16].fill(0);
+    }
+
+    fn label(&self) -> Vec<u8> {
+        self.label.clone().unwrap_or_default()
+    }
+
+    fn set_label(&mut self, bytes: &[u8]) -> Result<(), FlashError> {
+        use std::os::unix::fs::FileExt;
+        let (Some(f), Some(label)) = (&self.own_file, &mut self.label) else {
+            // Chips sharing one page file have nowhere to keep a label.
+            return Ok(());
+        };
+        let mut new = bytes.to_vec();
+        new.resize(LABEL_BYTES, 0xFF);
+        let to_err = |source| FlashError::Io {
+            path: "chip image file (its label)".into(),
+            source,
+        };
+        // Pages first: a label must never be durable before the pages it vouches for.
+        self.data.flush().map_err(to_err)?;
+        f.write_all_at(&new, self.label_at).map_err(to_err)?;
+        f.sync_data().map_err(to_err)?;
+        *label = new;
+        Ok(())
     }
 
     fn gone(&self) -> bool {

@@ -31,6 +31,9 @@ impl BlockMeta {
     }
 }
 
+/// Bytes of a chip's label (see [`Storage::label`]).
+pub const LABEL_BYTES: usize = 512;
+
 /// Raw storage for the pages and block records of one chip.
 pub trait Storage: Send {
     /// The raw bytes (data then OOB) of one page. Erased bytes read as 0xFF.
@@ -49,6 +52,13 @@ pub trait Storage: Send {
     fn erase(&mut self, block: u32);
     fn meta(&self, block: u32) -> BlockMeta;
     fn set_meta(&mut self, block: u32, meta: BlockMeta);
+    /// The chip's label: [`LABEL_BYTES`] kept beside its pages, as a chip's OTP pages are,
+    /// for the array above to record there what it needs to trust the chip (the parity
+    /// layer's membership record). All 0xFF on a new chip; empty where the storage keeps no
+    /// label (the chips of a single page file).
+    fn label(&self) -> Vec<u8>;
+    /// Replaces the label (durably, before returning, for a file).
+    fn set_label(&mut self, bytes: &[u8]) -> Result<(), FlashError>;
     /// True when the storage has vanished under the device (a chip's own image file was
     /// removed): the chip has failed.
     fn gone(&self) -> bool {

@@ -18,6 +18,7 @@ pub struct RamStorage {
     metas: Vec<BlockMeta>,
     /// What any page of an unallocated block reads as.
     erased_page: Box<[u8]>,
+    label: Vec<u8>,
 }
 
 impl RamStorage {
@@ -30,6 +31,7 @@ impl RamStorage {
             filled: vec![0; geometry.blocks_per_chip as usize],
             metas: vec![BlockMeta::default(); geometry.blocks_per_chip as usize],
             erased_page: vec![0xFF; raw].into_boxed_slice(),
+            label: vec![0xFF; super::LABEL_BYTES],
         }
     }
 
@@ -56,6 +58,16 @@ impl RamStorage {
 }
 
 impl Storage for RamStorage {
+    fn label(&self) -> Vec<u8> {
+        self.label.clone()
+    }
+
+    fn set_label(&mut self, bytes: &[u8]) -> Result<(), FlashError> {
+        self.label = bytes.to_vec();
+        self.label.resize(super::LABEL_BYTES, 0xFF);
+        Ok(())
+    }
+
     fn heap_bytes(&self) -> usize {
         let block = self.raw_page_bytes * self.pages_per_block;
         self.blocks.iter().filter(|b| b.is_some()).count() * block

@@ -8,8 +8,11 @@
 //! (one bad block then takes the whole stripe out).
 //!
 //! With parity ([`parity`]), block b is still LEB b of every chip, but page r of it is row r
-//! of every chip's LEB: P-1 data pieces and their XOR, so any one chip can fail.
+//! of every chip's LEB: P-1 data pieces and their XOR, so any one chip can fail. Which
+//! chips are trusted to hold their pieces is in every chip's membership record
+//! ([`membership`]); a chip that is not a complete member counts as failed.
 
+pub mod membership;
 pub mod parity;
 pub mod rebuild;
 
@@ -19,6 +22,7 @@ use crate::ecc::EccReport;
 use crate::error::FlashError;
 use crate::geometry::{BlockAddr, Geometry, PageAddr};
 use crate::ubi::{Ubi, UbiParams, UbiReport};
+use membership::Membership;
 use parity::{Parity, ParityEvent, ParityReport, Volumes};
 
 pub struct StripedFlash<F: Flash> {
@@ -27,6 +31,10 @@ pub struct StripedFlash<F: Flash> {
     ubi: Option<Ubi>,
     /// Parity across the chips (over UBI only).
     parity: Option<Parity>,
+    /// With parity: which chips are trusted, as their records say.
+    members: Option<Membership>,
+    /// Attached read-only: membership records are read, never written.
+    read_only: bool,
 }
 
 /// The chips' UBI volumes, as the parity layer drives them.
@@ -58,35 +66,112 @@ impl<F: Flash> StripedFlash<F> {
             chips,
             ubi: None,
             parity: None,
+            members: None,
+            read_only: false,
         }
     }
 
     /// Formats a UBI on every chip (every LEB unmapped) and stripes over their LEBs.
     pub fn format_ubi(mut inner: F, params: UbiParams) -> Result<Self, FlashError> {
         let ubi = Ubi::format(&mut inner, params)?;
-        Ok(Self::with_ubi(inner, ubi))
+        Self::with_ubi(inner, ubi, false, true)
     }
 
     /// Attaches the UBI of every chip (the scan of their headers).
     pub fn attach_ubi(mut inner: F, read_only: bool) -> Result<Self, FlashError> {
         let ubi = Ubi::attach(&mut inner, read_only)?;
-        Ok(Self::with_ubi(inner, ubi))
+        Self::with_ubi(inner, ubi, read_only, false)
     }
 
-    fn with_ubi(inner: F, ubi: Ubi) -> Self {
-        let mut parity = ubi
+    /// The array over its chips' UBI. With parity, a new format makes every chip a member;
+    /// an attach trusts only the chips their records say are complete members.
+    fn with_ubi(inner: F, ubi: Ubi, read_only: bool, fresh: bool) -> Result<Self, FlashError> {
+        let parity = ubi
             .parity()
             .then(|| Parity::new(inner.geometry().chips, ubi.geometry()));
-        if let Some(p) = parity.as_mut() {
-            for chip in ubi.dead_chips() {
-                p.note_dead(chip, "it does not answer");
-            }
-        }
-        Self {
+        let mut s = Self {
             ubi: Some(ubi),
             parity,
+            read_only,
             ..Self::new(inner)
+        };
+        if s.parity.is_some() {
+            let ubi = s.ubi.as_ref().expect("set above");
+            if fresh {
+                let mut m = Membership::new(ubi.image_seq(), s.chips);
+                let all: Vec<u32> = (0..s.chips).collect();
+                m.record(&mut s.inner, &all, &[])?;
+                s.members = Some(m);
+            } else {
+                s.assess_members()?;
+            }
         }
+        Ok(s)
+    }
+
+    /// Reads every live chip's membership record and takes the chips that are not complete
+    /// members out of service (they count as failed); then, if writable, records the
+    /// members as they now are.
+    fn assess_members(&mut self) -> Result<(), FlashError> {
+        let (Some(ubi), Some(parity)) = (self.ubi.as_mut(), self.parity.as_mut()) else {
+            return Ok(());
+        };
+        let mut labels = Vec::with_capacity(self.chips as usize);
+        for chip in 0..self.chips {
+            labels.push(if ubi.is_dead(chip) {
+                None
+            } else {
+                match self.inner.chip_label(chip) {
+                    Ok(l) => Some(l),
+                    Err(FlashError::ChipFailed(_)) => {
+                        ubi.set_dead(chip, true);
+                        None
+                    }
+                    Err(e) => return Err(e),
+                }
+            });
+        }
+        let m = Membership::assess(ubi.image_seq(), &labels);
+        for (&chip, why) in m.excluded() {
+            ubi.set_dead(chip, true);
+            parity.note_dead(
+                chip,
+                format!("it is not a complete member of the array: {why}"),
+            );
+        }
+        for chip in ubi.dead_chips() {
+            parity.note_dead(chip, "it does not answer");
+        }
+        self.members = Some(m);
+        self.settle_members()
+    }
+
+    /// Records the live chips as the members if they are not (a chip left the array, or a
+    /// change was cut part way), before any stripe is written without the chip that left.
+    /// Nothing on a read-only array.
+    fn settle_members(&mut self) -> Result<(), FlashError> {
+        let (Some(m), Some(ubi), false) =
+            (self.members.as_mut(), self.ubi.as_ref(), self.read_only)
+        else {
+            return Ok(());
+        };
+        let live: Vec<u32> = (0..self.chips).filter(|&c| !ubi.is_dead(c)).collect();
+        if m.needs_record(&live) {
+            m.record(&mut self.inner, &live, &[])?;
+        }
+        Ok(())
+    }
+
+    /// Present chips that the array does not trust (not complete members), and why.
+    pub fn excluded_chips(&self) -> Vec<(u32, String)> {
+        self.members.as_ref().map_or_else(Vec::new, |m| {
+            m.excluded().iter().map(|(c, w)| (*c, w.clone())).collect()
+        })
+    }
+
+    /// The generation of the membership records (0: the chips carry none).
+    pub fn membership_generation(&self) -> Option<u64> {
+        self.members.as_ref().map(Membership::generation)
     }
 
     /// The array keeps parity across its chips.
@@ -118,20 +203,43 @@ impl<F: Flash> StripedFlash<F> {
             ubi,
             dev: &mut self.inner,
         };
-        let out = parity.submit(batch, &mut vols);
+        let mut out = parity.submit(batch, &mut vols);
+        let mut member_died = false;
         for chip in ubi.dead_chips() {
             parity.note_dead(chip, "its operations fail");
+            member_died |= self.members.as_ref().is_some_and(|m| m.is_member(chip));
+        }
+        // A member failed: the records say so before this batch is answered, so an old copy
+        // of the chip is never trusted again. Without them the stripes are not acknowledged.
+        if member_died {
+            if let Err(FlashError::PowerLost) = self.settle_members() {
+                for c in &mut out {
+                    c.result = Err(FlashError::PowerLost);
+                }
+            }
         }
         Some(out)
     }
 
     /// Attaches UBI if the chips carry it, else stripes physical blocks.
     pub fn open(mut inner: F, read_only: bool) -> Result<Self, FlashError> {
-        if crate::ubi::probe(&mut inner)? {
+        // A chip's membership record says so without a read: only a parity array over UBI
+        // keeps them, and the probe of headers can miss it when chip 0 is gone and the
+        // others were rebuilt (a rebuilt chip's first PEBs may be blank).
+        if Self::any_membership_record(&mut inner) || crate::ubi::probe(&mut inner)? {
             Self::attach_ubi(inner, read_only)
         } else {
             Ok(Self::new(inner))
         }
+    }
+
+    /// Whether any chip carries a membership record (see [`membership`]).
+    fn any_membership_record(inner: &mut F) -> bool {
+        (0..inner.geometry().chips).any(|chip| {
+            inner
+                .chip_label(chip)
+                .is_ok_and(|l| membership::Record::decode(&l).is_some())
+        })
     }
 
     /// After a power cut or to mount again: an array with UBI attaches its chips afresh

@@ -22,8 +22,8 @@
 //! back is complete, one whose parity piece is missing or torn was cut (never
 //! acknowledged) or was written while its parity chip was dead. Reads use that:
 //! - a read of a page reads its P-1 data pieces; when one is unreadable (ECC, a dead
-//!   chip) or erased while the others are not (a replaced chip not yet rebuilt), the
-//!   parity piece is read and the missing piece rebuilt from it; the read then asks the
+//!   chip: a chip not yet rebuilt counts as dead, see [`super::membership`]) or erased
+//!   while the others are not (a piece a cut never wrote), the parity piece is read and the missing piece rebuilt from it; the read then asks the
 //!   file system to scrub the block (rewrite it with fresh parity) unless the chip is dead;
 //! - a read of the OOB reads the parity piece's, falling back to the first and last data
 //!   pieces when it is missing: both erased is an erased page, first written and last not
@@ -268,6 +268,11 @@ impl Parity {
                 why: why.into(),
             });
         }
+    }
+
+    /// A chip rebuilt: a later failure of it is reported again.
+    pub fn forget_dead(&mut self, chip: u32) {
+        self.reported.remove(&chip);
     }
 
     /// Runs a batch of virtual commands: every piece of every command in one batch (so the

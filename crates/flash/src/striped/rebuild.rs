@@ -14,6 +14,11 @@
 //! loss at any operation is run again and finishes the job; the cost of resuming is one
 //! read of what was already written. Until it is done, reads rebuild every piece the chip
 //! lacks from parity, so the file system can be mounted in between.
+//!
+//! Trusted only when complete. The chip is taken out of the array's members before its
+//! first LEB is written and put back in only after its last ([`super::membership`]): a
+//! rebuild cut anywhere leaves a chip the array treats as failed (never one whose unwritten
+//! rows would be read as data), and running the rebuild again finishes it.
 
 use serde::Serialize;
 
@@ -77,10 +82,14 @@ impl<F: Flash> StripedFlash<F> {
                 what: format!("chip {chip} of an array of {chips}"),
             });
         }
-        if ubi.is_dead(chip) {
+        let excluded = self
+            .members
+            .as_ref()
+            .is_some_and(|m| m.excluded().contains_key(&chip));
+        if ubi.is_dead(chip) && !excluded {
             return Err(FlashError::ChipFailed(chip));
         }
-        if let Some(&other) = ubi.dead_chips().first() {
+        if let Some(&other) = ubi.dead_chips().iter().find(|&&c| c != chip) {
             return Err(FlashError::Ubi(format!(
                 "chip {other} has failed as well: a rebuild of chip {chip} needs every other \
                  chip"
@@ -88,6 +97,26 @@ impl<F: Flash> StripedFlash<F> {
         }
         let vol = parity.volume();
         let lebs = vol.blocks_per_chip;
+        if self.read_only {
+            return Err(FlashError::Ubi(
+                "a rebuild needs the array attached for writing".into(),
+            ));
+        }
+        // The chip answers: it is read (what it already holds is kept) and written, but no
+        // one trusts it until the rebuild has written its last LEB.
+        let others: Vec<u32> = (0..chips).filter(|&c| c != chip).collect();
+        if let (Some(m), Some(ubi), Some(parity)) = (
+            self.members.as_mut(),
+            self.ubi.as_mut(),
+            self.parity.as_mut(),
+        ) {
+            if m.is_member(chip) {
+                m.record(&mut self.inner, &others, &[])?;
+            }
+            m.readmit(chip);
+            ubi.set_dead(chip, false);
+            parity.forget_dead(chip);
+        }
         let start = self.inner.now_ns();
         let mut report = RebuildReport {
             chip,
@@ -95,11 +124,34 @@ impl<F: Flash> StripedFlash<F> {
             ..RebuildReport::default()
         };
         for leb in 0..lebs {
-            self.rebuild_leb(chip, leb, &mut report)?;
+            if let Err(e) = self.rebuild_leb(chip, leb, &mut report) {
+                self.rebuild_cut(chip);
+                return Err(e);
+            }
             progress(leb + 1, lebs);
         }
         report.sim_ns = self.inner.now_ns().saturating_sub(start);
+        // Every piece written: the chip is a member again, its own record first (the others'
+        // records following it make no difference to what is trusted, see membership).
+        if let (Some(m), Some(ubi)) = (self.members.as_mut(), self.ubi.as_ref()) {
+            let live: Vec<u32> = (0..chips).filter(|&c| !ubi.is_dead(c)).collect();
+            if let Err(e) = m.record(&mut self.inner, &live, &[chip]) {
+                self.rebuild_cut(chip);
+                return Err(e);
+            }
+        }
         Ok(report)
+    }
+
+    /// A rebuild that stopped part way: its chip is out of service again, as it would be
+    /// at the next attach.
+    fn rebuild_cut(&mut self, chip: u32) {
+        if let Some(ubi) = self.ubi.as_mut() {
+            ubi.set_dead(chip, true);
+        }
+        if let Some(m) = self.members.as_mut() {
+            m.exclude(chip, "its rebuild did not complete");
+        }
     }
 
     fn rebuild_leb(

@@ -179,6 +179,19 @@ impl Ubi {
         self.dead.get(chip as usize).copied().unwrap_or(false)
     }
 
+    /// This format's image sequence number (the same in every header of every chip).
+    pub fn image_seq(&self) -> u32 {
+        self.image_seq
+    }
+
+    /// Takes a chip that answers out of service, or puts it back (the array above does not
+    /// trust its contents until it is rebuilt: see `striped::membership`). Its map stays.
+    pub(crate) fn set_dead(&mut self, chip: u32, dead: bool) {
+        if let Some(d) = self.dead.get_mut(chip as usize) {
+            *d = dead;
+        }
+    }
+
     /// The PEB holding `leb` of `chip`, if it is mapped.
     pub fn peb_of(&self, chip: u32, leb: u32) -> Option<u32> {
         self.maps.get(chip as usize)?.peb_of(leb)
