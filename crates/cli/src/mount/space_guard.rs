@@ -15,14 +15,17 @@
 //!   direct I/O for that open (FOPEN_DIRECT_IO): its writes reach the daemon at write(2),
 //!   which answers ENOSPC there, exactly as without the cache. Reads through it skip the
 //!   cache too; other opens keep it.
-//! - A file opened with the cache while there was room keeps it for that open. If it
-//!   goes on writing until the device is full, the kernel may hold up to `bound` bytes
-//!   the daemon then refuses at write-back; the rules of a refused write-back apply: the
-//!   error comes from fsync and close, the refused pages are dropped so readers see what
-//!   is stored, and the range is a hole. The writer's next write(2) fails with ENOSPC
-//!   too (see `refused`), so a writer that never closes stops within that bound. (Lowering the kernel's limit as the room shrinks
+//! - A file opened with the cache while there was room keeps it for that open. Once the
+//!   room left is below `bound` plus the slack (`tight`), each of its write(2)s asks the
+//!   daemon first, which has the kernel write back what it holds and answers ENOSPC when
+//!   less than `margin` is left (see `gate`): every byte write(2) accepted is stored. (Lowering the kernel's limit as the room shrinks
 //!   was tried: the kernel's limit throttles writers, it does not refuse them, so a long
 //!   writer crawled at the end and got the same error at close, only much later.)
+//! - What `gate` cannot cover (one write(2) longer than the room left, pages written
+//!   through a mapping) is refused at write-back; the rules of a refused write-back apply:
+//!   the error comes from fsync and close, the refused pages are dropped so readers see
+//!   what is stored, the range is a hole, and the writer's next write(2) fails with
+//!   ENOSPC too (see `refused`).
 //!
 //! Without the bound (the kernel's settings cannot be read) every open for writing gets
 //! direct I/O: no cache is better than a cache that promises what it cannot keep.
@@ -32,6 +35,11 @@ use std::path::Path;
 /// Room kept beyond the dirty bound: the kernel's limit is checked every few pages per
 /// writer (it overshoots by a little), and stored data needs header pages besides.
 const MIN_SLACK: u64 = 1 << 20;
+
+/// One write(2) at the edge of a full device: `dd bs=1M`'s, and more than cp's or tar's.
+/// A cached write(2) asks the daemon once, before its first byte (see `gate`), so a
+/// longer one can still outrun the room left.
+const ONE_WRITE: u64 = 1 << 20;
 
 /// Default dirty bound: an eighth of the file system, within these limits.
 const DEFAULT_BOUND_MIN: u64 = 1 << 20;
@@ -99,6 +107,20 @@ impl SpaceGuard {
     pub fn cache_writes(&self, room: u64) -> bool {
         self.bound.is_some_and(|b| room >= b + slack(b))
     }
+
+    /// With `room` bytes free, may the kernel hold more dirty than fits? Then each
+    /// write(2) through an open that caches asks first (see `gate`). Never without a
+    /// bound: then no open caches writes.
+    pub fn tight(&self, room: u64) -> bool {
+        self.bound.is_some_and(|b| room < b + slack(b))
+    }
+
+    /// The room a cached write(2) needs once the kernel's dirty pages are stored: one
+    /// write of `ONE_WRITE`, and the slack for the kernel's overshoot of its limit and
+    /// for header pages. Several files written at once each get it (see `gate`).
+    pub fn margin(&self) -> u64 {
+        self.bound.map_or(ONE_WRITE, |b| slack(b) + ONE_WRITE)
+    }
 }
 
 #[cfg(test)]
@@ -127,5 +149,21 @@ mod tests {
             !SpaceGuard::off().cache_writes(u64::MAX / 2),
             "no bound, no cache"
         );
+    }
+
+    #[test]
+    fn tight_is_where_opens_stop_caching_and_the_margin_fits_one_write() {
+        let g = SpaceGuard {
+            bound: Some(4 * MIB),
+        };
+        for room in [0, MIB, 5 * MIB - 1, 5 * MIB, 64 * MIB] {
+            assert_eq!(g.tight(room), !g.cache_writes(room), "{room}");
+        }
+        assert_eq!(g.margin(), 2 * MIB, "1 MiB slack and one 1 MiB write");
+        let big = SpaceGuard {
+            bound: Some(128 * MIB),
+        };
+        assert_eq!(big.margin(), 17 * MIB);
+        assert!(!SpaceGuard::off().tight(0), "no bound: nothing caches");
     }
 }
