@@ -36,10 +36,9 @@ use std::path::Path;
 /// writer (it overshoots by a little), and stored data needs header pages besides.
 const MIN_SLACK: u64 = 1 << 20;
 
-/// One write(2) at the edge of a full device: `dd bs=1M`'s, and more than cp's or tar's.
-/// A cached write(2) asks the daemon once, before its first byte (see `gate`), so a
-/// longer one can still outrun the room left.
-const ONE_WRITE: u64 = 1 << 20;
+/// Room kept beyond one write(2) at the edge of a full device (see `margin`): the header
+/// page and the buffered partial chunk of each file being written, with room to spare.
+const HEADROOM: u64 = 256 << 10;
 
 /// Default dirty bound: an eighth of the file system, within these limits.
 const DEFAULT_BOUND_MIN: u64 = 1 << 20;
@@ -116,10 +115,12 @@ impl SpaceGuard {
     }
 
     /// The room a cached write(2) needs once the kernel's dirty pages are stored: one
-    /// write of `ONE_WRITE`, and the slack for the kernel's overshoot of its limit and
-    /// for header pages. Several files written at once each get it (see `gate`).
+    /// write(2) of up to the slack (at least 1 MiB, `dd bs=1M`'s; an eighth of the dirty
+    /// limit on larger mounts), and `HEADROOM`. A cached write(2) asks the daemon once,
+    /// before its first byte (see `gate`), so a longer one can still outrun the room
+    /// left. Writers answered together each need it.
     pub fn margin(&self) -> u64 {
-        self.bound.map_or(ONE_WRITE, |b| slack(b) + ONE_WRITE)
+        self.bound.map_or(MIN_SLACK, slack) + HEADROOM
     }
 }
 
@@ -152,18 +153,25 @@ mod tests {
     }
 
     #[test]
-    fn tight_is_where_opens_stop_caching_and_the_margin_fits_one_write() {
+    fn tight_is_where_opens_stop_caching_and_the_margin_is_one_write_within_it() {
         let g = SpaceGuard {
             bound: Some(4 * MIB),
         };
         for room in [0, MIB, 5 * MIB - 1, 5 * MIB, 64 * MIB] {
             assert_eq!(g.tight(room), !g.cache_writes(room), "{room}");
         }
-        assert_eq!(g.margin(), 2 * MIB, "1 MiB slack and one 1 MiB write");
+        assert_eq!(g.margin(), MIB + MIB / 4, "a 1 MiB write and the headroom");
         let big = SpaceGuard {
             bound: Some(128 * MIB),
         };
-        assert_eq!(big.margin(), 17 * MIB);
+        assert_eq!(big.margin(), 16 * MIB + MIB / 4);
         assert!(!SpaceGuard::off().tight(0), "no bound: nothing caches");
+        for b in [MIB, 4 * MIB, 128 * MIB, 256 * MIB] {
+            let g = SpaceGuard { bound: Some(b) };
+            assert!(
+                g.tight(g.margin()),
+                "the gate lets writers go on while tight"
+            );
+        }
     }
 }

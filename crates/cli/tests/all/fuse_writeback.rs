@@ -313,7 +313,7 @@ fn every_byte_write_accepted_is_stored_on_a_full_device() {
     close_ok(f);
     // One write's margin (see the daemon's `SpaceGuard::margin`): a cached writer is
     // refused only when less than that is left, so df agrees with write(2).
-    let margin = (bound / 8).max(MIB) + MIB;
+    let margin = (bound / 8).max(MIB) + MIB / 4;
     let free = space(&rig.mnt).1;
     assert!(
         free < margin,
