@@ -51,7 +51,8 @@ impl Writers {
         self.0.lock().is_ok_and(|m| m.contains_key(&ino))
     }
 
-    fn inodes(&self) -> Vec<u64> {
+    /// Files open for writing.
+    pub fn inodes(&self) -> Vec<u64> {
         self.0
             .lock()
             .map(|m| m.keys().copied().collect())

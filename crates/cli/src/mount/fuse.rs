@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -29,6 +29,7 @@ use nandkit_flash::StripedDevice;
 
 use super::acl;
 use super::commit::Writers;
+use super::gate::{self, Answer, Gate};
 use super::idle_clean::Activity;
 use super::image_guard::ImageGuard;
 use super::invalidate::Invalidations;
@@ -103,6 +104,15 @@ pub struct NandFuse {
     image: Option<ImageGuard>,
     /// Refused write-backs still to be reported at write(2) (see `refused`).
     refused: Refused,
+    /// Less room than the kernel may hold dirty (see `gate`), as of the last request.
+    tight: AtomicBool,
+    /// Where cached writers ask on a nearly full device (see `gate`).
+    gate: Gate,
+}
+
+/// Bytes free for new data.
+pub fn room(fs: &FileSystem<StripedDevice>) -> u64 {
+    fs.free_chunks().saturating_mul(u64::from(fs.chunk_bytes()))
 }
 
 /// Does an open with these flags write?
@@ -223,7 +233,15 @@ impl NandFuse {
         guard: Arc<OnceLock<SpaceGuard>>,
         activity: Arc<Activity>,
     ) -> Self {
+        let answer: Arc<Answer> = {
+            let (fs, guard, ttl) = (Arc::clone(&fs), Arc::clone(&guard), opts.attr_ttl);
+            Arc::new(move |ino, writers, stored| {
+                let (a, ttl) = gate::answer(&fs, &guard, ttl, ino, writers, stored)?;
+                Ok((Self::file_attr(&a, chunk_bytes), ttl))
+            })
+        };
         Self {
+            gate: Gate::new(Arc::clone(&invalidations), Arc::clone(&writers), answer),
             fs,
             opts,
             chunk_bytes,
@@ -237,6 +255,7 @@ impl NandFuse {
             activity,
             refused: Refused::default(),
             image: None,
+            tight: AtomicBool::new(false),
         }
     }
 
@@ -246,10 +265,40 @@ impl NandFuse {
         self
     }
 
-    /// A new file handle for an open with `flags` (see `refused::handle`).
-    fn file_handle(&self, flags: i32) -> FileHandle {
+    /// A new file handle for an open with `flags` served as `open` says (see
+    /// `refused::handle`).
+    fn file_handle(&self, flags: i32, open: FopenFlags) -> FileHandle {
         let n = self.next_fh.fetch_add(1, Ordering::Relaxed);
-        FileHandle(refused::handle(n, writes(flags)))
+        let cached = self.opts.writeback && !open.contains(FopenFlags::FOPEN_DIRECT_IO);
+        FileHandle(refused::handle(n, writes(flags), cached))
+    }
+
+    /// After each change: once the room left is below what the kernel may hold dirty,
+    /// every file open for writing has its attributes forgotten, so a cached write(2)
+    /// asks before it goes on (see `gate`); the flag comes first, so the answers have a
+    /// zero timeout.
+    fn watch_room(&self, fs: &FileSystem<StripedDevice>) {
+        let Some(guard) = self.guard.get() else {
+            return;
+        };
+        let tight = guard.tight(room(fs));
+        if tight && !self.tight.swap(true, Ordering::SeqCst) {
+            for ino in self.writers.inodes() {
+                self.invalidations.attrs_changed(ino);
+            }
+        } else if !tight {
+            self.tight.store(false, Ordering::SeqCst);
+        }
+    }
+
+    /// How long the kernel may keep attributes: not at all while the device is nearly
+    /// full, so each cached write(2) asks (see `gate`).
+    fn attr_ttl(&self) -> Duration {
+        if self.tight.load(Ordering::SeqCst) {
+            Duration::ZERO
+        } else {
+            self.opts.attr_ttl
+        }
     }
 
     /// Whether the room left covers what the kernel may hold dirty (see `space_guard`),
@@ -258,8 +307,7 @@ impl NandFuse {
         let Some(guard) = self.guard.get() else {
             return false;
         };
-        let room = fs.free_chunks().saturating_mul(u64::from(fs.chunk_bytes()));
-        guard.cache_writes(room)
+        guard.cache_writes(room(fs))
     }
 
     /// How a file opened with `flags` is served, given whether there is room for the
@@ -421,6 +469,7 @@ impl NandFuse {
         let fs = guard.as_mut().ok_or(Errno::EIO)?;
         let out = f(fs).map_err(|e| errno(&e));
         super::log_chip_failures(fs);
+        self.watch_room(fs);
         self.activity.touch();
         out
     }
@@ -459,12 +508,16 @@ impl NandFuse {
     }
 
     fn attr(&self, a: &Attr) -> FileAttr {
+        Self::file_attr(a, self.chunk_bytes)
+    }
+
+    fn file_attr(a: &Attr, chunk_bytes: u32) -> FileAttr {
         let ctime = system_time(a.ctime);
         FileAttr {
             ino: INodeNo(u64::from(a.ino)),
             size: a.size,
             // st_blocks counts 512-byte units of space held.
-            blocks: (a.blocks * u64::from(self.chunk_bytes)).div_ceil(512),
+            blocks: (a.blocks * u64::from(chunk_bytes)).div_ceil(512),
             atime: system_time(a.atime),
             mtime: system_time(a.mtime),
             ctime,
@@ -484,7 +537,7 @@ impl NandFuse {
     fn reply_entry(&self, reply: ReplyEntry, r: Result<Attr, Errno>) {
         match r {
             Ok(a) => reply.entry_with_ttls(
-                &self.opts.attr_ttl,
+                &self.attr_ttl(),
                 &self.opts.entry_ttl,
                 &self.attr(&a),
                 Generation(0),
@@ -640,8 +693,13 @@ impl Filesystem for NandFuse {
                 return reply.error(Errno::from_i32(e));
             }
         }
+        // A cached writer on a nearly full device: answered once what the kernel holds is
+        // stored, ENOSPC if no room is left for more (see `gate`).
+        if fh.is_some_and(|fh| refused::cached(fh.0)) && self.tight.load(Ordering::SeqCst) {
+            return self.gate.ask(ino.0, reply);
+        }
         match ino32(ino).and_then(|i| self.with_fs(|fs| fs.getattr(i))) {
-            Ok(a) => reply.attr(&self.opts.attr_ttl, &self.attr(&a)),
+            Ok(a) => reply.attr(&self.attr_ttl(), &self.attr(&a)),
             Err(e) => reply.error(e),
         }
     }
@@ -705,7 +763,7 @@ impl Filesystem for NandFuse {
             })
         });
         match r {
-            Ok(a) => reply.attr(&self.opts.attr_ttl, &self.attr(&a)),
+            Ok(a) => reply.attr(&self.attr_ttl(), &self.attr(&a)),
             Err(e) => reply.error(e),
         }
     }
@@ -865,7 +923,8 @@ impl Filesystem for NandFuse {
                 if writes(flags.0) {
                     self.writers.opened(ino.0);
                 }
-                reply.opened(self.file_handle(flags.0), self.open_flags(flags.0, room))
+                let open = self.open_flags(flags.0, room);
+                reply.opened(self.file_handle(flags.0, open), open)
             }
             Err(e) => reply.error(e),
         }
@@ -1253,10 +1312,10 @@ impl Filesystem for NandFuse {
                     self.writers.opened(a.ino.into());
                 }
                 reply.created(
-                    &self.opts.attr_ttl,
+                    &self.attr_ttl(),
                     &self.attr(&a),
                     Generation(0),
-                    self.file_handle(flags),
+                    self.file_handle(flags, self.open_flags(flags, room)),
                     self.open_flags(flags, room),
                 )
             }

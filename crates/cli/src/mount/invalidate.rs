@@ -74,15 +74,17 @@ impl Invalidations {
 
     /// Waits until every queued drop is done, or `OPEN_WAIT` passed.
     pub fn wait(&self) {
-        self.wait_for(OPEN_WAIT);
+        let _ = self.wait_for(OPEN_WAIT);
     }
 
-    /// Waits until every queued drop is done, or `limit` passed.
-    pub fn wait_for(&self, limit: Duration) {
+    /// Waits until every queued drop is done, or `limit` passed. Whether they are done.
+    pub fn wait_for(&self, limit: Duration) -> bool {
         let Ok(n) = self.pending.lock() else {
-            return;
+            return false;
         };
-        let _ = self.drained.wait_timeout_while(n, limit, |n| *n > 0);
+        self.drained
+            .wait_timeout_while(n, limit, |n| *n > 0)
+            .is_ok_and(|(n, _)| *n == 0)
     }
 
     fn done(&self) {
@@ -148,8 +150,9 @@ mod tests {
         assert_eq!(*inv.pending.lock().unwrap(), 2);
         assert_eq!(rx.try_iter().collect::<Vec<_>>(), [3, 4]);
         inv.done();
+        assert!(!inv.wait_for(Duration::from_millis(1)), "one still queued");
         inv.done();
         assert_eq!(*inv.pending.lock().unwrap(), 0);
-        inv.wait();
+        assert!(inv.wait_for(Duration::ZERO));
     }
 }

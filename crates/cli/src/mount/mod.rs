@@ -26,6 +26,7 @@ mod bdi;
 mod clock;
 mod commit;
 mod fuse;
+mod gate;
 pub mod helper;
 mod idle_clean;
 mod image_guard;

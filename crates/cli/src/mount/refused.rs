@@ -23,21 +23,29 @@
 //! until the room left covers what the kernel may hold dirty again (see `space_guard`),
 //! other errors (EFBIG past the largest file) until the last writer closes.
 //!
-//! What write(2) accepted before the refusal reached the kernel (at most the mount's
-//! dirty limit, see `space_guard`) is lost, as before; fsync or close report it too if
-//! a write-back failed since the kernel's per-file error flag was last looked at.
+//! This is the last resort: on a filling device `gate` stops cached writers at write(2)
+//! before anything they wrote is refused. What still reaches a refused write-back (one
+//! write(2) longer than the room left, pages written through a mapping, a write past the
+//! largest file) is lost; fsync or close report it too if a write-back failed since the
+//! kernel's per-file error flag was last looked at.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-/// File handles of opens for writing are odd, so a GETATTR names its kind of open.
-pub fn handle(n: u64, writes: bool) -> u64 {
-    (n << 1) | u64::from(writes)
+/// File handles of opens for writing are odd, and those whose writes go through the
+/// page cache have bit 1 set too, so a GETATTR names its kind of open.
+pub fn handle(n: u64, writes: bool, cached: bool) -> u64 {
+    (n << 2) | u64::from(writes && cached) << 1 | u64::from(writes)
 }
 
 /// Was the handle opened for writing?
 pub fn writes(fh: u64) -> bool {
     fh & 1 == 1
+}
+
+/// Was the handle opened for writing through the page cache (see `gate`)?
+pub fn cached(fh: u64) -> bool {
+    fh & 3 == 3
 }
 
 /// Errors of refused write-backs, per inode, still to be reported at write(2).
@@ -78,9 +86,16 @@ mod tests {
 
     #[test]
     fn handles_say_whether_they_write() {
-        assert!(writes(handle(7, true)));
-        assert!(!writes(handle(7, false)));
-        assert_ne!(handle(7, true), handle(8, true));
+        assert!(writes(handle(7, true, false)));
+        assert!(!writes(handle(7, false, false)));
+        assert_ne!(handle(7, true, true), handle(8, true, true));
+        assert!(cached(handle(7, true, true)));
+        assert!(!cached(handle(7, true, false)));
+        assert!(
+            !cached(handle(7, false, true)),
+            "a read-only open writes nothing"
+        );
+        assert!(writes(handle(7, true, true)));
     }
 
     #[test]

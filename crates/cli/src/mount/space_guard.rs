@@ -15,14 +15,17 @@
 //!   direct I/O for that open (FOPEN_DIRECT_IO): its writes reach the daemon at write(2),
 //!   which answers ENOSPC there, exactly as without the cache. Reads through it skip the
 //!   cache too; other opens keep it.
-//! - A file opened with the cache while there was room keeps it for that open. If it
-//!   goes on writing until the device is full, the kernel may hold up to `bound` bytes
-//!   the daemon then refuses at write-back; the rules of a refused write-back apply: the
-//!   error comes from fsync and close, the refused pages are dropped so readers see what
-//!   is stored, and the range is a hole. The writer's next write(2) fails with ENOSPC
-//!   too (see `refused`), so a writer that never closes stops within that bound. (Lowering the kernel's limit as the room shrinks
+//! - A file opened with the cache while there was room keeps it for that open. Once the
+//!   room left is below `bound` plus the slack (`tight`), each of its write(2)s asks the
+//!   daemon first, which has the kernel write back what it holds and answers ENOSPC when
+//!   less than `margin` is left (see `gate`): every byte write(2) accepted is stored. (Lowering the kernel's limit as the room shrinks
 //!   was tried: the kernel's limit throttles writers, it does not refuse them, so a long
 //!   writer crawled at the end and got the same error at close, only much later.)
+//! - What `gate` cannot cover (one write(2) longer than the room left, pages written
+//!   through a mapping) is refused at write-back; the rules of a refused write-back apply:
+//!   the error comes from fsync and close, the refused pages are dropped so readers see
+//!   what is stored, the range is a hole, and the writer's next write(2) fails with
+//!   ENOSPC too (see `refused`).
 //!
 //! Without the bound (the kernel's settings cannot be read) every open for writing gets
 //! direct I/O: no cache is better than a cache that promises what it cannot keep.
@@ -32,6 +35,10 @@ use std::path::Path;
 /// Room kept beyond the dirty bound: the kernel's limit is checked every few pages per
 /// writer (it overshoots by a little), and stored data needs header pages besides.
 const MIN_SLACK: u64 = 1 << 20;
+
+/// Room kept beyond one write(2) at the edge of a full device (see `margin`): the header
+/// page and the buffered partial chunk of each file being written, with room to spare.
+const HEADROOM: u64 = 256 << 10;
 
 /// Default dirty bound: an eighth of the file system, within these limits.
 const DEFAULT_BOUND_MIN: u64 = 1 << 20;
@@ -99,6 +106,22 @@ impl SpaceGuard {
     pub fn cache_writes(&self, room: u64) -> bool {
         self.bound.is_some_and(|b| room >= b + slack(b))
     }
+
+    /// With `room` bytes free, may the kernel hold more dirty than fits? Then each
+    /// write(2) through an open that caches asks first (see `gate`). Never without a
+    /// bound: then no open caches writes.
+    pub fn tight(&self, room: u64) -> bool {
+        self.bound.is_some_and(|b| room < b + slack(b))
+    }
+
+    /// The room a cached write(2) needs once the kernel's dirty pages are stored: one
+    /// write(2) of up to the slack (at least 1 MiB, `dd bs=1M`'s; an eighth of the dirty
+    /// limit on larger mounts), and `HEADROOM`. A cached write(2) asks the daemon once,
+    /// before its first byte (see `gate`), so a longer one can still outrun the room
+    /// left. Writers answered together each need it.
+    pub fn margin(&self) -> u64 {
+        self.bound.map_or(MIN_SLACK, slack) + HEADROOM
+    }
 }
 
 #[cfg(test)]
@@ -127,5 +150,28 @@ mod tests {
             !SpaceGuard::off().cache_writes(u64::MAX / 2),
             "no bound, no cache"
         );
+    }
+
+    #[test]
+    fn tight_is_where_opens_stop_caching_and_the_margin_is_one_write_within_it() {
+        let g = SpaceGuard {
+            bound: Some(4 * MIB),
+        };
+        for room in [0, MIB, 5 * MIB - 1, 5 * MIB, 64 * MIB] {
+            assert_eq!(g.tight(room), !g.cache_writes(room), "{room}");
+        }
+        assert_eq!(g.margin(), MIB + MIB / 4, "a 1 MiB write and the headroom");
+        let big = SpaceGuard {
+            bound: Some(128 * MIB),
+        };
+        assert_eq!(big.margin(), 16 * MIB + MIB / 4);
+        assert!(!SpaceGuard::off().tight(0), "no bound: nothing caches");
+        for b in [MIB, 4 * MIB, 128 * MIB, 256 * MIB] {
+            let g = SpaceGuard { bound: Some(b) };
+            assert!(
+                g.tight(g.margin()),
+                "the gate lets writers go on while tight"
+            );
+        }
     }
 }
