@@ -25,7 +25,7 @@ use crate::blocks::BlockState;
 use crate::deletion_marks::{version_newer, version_of};
 use crate::error::Result;
 use crate::format::record::Record;
-use crate::format::tags::{Serial, TagRead, Tags};
+use crate::format::tags::{Serial, TagLayout, TagRead, Tags};
 use crate::fs::FileSystem;
 use crate::scan::{Found, Seen};
 use crate::scan_damage::BlockPages;
@@ -125,7 +125,21 @@ impl<F: Flash> FileSystem<F> {
             }
             programmed = page + 1;
             last_read_whole = whole.is_some();
+            // YAFFS1's deletion marker is a second program of the spare: one cut by power
+            // leaves tags that fail their check over data and ECC that pass. Such a page
+            // was stale already (its replacement was on flash before its marker).
+            let torn_marker = t == TagRead::Garbage
+                && !marked
+                && self.yaffs1_log()
+                && whole.is_none()
+                && self.read_full(pno)?.2;
             match t {
+                TagRead::Garbage if torn_marker => pages.passed(page),
+                TagRead::Valid(Tags::Data(_) | Tags::Header(_))
+                    if whole.is_none() && self.layout.tags == TagLayout::Small =>
+                {
+                    pages.written_after_by_small_tags(page)
+                }
                 TagRead::Valid(Tags::Data(_) | Tags::Header(_)) => pages.written_after(page),
                 TagRead::Garbage if !marked => pages.failed(pno, page),
                 _ => pages.passed(page),

@@ -23,7 +23,7 @@ use nandkit_flash::Flash;
 
 use crate::blocks::BlockState;
 use crate::error::Result;
-use crate::format::tags::{Serial, TagRead, Tags};
+use crate::format::tags::{Serial, TagLayout, TagRead, Tags};
 use crate::fs::FileSystem;
 use crate::scan::{Found, Seen};
 use crate::scan_damage::BlockPages;
@@ -155,8 +155,9 @@ impl<F: Flash> FileSystem<F> {
         let mut intact = true;
         // Pages that fail their tags' checks, and whether a power cut explains them (see
         // `scan_damage`).
+        // Page 0 is known by its tags only (a cut erase can leave tags that pass a small
+        // layout's check): it counts for nothing here.
         let mut pages = BlockPages::new(self.programs_in_flight());
-        pages.written_after(0);
         for page in 1..ppb {
             let pno = self.layout.pno(b, page);
             let t = self.read_tags(pno)?;
@@ -167,6 +168,9 @@ impl<F: Flash> FileSystem<F> {
             let ours = matches!(t, TagRead::Valid(Tags::Data(d))
                 if d.obj == obj && d.chunk == first_chunk + page && generation_of(d.serial) == generation);
             match t {
+                _ if ours && self.layout.tags == TagLayout::Small => {
+                    pages.written_after_by_small_tags(page)
+                }
                 _ if ours => pages.written_after(page),
                 TagRead::Garbage => pages.failed(pno, page),
                 _ => pages.passed(page),
