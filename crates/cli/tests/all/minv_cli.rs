@@ -268,3 +268,64 @@ fn an_older_copy_of_the_nvram_image_is_refused() {
     assert!(!mnt.join("gone").exists());
     m.unmount();
 }
+
+/// mkfs reserves the disk space of every file it makes (flash image, sidecar, NVRAM
+/// image), so a full host file system is an error at mkfs, not a SIGBUS in mkfs or in a
+/// mount's daemon when a page of a sparse image is first written (issue 59.8).
+#[test]
+fn mkfs_reserves_the_space_of_its_images() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (img, nv) = minv_pair(dir.path(), "r");
+    let meta = dir.path().join("r.img.meta");
+    for p in [&img, &meta, &nv] {
+        let m = std::fs::metadata(p).unwrap();
+        assert!(
+            m.blocks() * 512 >= m.len(),
+            "{}: {} bytes, {} allocated",
+            p.display(),
+            m.len(),
+            m.blocks() * 512
+        );
+    }
+}
+
+/// Sizes past what nandkit can use are refused at once, saying the limit and why, with
+/// nothing left behind: `--nvram-size 1TiB` grew mkfs by 32 MB of RAM per GiB until memory
+/// ran out (issue 59.8), and a device as large would be written whole.
+#[test]
+fn mkfs_refuses_sizes_past_the_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("big.img");
+    let nv = dir.path().join("big.nv");
+    let base = [
+        "mkfs",
+        s(&img),
+        "--profile",
+        "minv",
+        "--geometry",
+        "smallblock-64m",
+        "--nvram",
+        s(&nv),
+    ];
+    for (extra, want) in [
+        (["--nvram-size", "1TiB"], "at most 1GiB"),
+        (["--nvram-size", "2GiB"], "at most 1GiB"),
+        (["--device-size", "1TiB"], "at most 64GiB"),
+    ] {
+        let mut args = base.to_vec();
+        args.extend(extra);
+        let start = std::time::Instant::now();
+        let o = nandkit(&args);
+        assert!(!o.status.success(), "{extra:?} accepted");
+        let e = stderr(&o);
+        assert!(e.contains(want) && e.contains("RAM"), "{extra:?}: {e}");
+        assert!(start.elapsed().as_secs() < 10, "{extra:?}: slow refusal");
+        assert_eq!(listing(dir.path()), Vec::<String>::new(), "{extra:?}");
+    }
+    // The largest NVRAM allowed is made.
+    let mut args = base.to_vec();
+    args.extend(["--device-size", "4MiB", "--nvram-size", "1GiB"]);
+    let o = nandkit(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+}

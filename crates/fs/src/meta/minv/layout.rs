@@ -298,6 +298,13 @@ impl Table {
     }
 }
 
+/// The largest NVRAM mkfs formats: 1 GiB. A mount reads the NVRAM manager's allocation
+/// bitmap whole into RAM (a bit per 32-byte heap unit: 4 MiB at 1 GiB), and mkfs writes it
+/// with the regions before it, so both grow with the NVRAM's size, not with what it holds;
+/// 1 GiB holds the metadata of millions of files (see `nandkit model nvram-space`), more
+/// than any device here can store.
+pub const MAX_NVRAM_BYTES: u64 = 1 << 30;
+
 /// The smallest NVRAM a device of `blocks` erase blocks of `pages_per_block` pages can be
 /// formatted with (its fixed regions, a minimal heap and the room a clean unmount's saved
 /// state keeps, see `room`), so mkfs can refuse a smaller one before it touches a file.

@@ -87,7 +87,9 @@ use crate::object::{LOST_PAGE, NO_PAGE};
 use crate::rebuild::has_data;
 use crate::types::{Ino, Kind, ROOT_INO};
 
-pub use self::layout::{min_nvram_bytes, model_constants, object_bytes, SpaceConstants, SPACE};
+pub use self::layout::{
+    min_nvram_bytes, model_constants, object_bytes, SpaceConstants, MAX_NVRAM_BYTES, SPACE,
+};
 pub(crate) use recover::mount;
 
 /// An allocation in the heap.
@@ -194,6 +196,11 @@ impl Minv {
     /// An NVRAM freshly formatted for `fs` (mkfs): superblock, every block's status, an
     /// empty inode table. The root's inode comes with the root's first header write.
     pub(crate) fn format<F: Flash>(mut nv: Nvram, fs: &FileSystem<F>) -> Result<Minv> {
+        if nv.size_bytes() > MAX_NVRAM_BYTES {
+            return Err(FsError::Invalid(
+                "an NVRAM larger than 1 GiB (a mount reads its allocation bitmap whole)",
+            ));
+        }
         let regions = Regions::new(fs.layout.blocks, fs.layout.pages_per_block, nv.size_bytes())?;
         let sb = layout::Superblock::for_layout(
             &fs.layout,
