@@ -118,6 +118,7 @@ pub fn make(args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
     if !image::image_present(image) || args.device.given() {
         // The device is the one asked for: a too small NVRAM is refused before any file
         // is made (for an existing image, `format` checks against its device).
+        image::check_device_size(&wanted)?;
         args.nvram.check(wanted.geometry)?;
     }
     // An image is there if any of its files is (chip 0's may be gone): never replaced

@@ -935,6 +935,29 @@ impl NewDeviceArgs {
     }
 }
 
+/// The largest flash image mkfs makes: 64 GiB of pages. mkfs writes the whole image
+/// (every page erased, 0xFF) and every command maps it, and the file system keeps state
+/// per block and per page in RAM (and numbers pages in 32 bits).
+pub const MAX_DEVICE_BYTES: u64 = 64 << 30;
+
+/// Refuses a device larger than [`MAX_DEVICE_BYTES`], before any file is made.
+pub fn check_device_size(config: &nandkit_flash::DeviceConfig) -> anyhow::Result<()> {
+    let g = config.geometry;
+    let bytes = u64::from(g.page_size_bytes)
+        .saturating_mul(g.pages_per_chip())
+        .saturating_mul(u64::from(g.chips));
+    if bytes > MAX_DEVICE_BYTES {
+        anyhow::bail!(
+            "a device of {} is more than nandkit makes an image of: at most {} (mkfs writes \
+             the whole image, every page erased, and the file system keeps state per block \
+             and per page in RAM); give a smaller --device-size",
+            crate::presets_cmd::human_bytes(bytes),
+            crate::presets_cmd::human_bytes(MAX_DEVICE_BYTES)
+        );
+    }
+    Ok(())
+}
+
 /// One line describing a device: "mlc-1g: 1 chip x 8192 blocks x 64 pages x (2048+64) B = 1GiB".
 pub fn describe_device(config: &nandkit_flash::DeviceConfig) -> String {
     let g = config.geometry;

@@ -39,11 +39,25 @@ impl Default for NewNvramArgs {
 }
 
 impl NewNvramArgs {
-    /// The new NVRAM image's configuration (preset, then size).
+    /// The new NVRAM image's configuration (preset, then size), at most what a minv file
+    /// system can use.
     fn config(&self) -> anyhow::Result<nandkit_nvram::NvramConfig> {
         let mut config = nandkit_nvram::preset(&self.nvram_preset)?;
         if let Some(size) = self.nvram_size {
             config = config.with_size_bytes(size)?;
+        }
+        let size = config.size_bytes;
+        let most = nandkit_fs::meta::minv::MAX_NVRAM_BYTES;
+        if size > most {
+            bail!(
+                "an NVRAM of {} is more than a minv file system can use: at most {} (a \
+                 mount reads the NVRAM manager's allocation bitmap whole into RAM, a bit per \
+                 32 bytes, and mkfs writes it, so both grow with the NVRAM's size; {} holds \
+                 the metadata of millions of files)",
+                crate::presets_cmd::human_bytes(size),
+                crate::presets_cmd::human_bytes(most),
+                crate::presets_cmd::human_bytes(most)
+            );
         }
         Ok(config)
     }

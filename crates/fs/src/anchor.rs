@@ -10,7 +10,7 @@ use nandkit_flash::{Flash, FlashError};
 use crate::blocks::BlockState;
 use crate::config::FsConfig;
 use crate::error::{FsError, Result};
-use crate::format::anchor::{CheckpointPointer, FsRecord};
+use crate::format::anchor::{CheckpointPointer, FsRecord, GenerationEntry};
 use crate::format::special::Special;
 use crate::format::tags::{PageKind, SpecialKind, SpecialTags, TagRead, Tags};
 use crate::fs::FileSystem;
@@ -219,26 +219,158 @@ impl<F: Flash> FileSystem<F> {
         Ok(())
     }
 
-    /// The file system record in page 0 of anchor block `blocks[0]`, else of
-    /// `blocks[1]` (a copy that is bad, unreadable or not a record is skipped): how a
-    /// `minv` mount, which reads nothing else on flash, learns which file system the
-    /// flash holds. `None`: neither copy is there.
-    pub(crate) fn record_at(&mut self, blocks: [u32; 2]) -> Result<Option<FsRecord>> {
-        for blk in blocks {
+    /// The anchors as a `minv` mount reads them (it reads nothing else on flash): the file
+    /// system record (page 0 of `blocks[0]`, else of `blocks[1]`; `None`: neither copy is
+    /// there), each block's epoch and where the current one is written up to, and the
+    /// newest NVRAM generation the anchor log records (0: none, an image made before
+    /// generations). The reads are a fixed few, whatever the file system holds: two
+    /// record copies, a binary search for the write point, the last entries.
+    ///
+    /// `hint` (anchor index, page, low 40 bits of its epoch: where the newest entry was
+    /// when the NVRAM last moved its generation) spares the search when it holds: the
+    /// entry is there, the page after it is erased and the other anchor's epoch is lower,
+    /// which makes it the newest (entries are appended in page order, to the anchor of the
+    /// highest epoch only). A hint that does not hold (a cut before it was stored, damage,
+    /// an older copy of the NVRAM) costs the search, whose answer is the same.
+    pub(crate) fn minv_anchors(
+        &mut self,
+        blocks: [u32; 2],
+        hint: Option<(usize, u32, u64)>,
+    ) -> Result<(Option<FsRecord>, u64)> {
+        if let Some((i, page, epoch)) = hint {
+            if let Some(found) = self.minv_anchors_hinted(blocks, i, page, epoch)? {
+                return Ok(found);
+            }
+        }
+        let mut record = None;
+        let mut epochs = [0u64; 2];
+        for (i, &blk) in blocks.iter().enumerate() {
             if blk >= self.layout.blocks
                 || self.dev.get_mut().is_bad(self.layout.block_addr(blk))?
             {
                 continue;
             }
             if let Some(s) = self.read_anchor_page(blk, 0)? {
-                if s.index == 0 {
-                    if let Some(r) = FsRecord::decode(&s.payload) {
-                        return Ok(Some(r));
+                if let Some(r) = FsRecord::decode(&s.payload).filter(|_| s.index == 0) {
+                    epochs[i] = s.id;
+                    record.get_or_insert(r);
+                }
+            }
+        }
+        let current = usize::from(epochs[1] > epochs[0]);
+        self.anchors.blocks = blocks;
+        self.anchors.epochs = epochs;
+        self.anchors.current = current;
+        self.anchors.record = record.clone();
+        self.anchors.next_page = self.write_point_of(current)?;
+        // Entries go to the current block; right after it took over (a cut before its
+        // first entry), the newest is still in the other.
+        let mut generation = self.newest_generation(current, self.anchors.next_page)?;
+        if generation.is_none() && epochs[1 - current] != 0 {
+            let end = self.write_point_of(1 - current)?;
+            generation = self.newest_generation(1 - current, end)?;
+        }
+        Ok((record, generation.unwrap_or(0)))
+    }
+
+    /// `minv_anchors` by its hint; `None`: the hint does not hold.
+    fn minv_anchors_hinted(
+        &mut self,
+        blocks: [u32; 2],
+        i: usize,
+        page: u32,
+        epoch40: u64,
+    ) -> Result<Option<(Option<FsRecord>, u64)>> {
+        let ppb = self.layout.pages_per_block;
+        if i > 1 || page == 0 || page >= ppb || blocks.iter().any(|&b| b >= self.layout.blocks) {
+            return Ok(None);
+        }
+        let (blk, other) = (blocks[i], blocks[1 - i]);
+        if self.dev.get_mut().is_bad(self.layout.block_addr(blk))? {
+            return Ok(None);
+        }
+        let entry = self.read_anchor_page(blk, page)?.and_then(|s| {
+            let g = GenerationEntry::decode(&s.payload)?;
+            (s.index == page && s.id & ((1 << 40) - 1) == epoch40).then_some((s.id, g))
+        });
+        let Some((epoch, g)) = entry else {
+            return Ok(None);
+        };
+        if page + 1 < ppb
+            && !matches!(
+                self.read_tags(self.layout.pno(blk, page + 1))?,
+                TagRead::Erased
+            )
+        {
+            return Ok(None);
+        }
+        let mut record = None;
+        let mut other_epoch = 0;
+        if !self.dev.get_mut().is_bad(self.layout.block_addr(other))? {
+            if let Some(s) = self.read_anchor_page(other, 0)? {
+                if let Some(r) = FsRecord::decode(&s.payload).filter(|_| s.index == 0) {
+                    other_epoch = s.id;
+                    record = Some(r);
+                }
+            }
+        }
+        if other_epoch >= epoch {
+            return Ok(None);
+        }
+        if record.is_none() {
+            record = self
+                .read_anchor_page(blk, 0)?
+                .filter(|s| s.index == 0 && s.id == epoch)
+                .and_then(|s| FsRecord::decode(&s.payload));
+            if record.is_none() {
+                return Ok(None);
+            }
+        }
+        let mut epochs = [0u64; 2];
+        epochs[i] = epoch;
+        epochs[1 - i] = other_epoch;
+        self.anchors.blocks = blocks;
+        self.anchors.epochs = epochs;
+        self.anchors.current = i;
+        self.anchors.next_page = page + 1;
+        self.anchors.record = record.clone();
+        Ok(Some((record, g.generation)))
+    }
+
+    /// Where the newest generation entry is, as `minv_anchors`'s hint takes it: (anchor
+    /// index, page, epoch) of the entry appended last, if the last append took.
+    pub(crate) fn last_anchor_entry(&self) -> (usize, u32, u64) {
+        let c = self.anchors.current;
+        (
+            c,
+            self.anchors.next_page.saturating_sub(1),
+            self.anchors.epochs[c],
+        )
+    }
+
+    /// The newest generation entry of anchor block `i` below page `end` (torn or damaged
+    /// pages, which a cut while appending leaves, are passed over).
+    fn newest_generation(&mut self, i: usize, end: u32) -> Result<Option<u64>> {
+        let (blk, epoch) = (self.anchors.blocks[i], self.anchors.epochs[i]);
+        if epoch == 0 {
+            return Ok(None);
+        }
+        for page in (1..end.min(self.layout.pages_per_block)).rev() {
+            if let Some(s) = self.read_anchor_page(blk, page)? {
+                if s.id == epoch && s.index == page {
+                    if let Some(g) = GenerationEntry::decode(&s.payload) {
+                        return Ok(Some(g.generation));
                     }
                 }
             }
         }
         Ok(None)
+    }
+
+    /// Appends a `minv` NVRAM generation to the anchor log (as a checkpoint pointer is
+    /// appended). `Ok(false)`: the anchors cannot take it (a block went bad).
+    pub(crate) fn append_generation(&mut self, generation: u64) -> Result<bool> {
+        self.append_anchor_entry(GenerationEntry { generation }.encode())
     }
 
     /// Refuses an image of another format with a clear message.
@@ -256,8 +388,13 @@ impl<F: Flash> FileSystem<F> {
     /// The first free page of the current anchor block (a binary search over OOB reads:
     /// pages are programmed in order, so "programmed" holds for a prefix).
     fn anchor_write_point(&mut self) -> Result<u32> {
-        let blk = self.anchors.blocks[self.anchors.current];
-        if self.anchors.epochs[self.anchors.current] == 0 {
+        self.write_point_of(self.anchors.current)
+    }
+
+    /// The first free page of anchor block `i` (its page count if it has no record).
+    fn write_point_of(&mut self, i: usize) -> Result<u32> {
+        let blk = self.anchors.blocks[i];
+        if self.anchors.epochs[i] == 0 {
             return Ok(self.layout.pages_per_block);
         }
         let (mut lo, mut hi) = (1u32, self.layout.pages_per_block);
@@ -299,6 +436,11 @@ impl<F: Flash> FileSystem<F> {
     /// block is erased and takes over with the next epoch (the record copy in the old one
     /// stays until then). `Ok(false)`: the anchors cannot take it (a block went bad).
     pub(crate) fn append_checkpoint_pointer(&mut self, p: &CheckpointPointer) -> Result<bool> {
+        self.append_anchor_entry(p.encode())
+    }
+
+    /// Appends an entry (a checkpoint pointer, a generation) to the anchor log.
+    fn append_anchor_entry(&mut self, payload: Vec<u8>) -> Result<bool> {
         let ppb = self.layout.pages_per_block;
         let record = self.fs_record();
         if self.anchors.next_page >= ppb || self.anchors.epochs[self.anchors.current] == 0 {
@@ -334,7 +476,7 @@ impl<F: Flash> FileSystem<F> {
         );
         // Whatever happens to the page, it is used.
         self.anchors.next_page += 1;
-        media_ok(self.program_anchor_page(blk, page, epoch, page, p.encode()))
+        media_ok(self.program_anchor_page(blk, page, epoch, page, payload))
     }
 
     /// A writable mount restores a record copy that is missing or damaged (a power cut

@@ -73,6 +73,27 @@ pub enum FsError {
          with this flash image"
     )]
     NvramMismatch { nvram: String, flash: String },
+    /// A `minv` NVRAM image that is not the one this flash goes with now: an older copy
+    /// of it (its generation is behind the flash's), or a newer one beside an older copy
+    /// of the flash (see `meta::minv::layout::GENERATION_OFF`).
+    #[error("{}", stale_message(*nvram, *flash))]
+    NvramStale { nvram: u64, flash: u64 },
+}
+
+fn stale_message(nvram: u64, flash: u64) -> String {
+    let why = if nvram < flash {
+        "the NVRAM image is an older copy: the flash has moved on since, and its metadata \
+         would return data since overwritten and files since deleted"
+    } else {
+        "the flash image is an older copy than the NVRAM image: the NVRAM's metadata names \
+         data the flash does not hold"
+    };
+    format!(
+        "the NVRAM image does not describe this flash image: the NVRAM is at generation \
+         {nvram}, the flash records generation {flash} (the two move forward together at \
+         each mount and unmount); {why}. Refused: give the NVRAM image last used with this \
+         flash image"
+    )
 }
 
 impl FsError {
@@ -105,6 +126,7 @@ impl FsError {
             FsError::CorruptNvram(_) => 117,     // EUCLEAN
             FsError::NeedsNvram => 22,           // EINVAL
             FsError::NvramMismatch { .. } => 22, // EINVAL
+            FsError::NvramStale { .. } => 22,    // EINVAL
         }
     }
 }

@@ -55,7 +55,11 @@ impl<F: Flash> FileSystem<F> {
     pub fn read(&mut self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {
         self.present(ino)?;
         self.settle()?;
-        self.map(ino)?;
+        // A file whose chunk map is damaged cannot be read: EIO, as for damaged data.
+        self.map(ino).map_err(|e| match e {
+            FsError::CorruptNvram(why) => FsError::Io(format!("corrupt NVRAM: {why}")),
+            e => e,
+        })?;
         let n = self.read_shared(ino, offset, buf)?;
         self.accessed(ino)?;
         Ok(n)

@@ -381,7 +381,9 @@ impl<F: Flash> FileSystem<F> {
         let fs_id = rand::random::<u128>().max(1);
         fs.write_anchors_at_format(fs_id)?;
         if let Some(nv) = nvram {
-            let store = crate::meta::minv::Minv::format(nv, &fs)?;
+            let mut store = crate::meta::minv::Minv::format(nv, &fs)?;
+            // Generation 1 on both sides, so even the first mount finds its entry at once.
+            store.next_generation(&mut fs)?;
             fs.metadata = Some(Box::new(store));
         }
         let now = fs.now();

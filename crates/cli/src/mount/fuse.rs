@@ -1054,14 +1054,20 @@ impl Filesystem for NandFuse {
         &self,
         _req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
         // close() of a descriptor: the file's buffered chunk and header go to flash (YAFFS
         // flushes its cache on close too), so a closed file survives the daemon's death,
-        // and close reports a failure to store it.
-        Self::reply_empty(reply, self.fsync_ino(ino));
+        // and close reports a failure to store it. A descriptor opened for reading stored
+        // nothing: once the file system has turned itself read-only (damage found), its
+        // close still succeeds (issue 59.6).
+        let r = match self.fsync_ino(ino) {
+            Err(e) if e == Errno::EROFS && !refused::writes(fh.0) => Ok(()),
+            r => r,
+        };
+        Self::reply_empty(reply, r);
     }
 
     fn release(

@@ -58,9 +58,11 @@ impl ImageGuard {
 }
 
 /// What the SIGBUS handler writes (a static: the handler may not allocate).
-static SIGBUS_NOTE: &[u8] = b"nandkit: SIGBUS: the image file shrank while the daemon was \
-using it (truncated by another program?); the daemon stops here, and the mount answers \
-ENOTCONN until it is unmounted\n";
+static SIGBUS_NOTE: &[u8] = b"nandkit: SIGBUS: a page of a mapped image could not be \
+read or written: the image file shrank while the daemon was using it (truncated by another \
+program?), or the host file system is full and the image is sparse (made before nandkit \
+reserved its images' space at mkfs); the daemon stops here, and the mount answers ENOTCONN \
+until it is unmounted\n";
 
 extern "C" fn on_sigbus(_: libc::c_int) {
     // SAFETY: write(2) and _exit(2) are async-signal-safe; the buffer is static.

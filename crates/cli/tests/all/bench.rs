@@ -714,8 +714,10 @@ fn moda_repeat_json_contract() {
     assert!(slowest("between") < slowest("none"));
 }
 
-/// MiNV's Figure 8 bench: rows per profile and mount method; minv reads one flash page (the
-/// file system record, to check the NVRAM belongs to this flash) and beats yaffs's scan.
+/// MiNV's Figure 8 bench: rows per profile and mount method; minv reads three flash pages
+/// (in the anchor blocks: the file system record, to check the NVRAM belongs to this flash,
+/// and the newest NVRAM generation, to check it is not an older copy) and beats yaffs's
+/// scan.
 #[test]
 fn minv_mount_json_contract() {
     let v = bench_json(&[
@@ -741,7 +743,7 @@ fn minv_mount_json_contract() {
         );
         assert!(f(r, "energy_j") > 0.0, "{r}");
         if r["profile"] == "minv" {
-            assert_eq!(u(r, "flash_reads"), 1, "{r}");
+            assert_eq!(u(r, "flash_reads"), 3, "{r}");
             let scan = rows
                 .iter()
                 .find(|s| {
@@ -1135,7 +1137,7 @@ fn mount_and_heap_benches_run_minv() {
     for mount in ["checkpoint_mount", "scan_mount"] {
         let m = &r[mount];
         assert_eq!(m["method"], "Nvram", "{m}");
-        assert!(u(m, "reads") <= 2, "{m}");
+        assert!(u(m, "reads") <= 4, "{m}");
         assert!(f(m, "energy_j") < 0.01, "{m}");
     }
     // Another NVRAM technology: the same reads, another energy.

@@ -119,6 +119,27 @@ fn fill_erased(file: &mut File, path: &Path, len: u64) -> Result<(), FlashError>
     file.sync_all().map_err(io_err(path))
 }
 
+/// Reserves the disk blocks of a new file's first `len` bytes (posix_fallocate), so a full
+/// host file system is an error now rather than a SIGBUS later, when the memory map first
+/// writes a page the file system has no room for. A file system without fallocate (glibc
+/// then writes the blocks itself, or says it cannot) is taken as it is.
+pub(crate) fn reserve(file: &File, len: u64) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let n = libc::off_t::try_from(len)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "file too large"))?;
+    // SAFETY: posix_fallocate only reads its arguments; the descriptor is open.
+    match unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, n) } {
+        0 | libc::EOPNOTSUPP => Ok(()),
+        e => {
+            let e = std::io::Error::from_raw_os_error(e);
+            Err(std::io::Error::new(
+                e.kind(),
+                format!("reserving the image's {len} bytes on the host file system: {e}"),
+            ))
+        }
+    }
+}
+
 /// Creates a new, fully erased image (every byte 0xFF) and its sidecar. Refuses to replace
 /// an existing image unless `overwrite` is set.
 pub fn create(
@@ -144,6 +165,8 @@ pub fn create(
     };
     for (file, len) in &page_files {
         let mut data = opts.open(file).map_err(io_err(file))?;
+        // Room first: a host file system too full for the image fails here, at once.
+        reserve(&data, *len).map_err(io_err(file))?;
         fill_erased(&mut data, file, *len)?;
     }
 
@@ -165,6 +188,7 @@ pub fn create(
     let mut meta = opts.open(&meta_path).map_err(io_err(&meta_path))?;
     meta.write_all(&text).map_err(io_err(&meta_path))?;
     meta.set_len(meta_len(config)).map_err(io_err(&meta_path))?;
+    reserve(&meta, meta_len(config)).map_err(io_err(&meta_path))?;
     meta.sync_all().map_err(io_err(&meta_path))?;
     drop(meta);
     let (_, chips, failed) = open(path)?;

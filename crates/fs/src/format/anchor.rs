@@ -123,6 +123,34 @@ impl CheckpointPointer {
     }
 }
 
+/// A `minv` file system's NVRAM generation, as the flash records it: appended to the
+/// anchor log (where the flash log profiles append checkpoint pointers) each time the
+/// NVRAM's moves forward (a writable mount, a clean unmount), so an older copy of the
+/// NVRAM, whose generation is lower, is told from the one this flash goes with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GenerationEntry {
+    pub generation: u64,
+}
+
+/// Tells a generation entry from a checkpoint pointer (which is never 12 bytes long).
+const GENERATION_MAGIC: [u8; 4] = *b"NKGN";
+
+impl GenerationEntry {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = GENERATION_MAGIC.to_vec();
+        b.extend_from_slice(&self.generation.to_le_bytes());
+        b
+    }
+
+    pub fn decode(payload: &[u8]) -> Option<GenerationEntry> {
+        if payload.len() != 12 || payload[..4] != GENERATION_MAGIC {
+            return None;
+        }
+        let generation = u64::from_le_bytes(payload[4..12].try_into().ok()?);
+        Some(GenerationEntry { generation })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,6 +179,11 @@ mod tests {
             pages: 19,
             blocks: vec![4, 9],
         };
-        assert_eq!(CheckpointPointer::decode(&p.encode()), Some(p));
+        assert_eq!(CheckpointPointer::decode(&p.encode()), Some(p.clone()));
+        // Generation entries and checkpoint pointers never read as each other.
+        let g = GenerationEntry { generation: 9 };
+        assert_eq!(GenerationEntry::decode(&g.encode()), Some(g));
+        assert_eq!(CheckpointPointer::decode(&g.encode()), None);
+        assert_eq!(GenerationEntry::decode(&p.encode()), None);
     }
 }

@@ -45,29 +45,52 @@ fn files_round_trip_through_unmount_and_crash() {
     }
 }
 
-/// Of flash, a mount reads one page: the file system record, to check that the NVRAM
-/// belongs to this flash (issue 34.4).
+/// Of flash, a mount reads the anchor blocks only, a fixed few pages however much the
+/// file system holds: the file system record, to check that the NVRAM belongs to this
+/// flash (issue 34.4), and the anchor log's last generation, to check it is the NVRAM
+/// this flash goes with now (issue 59.6): two record copies, a binary search for the
+/// log's end, its last entry; 3 pages when the NVRAM's hint of where that entry is holds.
 #[test]
-fn mount_reads_only_the_record_on_flash() {
+fn mount_reads_only_the_anchors_on_flash() {
     let dev = Dev::Small;
+    let ppb = dev.config().geometry.pages_per_block;
+    let most = 2 + u64::from(ppb.ilog2()) + 2;
     let mut fs = fresh(dev);
-    for i in 0..30u64 {
-        let ino = fs
-            .create(ROOT_INO, format!("f{i}").as_bytes(), file())
-            .unwrap()
-            .ino;
-        fs.write(ino, 0, &pattern(i, 3000)).unwrap();
+    let mut seen = Vec::new();
+    for round in 0..3u64 {
+        for i in 0..30u64 {
+            let ino = fs
+                .create(ROOT_INO, format!("f{round}-{i}").as_bytes(), file())
+                .unwrap()
+                .ino;
+            fs.write(ino, 0, &pattern(i, 3000)).unwrap();
+        }
+        let (mut flash, nv) = fs.unmount_parts().unwrap();
+        let t = flash.stats().total();
+        let reads = t.page_reads + t.oob_reads;
+        fs = mount_parts(flash, nv).unwrap();
+        let t = fs.device().stats().total();
+        let n = t.page_reads + t.oob_reads - reads;
+        // The NVRAM's hint names the newest entry: it, the page after, the other record.
+        assert_eq!(n, 3, "round {round}: the mount read {n} pages");
+        seen.push(n);
     }
+    // Without the hint (or with one that does not hold) the mount searches the log.
     let (mut flash, nv) = fs.unmount_parts().unwrap();
+    let mut nv = nv.unwrap();
+    nv.write_u64(72, 0).unwrap();
+    nv.persist_all().unwrap();
     let t = flash.stats().total();
     let reads = t.page_reads + t.oob_reads;
-    let fs = mount_parts(flash, nv).unwrap();
+    let fs = mount_parts(flash, Some(nv)).unwrap();
     let t = fs.device().stats().total();
-    assert_eq!(
-        t.page_reads + t.oob_reads,
-        reads + 1,
-        "mount read more than the record"
+    let n = t.page_reads + t.oob_reads - reads;
+    assert!(
+        n > 3 && n <= most,
+        "the search read {n} pages (at most {most})"
     );
+    seen.push(n);
+    println!("mount reads: {seen:?}");
 }
 
 /// Erase on delete: once a delete leaves a block without a live page, that block is erased,
@@ -846,12 +869,13 @@ fn damage_met_after_mounting_stops_every_write() {
             nandkit_nvram::Nvram::create_file(&path, ram_nvram().config().clone(), true).unwrap();
         nv2.write(0, &bad).unwrap();
         nv2.persist_all().unwrap();
-        let before = std::fs::read(&path).unwrap();
         let f = nandkit_flash::StripedFlash::new(clone_device(&mut flash));
         let Ok(mut fs) = FileSystem::mount_with_nvram(f, nv2, opts()) else {
             refused += 1; // refused at mount: nothing to stop
             continue;
         };
+        // (The mount itself moved the NVRAM's generation, issue 59.6.)
+        let before = std::fs::read(&path).unwrap();
         let e = match dentries(&mut fs).and_then(|_| fs.load_everything()) {
             Ok(_) => {
                 clean += 1;
@@ -1020,4 +1044,359 @@ fn a_full_nvram_refuses_the_call_never_the_sync() {
     let mut fs = clean_remount(fs);
     assert_eq!(read_all(&mut fs, ino).unwrap(), b"room again");
     assert_fsck(&mut fs, "after deletes");
+}
+
+/// A flash image and an NVRAM image in files, as `nandkit` keeps them (issue 59.6).
+struct Pair {
+    dir: tempfile::TempDir,
+}
+
+impl Pair {
+    fn new() -> Pair {
+        Pair {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn flash(&self, name: &str) -> std::path::PathBuf {
+        self.dir.path().join(format!("{name}.img"))
+    }
+
+    fn nvram(&self, name: &str) -> std::path::PathBuf {
+        self.dir.path().join(format!("{name}.nvram"))
+    }
+
+    /// mkfs into images `name`.
+    fn format(&self, dev: Dev, name: &str) -> Fs {
+        let flash = nandkit_flash::FlashDevice::create_image(
+            &self.flash(name),
+            dev.config(),
+            true,
+            nandkit_flash::DeviceOptions::default(),
+        )
+        .unwrap();
+        let nv = nandkit_nvram::Nvram::create_file(
+            &self.nvram(name),
+            ram_nvram().config().clone(),
+            true,
+        )
+        .unwrap();
+        let flash = nandkit_flash::StripedFlash::new(flash);
+        FileSystem::format_with_nvram(flash, nv, minv(dev), clock()).unwrap()
+    }
+
+    fn open(&self, flash: &str, nvram: &str) -> (nandkit_flash::FlashDevice, nandkit_nvram::Nvram) {
+        let f = nandkit_flash::FlashDevice::open_image(
+            &self.flash(flash),
+            nandkit_flash::DeviceOptions::default(),
+        )
+        .unwrap();
+        (
+            f,
+            nandkit_nvram::Nvram::open_file(&self.nvram(nvram)).unwrap(),
+        )
+    }
+
+    /// Mounts flash image `flash` with NVRAM image `nvram`.
+    fn mount(&self, flash: &str, nvram: &str, options: MountOptions) -> Result<Fs> {
+        let (f, nv) = self.open(flash, nvram);
+        let f = nandkit_flash::StripedFlash::open(f, options.read_only)?;
+        FileSystem::mount_with_nvram(f, nv, options)
+    }
+
+    fn copy_flash(&self, from: &str, to: &str) {
+        std::fs::copy(self.flash(from), self.flash(to)).unwrap();
+        let meta = |p: std::path::PathBuf| {
+            let mut s = p.into_os_string();
+            s.push(".meta");
+            std::path::PathBuf::from(s)
+        };
+        std::fs::copy(meta(self.flash(from)), meta(self.flash(to))).unwrap();
+    }
+
+    fn copy_nvram(&self, from: &str, to: &str) {
+        std::fs::copy(self.nvram(from), self.nvram(to)).unwrap();
+    }
+}
+
+fn ro() -> MountOptions {
+    MountOptions {
+        read_only: true,
+        ..opts()
+    }
+}
+
+/// Seven files written and synced, the file system cleanly unmounted.
+fn seven_files(p: &Pair, dev: Dev) {
+    let mut fs = p.format(dev, "a");
+    for i in 0..7u64 {
+        let ino = fs
+            .create(ROOT_INO, format!("f{i}").as_bytes(), file())
+            .unwrap()
+            .ino;
+        fs.write(ino, 0, &pattern(i, 3000 + 500 * i as usize))
+            .unwrap();
+    }
+    fs.unmount().unwrap();
+}
+
+/// Overwrites files 0..5 and deletes 5 and 6 (the issue's reproduction).
+fn overwrite_and_delete(fs: &mut Fs) {
+    for i in 0..5u64 {
+        let ino = fs.lookup(ROOT_INO, format!("f{i}").as_bytes()).unwrap().ino;
+        fs.write(ino, 0, &pattern(100 + i, 3000 + 500 * i as usize))
+            .unwrap();
+        fs.fsync(ino).unwrap();
+    }
+    for i in 5..7u64 {
+        fs.unlink(ROOT_INO, format!("f{i}").as_bytes()).unwrap();
+    }
+}
+
+fn assert_new_contents(fs: &mut Fs, ctx: &str) {
+    for i in 0..5u64 {
+        let ino = fs.lookup(ROOT_INO, format!("f{i}").as_bytes()).unwrap().ino;
+        assert_bytes(
+            &read_all(fs, ino).unwrap(),
+            &pattern(100 + i, 3000 + 500 * i as usize),
+            ctx,
+        );
+    }
+    for i in 5..7u64 {
+        assert!(
+            fs.lookup(ROOT_INO, format!("f{i}").as_bytes()).is_err(),
+            "{ctx}: f{i} back"
+        );
+    }
+}
+
+#[track_caller]
+fn assert_stale(r: Result<Fs>, older_nvram: bool, ctx: &str) {
+    let e = match r {
+        Ok(_) => panic!("{ctx}: mounted"),
+        Err(e) => e,
+    };
+    match e {
+        FsError::NvramStale { nvram, flash } => {
+            assert_eq!(nvram < flash, older_nvram, "{ctx}: {e}");
+            let msg = e.to_string();
+            let which = if older_nvram {
+                "NVRAM image is an older copy"
+            } else {
+                "flash image is an older copy"
+            };
+            assert!(msg.contains(which), "{ctx}: {msg}");
+        }
+        e => panic!("{ctx}: {e}"),
+    }
+}
+
+/// An older copy of the NVRAM put back beside the flash it no longer describes is
+/// refused, by a writable mount and a read-only one (fsck), whenever the copy was taken:
+/// unmounted, mid-session, or before a session that crashed; so is the newer NVRAM with an
+/// older copy of the flash. Before, the old NVRAM mounted and fsck was clean: 5 overwritten
+/// files read their old bytes and 2 deleted files were back (issue 59.6).
+#[test]
+fn an_older_copy_of_the_nvram_is_refused() {
+    let dev = Dev::Small;
+    // Copied while unmounted, put back after a session.
+    let p = Pair::new();
+    seven_files(&p, dev);
+    p.copy_nvram("a", "old");
+    p.copy_flash("a", "oldflash");
+    let mut fs = p.mount("a", "a", opts()).unwrap();
+    overwrite_and_delete(&mut fs);
+    fs.unmount().unwrap();
+    for o in [opts(), ro()] {
+        assert_stale(p.mount("a", "old", o.clone()), true, "copy taken unmounted");
+        assert_stale(p.mount("oldflash", "a", o), false, "older flash");
+    }
+    let mut fs = p.mount("a", "a", opts()).unwrap();
+    assert_new_contents(&mut fs, "own NVRAM");
+    assert_fsck(&mut fs, "own NVRAM");
+    fs.unmount().unwrap();
+
+    // Copied mid-session (after the writes were synced), put back after the unmount.
+    let p = Pair::new();
+    seven_files(&p, dev);
+    let mut fs = p.mount("a", "a", opts()).unwrap();
+    let ino = fs.lookup(ROOT_INO, b"f0").unwrap().ino;
+    fs.write(ino, 0, b"mid-session").unwrap();
+    fs.fsync(ino).unwrap();
+    p.copy_nvram("a", "old");
+    overwrite_and_delete(&mut fs);
+    fs.unmount().unwrap();
+    for o in [opts(), ro()] {
+        assert_stale(p.mount("a", "old", o), true, "copy taken mid-session");
+    }
+
+    // Copied unmounted, then a session that crashed.
+    let p = Pair::new();
+    seven_files(&p, dev);
+    p.copy_nvram("a", "old");
+    let mut fs = p.mount("a", "a", opts()).unwrap();
+    overwrite_and_delete(&mut fs);
+    drop(fs.into_parts()); // the images keep what the cut left
+    for o in [opts(), ro()] {
+        assert_stale(
+            p.mount("a", "old", o),
+            true,
+            "copy before a crashed session",
+        );
+    }
+    let mut fs = p.mount("a", "a", opts()).unwrap();
+    assert_new_contents(&mut fs, "own NVRAM after the crash");
+    assert_fsck(&mut fs, "own NVRAM after the crash");
+}
+
+/// The generation moves at every writable mount: a power cut at any NVRAM persist or
+/// flash op of a mount (and of the unmount after, see `crash.rs`) leaves a pair that
+/// mounts, reads what was there and goes on; a read-only mount moves nothing.
+#[test]
+fn a_cut_while_the_generation_moves_never_refuses_the_pair() {
+    for dev in Dev::ALL {
+        let p = Pair::new();
+        seven_files(&p, dev);
+        let mut fs = p.mount("a", "a", opts()).unwrap();
+        overwrite_and_delete(&mut fs);
+        fs.unmount().unwrap();
+        // What an uncut writable mount does.
+        let (f, nv) = p.open("a", "a");
+        let (ops0, persists0) = (f.state_ops(), nv.persist_count());
+        let mut fs =
+            FileSystem::mount_with_nvram(nandkit_flash::StripedFlash::new(f), nv, opts()).unwrap();
+        let ops = fs.device().state_ops() - ops0;
+        let persists = fs.nvram_mut().unwrap().persist_count() - persists0;
+        drop(fs.into_parts());
+        assert!(ops >= 1 && persists >= 1, "{ops} ops, {persists} persists");
+        p.copy_flash("a", "base");
+        p.copy_nvram("a", "base");
+        let cuts = (0..=persists)
+            .map(|k| (true, k))
+            .chain((0..=ops).map(|n| (false, n)));
+        for (nvram, n) in cuts {
+            let ctx = format!(
+                "{}: cut at mount's {} {n}",
+                dev.name(),
+                if nvram { "persist" } else { "flash op" }
+            );
+            p.copy_flash("base", "w");
+            p.copy_nvram("base", "w");
+            let (mut f, mut nv) = p.open("w", "w");
+            if nvram {
+                nv.cut_at_persist(n);
+            } else {
+                f.arm_power_cut(nandkit_flash::PowerCut::AtOp(n));
+            }
+            let _ = FileSystem::mount_with_nvram(nandkit_flash::StripedFlash::new(f), nv, opts())
+                .map(|fs| drop(fs.into_parts()));
+            for round in 0..2 {
+                let mut fs = p
+                    .mount("w", "w", opts())
+                    .unwrap_or_else(|e| panic!("{ctx}, round {round}: {e}"));
+                assert_new_contents(&mut fs, &ctx);
+                assert_fsck(&mut fs, &ctx);
+                fs.unmount().unwrap();
+            }
+            // And a copy from before still does not mount.
+            assert_stale(p.mount("w", "a", ro()), true, &ctx);
+        }
+        // A read-only mount writes nothing: the pair stays as it was.
+        let before = std::fs::read(p.nvram("base")).unwrap();
+        drop(p.mount("base", "base", ro()).unwrap());
+        assert!(
+            std::fs::read(p.nvram("base")).unwrap() == before,
+            "a read-only mount wrote"
+        );
+    }
+}
+
+/// A read whose metadata is damaged fails (EIO), never returns zeros or other bytes:
+/// single bytes of the NVRAM flipped in turn (tables, then the heap: inodes, records,
+/// offset structures), on a cleanly unmounted image and as after a crash; every file is
+/// read by name and compares, or the read fails with EIO (issue 59.6: with 6 flipped bytes
+/// fsck flagged the damage but reads returned zeros).
+#[test]
+fn damaged_metadata_reads_fail_never_return_other_bytes() {
+    let dev = Dev::Small;
+    let mut fs = fresh(dev);
+    let mut files = Vec::new();
+    for i in 0..10u64 {
+        let name = format!("f{i}");
+        let ino = fs.create(ROOT_INO, name.as_bytes(), file()).unwrap().ino;
+        let data = pattern(i, 3000 + i as usize * 1100);
+        fs.write(ino, 0, &data).unwrap();
+        files.push((name, data));
+    }
+    let (flash, nv) = fs.unmount_parts().unwrap();
+    let mut flash = flash.into_inner();
+    let mut nv = nv.unwrap();
+    let used = 120_000u64;
+    let mut clean = vec![0u8; used as usize];
+    nv.read(0, &mut clean).unwrap();
+    let mut crashed = clean.clone();
+    crashed[4096 + 1008..4096 + 1016].fill(0);
+    let mut wrong = Vec::new();
+    let (mut failed, mut read) = (0, 0);
+    for (image, what) in [(clean, "clean"), (crashed, "crashed")] {
+        let mut rng = 0x2545_f491_u64;
+        for k in 0..1200u64 {
+            let mut bad = image.clone();
+            // One byte in turn, or six at random (as the issue's campaign flipped).
+            let flips: Vec<usize> = if k < 600 {
+                vec![(k * 7919 % used) as usize]
+            } else {
+                (0..6)
+                    .map(|_| {
+                        rng = rng
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        ((rng >> 33) % used) as usize
+                    })
+                    .collect()
+            };
+            for &at in &flips {
+                bad[at] ^= 0x5a;
+            }
+            let at = format!("{flips:?}");
+            let mut nv2 = ram_nvram();
+            nv2.write(0, &bad).unwrap();
+            nv2.persist_all().unwrap();
+            let f = nandkit_flash::StripedFlash::new(clone_device(&mut flash));
+            let Ok(mut fs) = FileSystem::mount_with_nvram(f, nv2, opts()) else {
+                continue;
+            };
+            for (name, data) in &files {
+                // Damage met finding the file (EUCLEAN) is not a read.
+                let Ok(a) = fs.lookup(ROOT_INO, name.as_bytes()) else {
+                    continue;
+                };
+                match read_all(&mut fs, a.ino) {
+                    Ok(b) if b == *data => read += 1,
+                    Err(e) if e.errno() == 5 => failed += 1,
+                    Ok(b) => wrong.push(format!(
+                        "{what}, byte {at}: {name} read {} bytes, not its {}{}",
+                        b.len(),
+                        data.len(),
+                        if b.iter().all(|&x| x == 0) {
+                            " (all zeros)"
+                        } else {
+                            ""
+                        }
+                    )),
+                    Err(e) => wrong.push(format!(
+                        "{what}, byte {at}: {name}: {e} (errno {})",
+                        e.errno()
+                    )),
+                }
+            }
+        }
+    }
+    println!("{read} reads right, {failed} failed with EIO");
+    assert!(
+        wrong.is_empty(),
+        "{} wrong: {:#?}",
+        wrong.len(),
+        &wrong[..wrong.len().min(30)]
+    );
 }

@@ -118,6 +118,27 @@ fn decode_header(path: &Path, h: &[u8]) -> Result<NvramConfig, NvramError> {
     Ok(config)
 }
 
+/// Reserves the disk blocks of a new file's first `len` bytes (posix_fallocate), so a full
+/// host file system is an error now rather than a SIGBUS later, when the memory map first
+/// writes a page the file system has no room for. A file system without fallocate (glibc
+/// then writes the blocks itself, or says it cannot) is taken as it is.
+pub(crate) fn reserve(file: &File, len: u64) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let n = libc::off_t::try_from(len)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "file too large"))?;
+    // SAFETY: posix_fallocate only reads its arguments; the descriptor is open.
+    match unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, n) } {
+        0 | libc::EOPNOTSUPP => Ok(()),
+        e => {
+            let e = std::io::Error::from_raw_os_error(e);
+            Err(std::io::Error::new(
+                e.kind(),
+                format!("reserving the image's {len} bytes on the host file system: {e}"),
+            ))
+        }
+    }
+}
+
 /// Creates a new image, every NVRAM byte zero. Refuses to replace an existing file unless
 /// `overwrite` is set.
 pub fn create(
@@ -138,6 +159,7 @@ pub fn create(
         .map_err(io_err(path))?;
     file.set_len(HEADER_BYTES + config.size_bytes)
         .map_err(io_err(path))?;
+    reserve(&file, HEADER_BYTES + config.size_bytes).map_err(io_err(path))?;
     file.sync_all().map_err(io_err(path))?;
     map(path, &file, config)
 }
@@ -226,6 +248,26 @@ impl Storage for FileStorage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_image_has_its_space_reserved_and_a_failed_reservation_says_so() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.nvram");
+        let config = crate::preset("feram")
+            .unwrap()
+            .with_size_bytes(1 << 20)
+            .unwrap();
+        drop(create(&path, &config, false).unwrap());
+        let m = std::fs::metadata(&path).unwrap();
+        assert_eq!(m.len(), HEADER_BYTES + (1 << 20));
+        assert!(m.blocks() * 512 >= m.len(), "{} blocks: sparse", m.blocks());
+        // A reservation the host refuses (here: a descriptor not open for writing) is an
+        // error that says what it was doing.
+        let ro = File::open(&path).unwrap();
+        let e = reserve(&ro, 1 << 30).unwrap_err();
+        assert!(e.to_string().contains("reserving the image's"), "{e}");
+    }
 
     #[test]
     fn header_round_trips_and_detects_damage() {

@@ -3,8 +3,10 @@
 //! ```text
 //! 0       superblock (4 KiB): magic, version, flash geometry, where each region starts,
 //!         the file system's id (the one its flash record holds), the file system
-//!         configuration (JSON), CRC-32C over all of it. Written at mkfs, never changed
-//!         after.
+//!         configuration (JSON), CRC-32C over all of it but the generation word and the
+//!         anchor hint. Written at mkfs, never changed after but for those two (bytes 64
+//!         and 72): the NVRAM generation, which the flash's anchor log records too (see
+//!         `GENERATION_OFF`), and where that log's newest entry is (`ANCHOR_HINT_OFF`).
 //! 4096    redo log (1 KiB): entry count, checksum, up to 60 (offset, value) word stores,
 //!         then the dying list's head, the counts of inodes (and of visible objects) and
 //!         of files with fallocated chunks, the version high-water mark, the saved state's word and the
@@ -296,6 +298,13 @@ impl Table {
     }
 }
 
+/// The largest NVRAM mkfs formats: 1 GiB. A mount reads the NVRAM manager's allocation
+/// bitmap whole into RAM (a bit per 32-byte heap unit: 4 MiB at 1 GiB), and mkfs writes it
+/// with the regions before it, so both grow with the NVRAM's size, not with what it holds;
+/// 1 GiB holds the metadata of millions of files (see `nandkit model nvram-space`), more
+/// than any device here can store.
+pub const MAX_NVRAM_BYTES: u64 = 1 << 30;
+
 /// The smallest NVRAM a device of `blocks` erase blocks of `pages_per_block` pages can be
 /// formatted with (its fixed regions, a minimal heap and the room a clean unmount's saved
 /// state keeps, see `room`), so mkfs can refuse a smaller one before it touches a file.
@@ -349,6 +358,56 @@ pub(crate) struct Superblock {
 /// Where the file system id is in the superblock.
 const FS_ID_OFF: usize = 48;
 
+/// The superblock's generation word: which state of the flash this NVRAM describes. The
+/// flash's anchor log records the same number (`format::anchor::GenerationEntry`), and
+/// both move forward at each writable mount and clean unmount, the NVRAM first (its word
+/// persisted before the flash entry is programmed). So the NVRAM's is the flash's, or one
+/// ahead after a cut between the two; a lower one is an older copy of the NVRAM (its
+/// metadata names data since overwritten or deleted), a higher one an older copy of the
+/// flash: a mount refuses both. 48 bits of generation and 16 of check in one word, stored
+/// by one 8-byte store (so a cut never tears it); 0 in images made before generations
+/// (generation 0; the CRC reads the word as 0, so those images still check).
+pub(crate) const GENERATION_OFF: u64 = 64;
+const GENERATION_BITS: u32 = 48;
+
+/// The superblock's anchor hint: where the flash's newest generation entry was when the
+/// NVRAM's generation last moved (anchor block index, page, the block's epoch), so a mount
+/// reads that entry, the page after it and the other anchor's record (3 pages) instead of
+/// searching the anchor log. Only a hint: a mount proves it (`FileSystem::minv_anchors`)
+/// and searches when it does not hold. 0: none (outside the CRC, like the generation).
+pub(crate) const ANCHOR_HINT_OFF: u64 = 72;
+
+/// The anchor hint word for the entry at page `page` of anchor `index` of epoch `epoch`.
+pub(crate) fn anchor_hint_word(index: usize, page: u32, epoch: u64) -> u64 {
+    match u16::try_from(page) {
+        Ok(p) if p > 0 && index < 2 => {
+            (epoch & ((1 << 40) - 1)) << 24 | (index as u64) << 16 | u64::from(p)
+        }
+        _ => 0,
+    }
+}
+
+/// (anchor index, page, low 40 bits of the epoch) of an anchor hint word, if it has one.
+pub(crate) fn anchor_hint_of(word: u64) -> Option<(usize, u32, u64)> {
+    let page = (word & 0xffff) as u32;
+    (page > 0).then_some(((word >> 16 & 1) as usize, page, word >> 24))
+}
+
+/// The generation word for generation `g`.
+pub(crate) fn generation_word(g: u64) -> u64 {
+    let g = g & ((1 << GENERATION_BITS) - 1);
+    if g == 0 {
+        return 0;
+    }
+    g | u64::from(crc32c::crc32c(&g.to_le_bytes()) & 0xffff) << GENERATION_BITS
+}
+
+/// The generation a generation word holds; `None`: the word is damaged.
+pub(crate) fn generation_of(word: u64) -> Option<u64> {
+    let g = word & ((1 << GENERATION_BITS) - 1);
+    (generation_word(g) == word).then_some(g)
+}
+
 impl Superblock {
     pub(crate) fn for_layout(
         layout: &Layout,
@@ -395,9 +454,13 @@ impl Superblock {
         b
     }
 
-    /// The bytes the CRC covers: everything but the CRC field.
+    /// The bytes the CRC covers: everything but the CRC field, the generation word read
+    /// as 0 (it changes after mkfs).
     fn covered(b: &[u8]) -> Vec<u8> {
         let mut c = b[..88].to_vec();
+        let g = GENERATION_OFF as usize;
+        c[g..g + 16].fill(0);
+        const { assert!(ANCHOR_HINT_OFF == GENERATION_OFF + 8) };
         c.extend_from_slice(&b[92..]);
         c
     }
@@ -559,6 +622,40 @@ mod tests {
             assert!(Superblock::decode(&bad).is_err(), "flip at {at} accepted");
         }
         assert!(Superblock::decode(&b[..100]).is_err());
+        // The generation word is outside the CRC: it moves after mkfs.
+        let mut moved = b.clone();
+        moved[GENERATION_OFF as usize..GENERATION_OFF as usize + 8]
+            .copy_from_slice(&generation_word(7).to_le_bytes());
+        assert_eq!(Superblock::decode(&moved).unwrap(), sb);
+    }
+
+    #[test]
+    fn anchor_hints_round_trip() {
+        assert_eq!(anchor_hint_of(0), None);
+        let w = anchor_hint_word(1, 31, (1 << 20) + 5);
+        assert_eq!(anchor_hint_of(w), Some((1, 31, (1 << 20) + 5)));
+        assert_eq!(
+            anchor_hint_of(anchor_hint_word(0, 65_535, u64::MAX))
+                .unwrap()
+                .1,
+            65_535
+        );
+        // Page 0 holds the record, never an entry; pages past 16 bits are no hint.
+        assert_eq!(anchor_hint_word(0, 0, 9), 0);
+        assert_eq!(anchor_hint_word(0, 1 << 16, 9), 0);
+    }
+
+    #[test]
+    fn generation_words_check_themselves() {
+        assert_eq!(generation_word(0), 0);
+        assert_eq!(generation_of(0), Some(0));
+        for g in [1u64, 2, 77, (1 << 48) - 1] {
+            let w = generation_word(g);
+            assert_eq!(generation_of(w), Some(g));
+            for bit in 0..64 {
+                assert_ne!(generation_of(w ^ 1 << bit), Some(g), "flip {bit} of {g}");
+            }
+        }
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! MiNV's metadata store (DESIGN axis 1; paper: minvfs-nvram-metadata): every piece of
 //! metadata lives in byte-addressable NVRAM, flash holds file data only, and a mount reads
-//! the NVRAM and, of flash, only the file system record (one page: its id must be the one
-//! the NVRAM's superblock holds, so an NVRAM is never used with another file system's
-//! flash).
+//! the NVRAM and, of flash, only the anchor blocks (a fixed few pages): the file system
+//! record, whose id must be the one the NVRAM's superblock holds, so an NVRAM is never used
+//! with another file system's flash; and the anchor log's newest NVRAM generation, which
+//! must be the superblock's (or one behind it), so an older copy of the NVRAM is never
+//! used with the flash that has moved on (`layout::GENERATION_OFF`).
 //!
 //! The structures (layout in [`layout`]): a superblock, each flash block's information (a
 //! status word and the paper's 2 bits per page, kept exact: [`pages`]), an inode hash
@@ -87,7 +89,9 @@ use crate::object::{LOST_PAGE, NO_PAGE};
 use crate::rebuild::has_data;
 use crate::types::{Ino, Kind, ROOT_INO};
 
-pub use self::layout::{min_nvram_bytes, model_constants, object_bytes, SpaceConstants, SPACE};
+pub use self::layout::{
+    min_nvram_bytes, model_constants, object_bytes, SpaceConstants, MAX_NVRAM_BYTES, SPACE,
+};
 pub(crate) use recover::mount;
 
 /// An allocation in the heap.
@@ -170,6 +174,16 @@ pub struct Minv {
     /// A read-only mount's view of a committed redo transaction it did not apply: what it
     /// reads later (a file's offsets) it reads through the same stores the mount did.
     unapplied: HashMap<u64, u64>,
+    /// The NVRAM's generation and the flash's (`layout::GENERATION_OFF`).
+    generations: Generations,
+}
+
+/// The generation the NVRAM's superblock holds, and the newest the flash's anchor log
+/// records: equal, or the NVRAM's one ahead (its step is persisted first).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Generations {
+    pub nvram: u64,
+    pub flash: u64,
 }
 
 /// Maps NVRAM failures; a lost power marks the file system dead like a flash power cut.
@@ -184,6 +198,11 @@ impl Minv {
     /// An NVRAM freshly formatted for `fs` (mkfs): superblock, every block's status, an
     /// empty inode table. The root's inode comes with the root's first header write.
     pub(crate) fn format<F: Flash>(mut nv: Nvram, fs: &FileSystem<F>) -> Result<Minv> {
+        if nv.size_bytes() > MAX_NVRAM_BYTES {
+            return Err(FsError::Invalid(
+                "an NVRAM larger than 1 GiB (a mount reads its allocation bitmap whole)",
+            ));
+        }
         let regions = Regions::new(fs.layout.blocks, fs.layout.pages_per_block, nv.size_bytes())?;
         let sb = layout::Superblock::for_layout(
             &fs.layout,
@@ -230,7 +249,49 @@ impl Minv {
             reserved_files: 0,
             after_crash: false,
             unapplied: HashMap::new(),
+            generations: Generations::default(),
         }
+    }
+
+    /// Moves the NVRAM and the flash to the next generation together (a writable mount,
+    /// a clean unmount), so a copy of the NVRAM taken before no longer mounts with this
+    /// flash. The NVRAM's word is persisted first, then the flash's entry programmed: a
+    /// cut between leaves the NVRAM one ahead, which a mount accepts and the next step
+    /// completes first (so the two are never further apart). An anchor block that cannot
+    /// take the entry leaves them as they are (one ahead at most, still accepted).
+    pub(crate) fn next_generation<F: Flash>(&mut self, fs: &mut FileSystem<F>) -> Result<()> {
+        let g = self.generations;
+        if g.nvram == g.flash + 1 {
+            if !fs.append_generation(g.nvram)? {
+                return Ok(());
+            }
+            self.generations.flash = g.nvram;
+            self.store_anchor_hint(fs)?;
+        }
+        let next = self.generations.nvram + 1;
+        let word = layout::generation_word(next);
+        // Not through `store`: the superblock is not what a saved state describes.
+        self.nv
+            .write_u64(layout::GENERATION_OFF, word)
+            .and_then(|()| self.nv.persist(layout::GENERATION_OFF, 8))
+            .map_err(|e| nv_err(fs, e))?;
+        self.generations.nvram = next;
+        if fs.append_generation(next)? {
+            self.generations.flash = next;
+            self.store_anchor_hint(fs)?;
+        }
+        Ok(())
+    }
+
+    /// Notes where the entry just appended is (`layout::ANCHOR_HINT_OFF`), so the next
+    /// mount reads it without a search.
+    fn store_anchor_hint<F: Flash>(&mut self, fs: &FileSystem<F>) -> Result<()> {
+        let (i, page, epoch) = fs.last_anchor_entry();
+        let word = layout::anchor_hint_word(i, page, epoch);
+        self.nv
+            .write_u64(layout::ANCHOR_HINT_OFF, word)
+            .and_then(|()| self.nv.persist(layout::ANCHOR_HINT_OFF, 8))
+            .map_err(|e| nv_err(fs, e))
     }
 
     pub fn nvram_stats(&self) -> NvramStats {
@@ -351,20 +412,31 @@ impl Minv {
             return Ok(());
         }
         let slots = self.nv_load(ino)?;
-        let Some(o) = fs.objects.get(&ino) else {
+        let Some(size) = fs.objects.get(&ino).map(|o| o.size) else {
             return Ok(());
         };
         let c = u64::from(fs.layout.chunk_bytes);
         let mut stale = Vec::new();
         for &(chunk, p) in &slots {
-            let inside = u64::from(chunk) * c < o.size;
+            let inside = u64::from(chunk) * c < size;
             let in_use = p == LOST_PAGE
                 || fs.blocks.get(fs.layout.block_of(p)).state == crate::blocks::BlockState::Full;
-            if self.after_crash && (!inside || !in_use) {
+            // A cut may leave slots past the end (a truncate publishes the new size first),
+            // never one inside the file in a block not in use: every erase and retirement
+            // republishes the slots into its block first. That is damage, as anywhere
+            // else a slot the page states do not back: the read fails, never reads a hole.
+            if self.after_crash && !inside {
+                if !leftover(fs, ino, chunk, p)? {
+                    self.inodes.get_mut(&ino).expect("listed").unread();
+                    return Err(FsError::CorruptNvram(format!(
+                        "object {ino}: chunk {chunk}, past the file's end, is published at \
+                         page {p}, which holds another chunk"
+                    )));
+                }
                 stale.push((chunk, p));
                 continue;
             }
-            let known = p == LOST_PAGE || fs.blocks.is_valid(p);
+            let known = p == LOST_PAGE || in_use && fs.blocks.is_valid(p);
             if !inside || !known {
                 self.inodes.get_mut(&ino).expect("listed").unread();
                 return Err(FsError::CorruptNvram(format!(
@@ -1237,6 +1309,26 @@ impl Minv {
     }
 }
 
+/// Whether a slot past a file's end (chunk `chunk` at page `p`) is what a cut truncate
+/// leaves: the page holds that chunk of that file, as its tags say (one OOB read, only for
+/// such slots after a crash). Damage to an offset structure's first chunk moves its slots
+/// past the end too; their pages then hold other chunks, and the file would read holes.
+pub(super) fn leftover<F: Flash>(
+    fs: &mut FileSystem<F>,
+    ino: Ino,
+    chunk: u32,
+    p: u32,
+) -> Result<bool> {
+    use crate::format::tags::{TagRead, Tags};
+    if p == LOST_PAGE {
+        return Ok(true);
+    }
+    Ok(matches!(
+        fs.read_tags(p)?,
+        TagRead::Valid(Tags::Data(d)) if d.obj == ino && d.chunk == chunk
+    ))
+}
+
 /// The status word a block in this state gets.
 fn status_of(state: crate::blocks::BlockState) -> layout::NvBlock {
     use crate::blocks::BlockState as S;
@@ -1304,6 +1396,9 @@ impl<F: Flash> MetadataStore<F> for Minv {
         if out.is_ok() && !fs.read_only {
             out = self.save_state(fs);
         }
+        if out.is_ok() && !fs.read_only {
+            out = self.next_generation(fs);
+        }
         self.settle_clock(fs);
         out.map(|()| false)
     }
@@ -1321,7 +1416,14 @@ impl<F: Flash> MetadataStore<F> for Minv {
     }
 
     fn after_mount(&mut self, fs: &mut FileSystem<F>) -> Result<()> {
-        self.remove_dead(fs)
+        self.remove_dead(fs)?;
+        if fs.read_only {
+            // Damage met while mounting: nothing is written.
+            return Ok(());
+        }
+        let out = self.next_generation(fs);
+        self.settle_clock(fs);
+        out
     }
 
     fn load_object(&mut self, fs: &mut FileSystem<F>, ino: Ino) -> Result<()> {

@@ -1,6 +1,7 @@
 //! Mounting from the NVRAM: everything the file system keeps in RAM comes from the NVRAM
-//! alone; of flash, only the file system record is read, to check that the NVRAM belongs
-//! to this flash (the two carry one id, see `same_file_system`).
+//! alone; of flash, only the anchor blocks are read, to check that the NVRAM belongs to
+//! this flash (the two carry one id, see `same_file_system`) and is the one it goes with
+//! now (the two carry one generation, see `same_generation`).
 //!
 //! Which pages are published the page states say and the heap's free space its bitmap,
 //! read whole at every mount. Objects come in one of three ways (`Via`): through a clean
@@ -25,7 +26,7 @@ use nandkit_nvram::Nvram;
 
 use super::heap::Heap;
 use super::layout::{
-    bucket_of, get32, get64, record_bytes, NvBlock, Regions, Superblock, BUCKETS, DYING_OFF,
+    self, bucket_of, get32, get64, record_bytes, NvBlock, Regions, Superblock, BUCKETS, DYING_OFF,
     HIGH_WATER_OFF, HIGH_WATER_STEP, INODES_OFF, INODE_BYTES, OFFSETS_BYTES, OFFSETS_HEAD,
     RESERVED_OFF, SERIAL_OFF, SLOTS, SUPER_BYTES, TABLE_OFF, UNIT,
 };
@@ -143,6 +144,22 @@ fn same_file_system(nvram_id: u128, flash: Option<&FsRecord>, anchors: [u32; 2])
         });
     }
     Ok(nvram_id)
+}
+
+/// The NVRAM's generation and the flash's (`layout::GENERATION_OFF`), if the NVRAM is the
+/// one this flash goes with: the same generation, or one ahead (a cut between the NVRAM's
+/// step and the flash's). Else an error saying which of the two is an older copy.
+fn same_generation(r: &mut Reader, flash: u64) -> Result<super::Generations> {
+    let word = get64(&r.read(super::layout::GENERATION_OFF, 8)?, 0);
+    let nvram = super::layout::generation_of(word).ok_or_else(|| {
+        corrupt(format!(
+            "superblock generation word {word:#018x} is damaged"
+        ))
+    })?;
+    if nvram != flash && nvram != flash + 1 {
+        return Err(FsError::NvramStale { nvram, flash });
+    }
+    Ok(super::Generations { nvram, flash })
 }
 
 /// An inode as the walk found it: the store's view of it, its record, and the
@@ -472,9 +489,12 @@ fn mount_via<F: Flash>(
     let mut fs = FileSystem::empty(dev, config, Arc::clone(&options.clock))?;
     fs.read_only = options.read_only;
     fs.anchors.blocks = sb.anchors;
-    // The one flash read of the mount: the record says which file system the flash holds.
-    let record = fs.record_at(sb.anchors)?;
+    // The flash reads of the mount, a fixed few in the anchor blocks: the record says
+    // which file system the flash holds, the anchor log which NVRAM generation.
+    let hint = layout::anchor_hint_of(get64(&r.read(layout::ANCHOR_HINT_OFF, 8)?, 0));
+    let (record, flash_generation) = fs.minv_anchors(sb.anchors, hint)?;
     fs.anchors.fs_id = same_file_system(sb.fs_id, record.as_ref(), sb.anchors)?;
+    let generations = same_generation(&mut r, flash_generation)?;
     let regions = Regions::new(
         fs.layout.blocks,
         fs.layout.pages_per_block,
@@ -532,6 +552,7 @@ fn mount_via<F: Flash>(
             fs.blocks.set_valid(p);
         }
         let mut store = Minv::new(nv, regions, heap, high_water, serial_mark);
+        store.generations = generations;
         store.lazy = Some(super::lazy::Lazy::saved(&s));
         // From the first change on, the state no longer describes the NVRAM: a crash must
         // not use it, so a writable mount clears the word before it changes anything
@@ -587,6 +608,7 @@ fn mount_via<F: Flash>(
     );
     drop(r);
     let mut store = Minv::new(nv, regions, heap, high_water, serial_mark);
+    store.generations = generations;
     store.clean_word = word_set && !options.read_only;
     store.after_crash = true;
     if let Some(entries) = log {
@@ -660,7 +682,7 @@ fn mount_via<F: Flash>(
     fs.next_ino = fs
         .next_ino
         .max(u32::try_from(high_water).unwrap_or(u32::MAX));
-    install_chunks(&mut fs, &mut store, &published);
+    install_chunks(&mut fs, &mut store, &published)?;
     // Files with fallocated chunks: their reservations count against free space from now
     // on, which needs their maps (as after a clean unmount, `mount_lazy`).
     let mut reserved: Vec<Ino> = fs
@@ -724,18 +746,31 @@ fn mount_lazy<F: Flash>(
 }
 
 /// Chunk maps from the published pages: a page counts if it lies within its file's size
-/// and in a block in use; others are stale (a truncate or delete cut short), cleared by the
-/// object's next header write (a writable mount makes one at once).
+/// and in a block in use; one past the end is stale (a truncate cut short), cleared by the
+/// object's next header write (a writable mount makes one at once); one inside the file in
+/// a block not in use is damage (no cut leaves it).
 fn install_chunks<F: Flash>(
     fs: &mut FileSystem<F>,
     store: &mut Minv,
     published: &HashMap<Ino, Vec<(u32, u32)>>,
-) {
+) -> Result<()> {
     let c = u64::from(fs.layout.chunk_bytes);
     let mut inos: Vec<Ino> = store.inodes.keys().copied().collect();
     inos.sort_unstable();
     for ino in inos {
         let n = &store.inodes[&ino];
+        // Slots past a file's end: what a cut truncate leaves, or damage (`leftover`).
+        if let Some((kind, size)) = fs.objects.get(&ino).map(|o| (o.kind, o.size)) {
+            let past = published.get(&ino).into_iter().flatten();
+            for &(chunk, p) in past.filter(|&&(chunk, _)| u64::from(chunk) * c >= size) {
+                if crate::rebuild::has_data(kind) && !super::leftover(fs, ino, chunk, p)? {
+                    return Err(corrupt(format!(
+                        "object {ino}: chunk {chunk}, past the file's end, is published at \
+                         page {p}, which holds another chunk"
+                    )));
+                }
+            }
+        }
         let Some(o) = fs.objects.get_mut(&ino) else {
             // Recovery did not keep it: the pages it publishes are nobody's in RAM (a
             // writable mount removes its inode, marking them dirty).
@@ -764,7 +799,14 @@ fn install_chunks<F: Flash>(
                 let inside = u64::from(chunk) * c < o.size;
                 let ok = p == LOST_PAGE
                     || fs.blocks.get(fs.layout.block_of(p)).state == BlockState::Full;
-                if !inside || !ok {
+                if inside && !ok {
+                    // Not what a cut leaves (see `Minv::load_map`): damage.
+                    return Err(corrupt(format!(
+                        "object {ino}: chunk {chunk} is published at page {p}, in a block \
+                         not in use"
+                    )));
+                }
+                if !inside {
                     stale = true;
                     skipped.push(chunk);
                     // The page states call it valid (a slot publishes it); RAM does not.
@@ -792,4 +834,5 @@ fn install_chunks<F: Flash>(
             fs.repairs.push(ino);
         }
     }
+    Ok(())
 }
