@@ -311,9 +311,10 @@ mod tests {
         let data = vec![0xFF; g.page_size_bytes as usize];
         let mut oob = vec![0xFF; g.oob_size_bytes as usize];
         assert!(ecc.failed_codewords(&g, &data, &oob).is_empty());
-        // Tags in the free OOB bytes, data and ECC erased: damage.
+        // Tags in the free OOB bytes, data and ECC erased: every codeword is damage.
         oob[3] = 0x12;
-        assert_eq!(ecc.failed_codewords(&g, &data, &oob), vec![0]);
+        let all: Vec<usize> = (0..(g.page_size_bytes / ecc.codeword_bytes) as usize).collect();
+        assert_eq!(ecc.failed_codewords(&g, &data, &oob), all);
         // A program of all-0xFF data stores its own (non-0xFF) check bytes: clean.
         ecc.store_check_bytes(&g, &data, &mut oob);
         assert!(ecc.failed_codewords(&g, &data, &oob).is_empty());

@@ -155,7 +155,11 @@ impl<F: Flash> FileSystem<F> {
                                 last_read_whole = true;
                                 r.data.len() as u32
                             }
-                            _ => continue,
+                            // Good tags over contents that fail their checks.
+                            _ => {
+                                pages.failed(pno, page);
+                                continue;
+                            }
                         },
                     };
                     tagged.push((pno, d.obj));
