@@ -439,10 +439,20 @@ impl Run {
         assert_fsck(self.fs(), &ctx);
     }
 
-    /// Unmounts cleanly, then compares the tree in RAM before, the tree a full scan
-    /// mounts and the tree the checkpoint mounts. Handles and lookups are dropped, as an
-    /// unmount drops them.
+    /// Unmounts cleanly, then compares the tree in RAM before with the tree a full scan
+    /// mounts, then with the tree the scan mount's own checkpoint mounts.
     fn checkpoint_round(&mut self) {
+        self.remount_and_compare(true);
+    }
+
+    /// Unmounts cleanly and compares the tree in RAM before with the tree the running
+    /// mount's checkpoint mounts.
+    fn checkpoint_against_scan(&mut self) {
+        self.remount_and_compare(false);
+    }
+
+    /// Handles and lookups are dropped, as an unmount drops them.
+    fn remount_and_compare(&mut self, scan_first: bool) {
         self.fsck_live("before unmount");
         let before = tree(self.fs());
         for c in &mut self.callers {
@@ -450,50 +460,26 @@ impl Run {
             c.refs.clear();
         }
         let fs = self.fs.take().expect("mounted");
-        let (flash, nv) = fs.unmount_parts().expect("unmount");
-        let mut scanned = mount_parts_with(flash, nv, scan_opts()).expect("scan mount");
-        assert_fsck(&mut scanned, &format!("scan mount: {}", self.ctx()));
-        let by_scan = tree(&mut scanned);
-        let d = differences(&before, &by_scan);
-        assert!(
-            d.is_empty(),
-            "the scan's tree is not the tree before unmount: {d:#?}\n{}",
-            self.ctx()
-        );
-        let (flash, nv) = scanned.unmount_parts().expect("unmount");
-        // The scan mount's unmount wrote a checkpoint of what it scanned; mount that.
+        let (mut flash, mut nv) = fs.unmount_parts().expect("unmount");
+        if scan_first {
+            let mut scanned = mount_parts_with(flash, nv, scan_opts()).expect("scan mount");
+            self.compare(&mut scanned, &before, "scan");
+            // Its unmount writes a checkpoint of what it scanned: that is mounted next.
+            (flash, nv) = scanned.unmount_parts().expect("unmount");
+        }
         let mut cp = mount_parts(flash, nv).expect("checkpoint mount");
-        assert_fsck(&mut cp, &format!("checkpoint mount: {}", self.ctx()));
-        let by_cp = tree(&mut cp);
-        let d = differences(&before, &by_cp);
-        assert!(
-            d.is_empty(),
-            "the checkpoint's tree is not the tree before unmount: {d:#?}\n{}",
-            self.ctx()
-        );
+        self.compare(&mut cp, &before, "checkpoint");
         self.fs = Some(cp);
     }
 
-    /// Checkpoint written by the running mount, compared with a scan of the same flash.
-    fn checkpoint_against_scan(&mut self) {
-        self.fsck_live("before unmount");
-        let before = tree(self.fs());
-        for c in &mut self.callers {
-            c.open.clear();
-            c.refs.clear();
-        }
-        let fs = self.fs.take().expect("mounted");
-        let (flash, nv) = fs.unmount_parts().expect("unmount");
-        let mut cp = mount_parts(flash, nv).expect("checkpoint mount");
-        assert_fsck(&mut cp, &format!("checkpoint mount: {}", self.ctx()));
-        let by_cp = tree(&mut cp);
-        let d = differences(&before, &by_cp);
+    fn compare(&self, fs: &mut Fs, before: &BTreeMap<String, Seen>, how: &str) {
+        assert_fsck(fs, &format!("{how} mount: {}", self.ctx()));
+        let d = differences(before, &tree(fs));
         assert!(
             d.is_empty(),
-            "the checkpoint's tree is not the tree before unmount: {d:#?}\n{}",
+            "the {how}'s tree is not the tree before unmount: {d:#?}\n{}",
             self.ctx()
         );
-        self.fs = Some(cp);
     }
 }
 
