@@ -2,6 +2,7 @@
 # Installs what nandkit needs on a fresh Debian machine. Safe to run again.
 # Rust comes from rustup (already on the machine image); crates come through cargo.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 need_apt=()
 # Each entry: a command, and the Debian package that provides it.
@@ -12,8 +13,10 @@ need_apt=()
 #   fio, bindfs      measuring the FUSE path against a pass-through file system
 #   g++              builds libFuzzer for scripts/fuzz.sh (the libfuzzer-sys crate)
 #   xfs_io           file operations as another user in crates/cli/tests/all/fuse_cache_view.rs
+#   ubinize          (mtd-utils) makes the UBI images crates/cli/tests/all/ubi_tools.rs imports
 for pair in fusermount3:fuse3 pkg-config:pkg-config setfattr:attr setfacl:acl \
-            sqlite3:sqlite3 git:git fio:fio bindfs:bindfs g++:g++ xfs_io:xfsprogs; do
+            sqlite3:sqlite3 git:git fio:fio bindfs:bindfs g++:g++ xfs_io:xfsprogs \
+            ubinize:mtd-utils; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || need_apt+=("${pair#*:}")
 done
 
@@ -28,6 +31,16 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} from Debian"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
+fi
+
+# ubi-reader (PyPI), the independent reader of UBI images the tests check ours with, in a
+# virtual environment of the project's own (.tools/, ignored by git).
+UBI_READER_VERSION=0.8.16
+venv=.tools/ubi-reader
+if ! "$venv/bin/ubireader_display_info" --help >/dev/null 2>&1; then
+  echo "setup: installing ubi-reader $UBI_READER_VERSION into $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q "ubi_reader==$UBI_READER_VERSION"
 fi
 
 command -v cargo >/dev/null 2>&1 || {

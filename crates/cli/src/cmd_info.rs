@@ -120,7 +120,11 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
         .collect();
 
     let start = Instant::now();
-    let mut fs = image::mount_read_only_with(img, dev, false, args.nvram.nvram.as_deref())?;
+    let mut fs = match image::mount_read_only_with(img, dev, false, args.nvram.nvram.as_deref()) {
+        Ok(fs) => fs,
+        // A UBI image of other volumes only (one another tool made): say what it holds.
+        Err(e) => return foreign_ubi(img, &device).map_or(Err(e), |()| Ok(())),
+    };
     let mount_host_ms = start.elapsed().as_secs_f64() * 1e3;
     let mount_simulated_ms = fs.device().now_ns() as f64 / 1e6;
     // The counts below cover every object: a MiNV mount leaves them in the NVRAM.
@@ -220,6 +224,25 @@ fn print_text(x: &Info) {
         );
         if let Some(why) = &u.read_only {
             println!("             READ-ONLY: {why}");
+        }
+        println!(
+            "             Linux's format: VID header at byte {}, data at byte {}, image \
+             sequence {:#010x}",
+            u.vid_hdr_offset, u.data_offset, u.image_seq
+        );
+        for v in &u.volumes {
+            println!(
+                "             volume {} {:?}: {}, {} LEBs{}",
+                v.id,
+                v.name,
+                v.kind,
+                v.lebs,
+                if v.file_system {
+                    " (this file system)"
+                } else {
+                    " (not nandkit's: kept as it is)"
+                }
+            );
         }
     }
     if let Some(p) = &x.parity {
@@ -353,4 +376,22 @@ fn print_text(x: &Info) {
         "u / i / p    {:.4} / {:.4} / {:.4}  (utilization, invalidity, uniformity)",
         x.utilization, x.invalidity, x.uniformity
     );
+}
+
+/// `info` of an image whose UBI holds no nandkit volume: its volumes, attached read-only.
+/// `None` if it is not such an image (the mount's own error then stands).
+fn foreign_ubi(img: &std::path::Path, device: &nandkit_flash::DeviceConfig) -> Option<()> {
+    let mut dev = image::open_device(img, DeviceOptions::default()).ok()?;
+    if !nandkit_flash::ubi::probe(&mut dev).ok()? {
+        return None;
+    }
+    let ubi = nandkit_flash::ubi::Ubi::attach(&mut dev, true, Default::default()).ok()?;
+    if ubi.fs_volume().is_some() {
+        return None;
+    }
+    println!("image        {}", img.display());
+    println!("device       {}", image::describe_device(device));
+    println!("UBI          attached read-only: it holds no nandkit file system");
+    crate::cmd_ubi::print_volumes(&ubi);
+    Some(())
 }

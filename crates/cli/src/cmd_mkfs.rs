@@ -74,6 +74,15 @@ pub fn make(args: &MkfsArgs) -> anyhow::Result<MkfsReport> {
     let image = &args.image;
     // A bad --geometry or --profile is reported before any file is touched.
     let mut wanted = args.device.config()?;
+    // Linux takes the threshold from its build (CONFIG_MTD_UBI_WL_THRESHOLD), not from
+    // flash, and so does an attach here: a value given to mkfs would be lost at the mount.
+    if args.fs.ubi_wl_threshold != nandkit_flash::ubi::AttachOptions::default().wl_threshold {
+        bail!(
+            "--ubi-wl-threshold is not kept on flash (Linux's UBI takes it from the kernel's \
+             configuration, and a mount here uses its default, {}); the benches take it per run",
+            nandkit_flash::ubi::AttachOptions::default().wl_threshold
+        );
+    }
     // Parity: a file per chip, so one chip can go (or be replaced) on its own.
     wanted.chip_files = args.fs.parity;
     // (An existing image formatted as it is has its own chip count: `stripe` checks it.)

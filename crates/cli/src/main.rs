@@ -5,6 +5,7 @@ mod cmd_fsck;
 mod cmd_info;
 mod cmd_mkfs;
 mod cmd_rebuild;
+mod cmd_ubi;
 mod image;
 mod model_cmd;
 mod mount;
@@ -111,6 +112,9 @@ enum Command {
         nandkit rebuild disk.img --chip 0 --new-chip --json"
     )]
     Rebuild(cmd_rebuild::RebuildArgs),
+    /// Raw UBI images in and out: import what ubinize made or nanddump read off a board,
+    /// export a chip as the raw image nandwrite would flash.
+    Ubi(cmd_ubi::UbiArgs),
     /// Per-block state of an image, or the decoded tags of one block's pages.
     #[command(after_help = "Examples:\n  \
         nandkit dump disk.img\n  \
@@ -178,6 +182,7 @@ fn main() -> ExitCode {
         Command::Fsck(args) => return cmd_fsck::main(args),
         Command::Info(args) => cmd_info::run(args),
         Command::Rebuild(args) => cmd_rebuild::run(args),
+        Command::Ubi(args) => cmd_ubi::run(args),
         Command::Dump(args) => cmd_dump::run(args),
         Command::Model(args) => model_cmd::run(args),
         Command::Reproduce(args) => reproduce::run(args),

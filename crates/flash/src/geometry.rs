@@ -107,6 +107,16 @@ impl Geometry {
         u64::from(self.page_size_bytes) * u64::from(self.pages_per_block)
     }
 
+    /// Bytes of one erase block in a raw dump, with each page's OOB if `oob`.
+    pub fn block_bytes_with(&self, oob: bool) -> u64 {
+        let page = if oob {
+            self.raw_page_bytes() as u64
+        } else {
+            u64::from(self.page_size_bytes)
+        };
+        page * u64::from(self.pages_per_block)
+    }
+
     /// Data bytes on one chip.
     pub fn chip_bytes(&self) -> u64 {
         self.block_bytes() * u64::from(self.blocks_per_chip)

@@ -1001,7 +1001,15 @@ fn a_parity_array_survives_a_deleted_chip_image_and_rebuilds() {
     if !fuse_ready("a_parity_array_survives_a_deleted_chip_image_and_rebuilds") {
         return;
     }
-    let rig = Rig::new(&["--geometry", "tiny", "--chips", "4", "--parity"]);
+    let rig = Rig::new(&[
+        "--geometry",
+        "tiny",
+        "--device-size",
+        "16MiB",
+        "--chips",
+        "4",
+        "--parity",
+    ]);
     let log = rig.dir.path().join("daemon.log");
     let chip_file = |k: u32| PathBuf::from(format!("{}.chip{k}", rig.img.display()));
     let make = |i: u8| {

@@ -19,3 +19,4 @@ mod minv_cli;
 mod model_cmd;
 mod parity_cli;
 mod reproduce;
+mod ubi_tools;

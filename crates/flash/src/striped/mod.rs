@@ -21,7 +21,7 @@ use crate::device::Flash;
 use crate::ecc::EccReport;
 use crate::error::FlashError;
 use crate::geometry::{BlockAddr, Geometry, PageAddr};
-use crate::ubi::{Ubi, UbiParams, UbiReport};
+use crate::ubi::{AttachOptions, Ubi, UbiParams, UbiReport};
 use membership::Membership;
 use parity::{Parity, ParityEvent, ParityReport, Volumes};
 
@@ -77,9 +77,42 @@ impl<F: Flash> StripedFlash<F> {
         Self::with_ubi(inner, ubi, false, true)
     }
 
-    /// Attaches the UBI of every chip (the scan of their headers).
-    pub fn attach_ubi(mut inner: F, read_only: bool) -> Result<Self, FlashError> {
-        let ubi = Ubi::attach(&mut inner, read_only)?;
+    /// Attaches the UBI of every chip (the scan of their headers) with Linux's default
+    /// attach options.
+    pub fn attach_ubi(inner: F, read_only: bool) -> Result<Self, FlashError> {
+        Self::attach_ubi_with(inner, read_only, AttachOptions::default())
+    }
+
+    /// Attaches the UBI of every chip with `options`. The chips must carry the file
+    /// system's volume (see [`crate::ubi::FS_VOLUME`]); an image of other volumes only is
+    /// refused with the list of what it holds (read it with [`Ubi::attach`]).
+    pub fn attach_ubi_with(
+        mut inner: F,
+        read_only: bool,
+        options: AttachOptions,
+    ) -> Result<Self, FlashError> {
+        let ubi = Ubi::attach(&mut inner, read_only, options)?;
+        if ubi.fs_volume().is_none() {
+            let list = ubi
+                .volumes()
+                .iter()
+                .map(|v| {
+                    format!(
+                        "{} {:?} ({}, {} LEBs)",
+                        v.id,
+                        v.name,
+                        v.type_name(),
+                        v.reserved_pebs
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(FlashError::Ubi(format!(
+                "no UBI volume named {:?} here to mount (volumes: {list}); `nandkit info` \
+                 lists them and `nandkit ubi export` writes the image out",
+                crate::ubi::FS_VOLUME
+            )));
+        }
         Self::with_ubi(inner, ubi, read_only, false)
     }
 
@@ -245,10 +278,18 @@ impl<F: Flash> StripedFlash<F> {
     /// After a power cut or to mount again: an array with UBI attaches its chips afresh
     /// (the map in RAM may be ahead of the flash); one without is returned as it is.
     pub fn reattach(self, read_only: bool) -> Result<Self, FlashError> {
-        if self.ubi.is_some() {
-            Self::attach_ubi(self.inner, read_only)
+        if let Some(ubi) = &self.ubi {
+            let options = ubi.attach_options();
+            Self::attach_ubi_with(self.inner, read_only, options)
         } else {
             Ok(self)
+        }
+    }
+
+    /// Changes the wear-levelling threshold of the chips' UBI, if there is one.
+    pub fn set_ubi_wl_threshold(&mut self, threshold: u32) {
+        if let Some(ubi) = self.ubi.as_mut() {
+            ubi.set_wl_threshold(threshold);
         }
     }
 

@@ -116,6 +116,9 @@ impl<F: Flash> StripedFlash<F> {
             m.readmit(chip);
             ubi.set_dead(chip, false);
             parity.forget_dead(chip);
+            // A new chip gets its volume table before its data, so a tool reading it alone
+            // sees what it is (the table names the volume, not the chip's part in it).
+            ubi.repair_layout(&mut self.inner, chip)?;
         }
         let start = self.inner.now_ns();
         let mut report = RebuildReport {

@@ -1,6 +1,6 @@
 //! fsck for the UBI layer: every chip's headers against the map attach built from them.
 
-use super::chip_map::PebState;
+use super::chip_map::{vol_id, PebState};
 use super::header::{EcHeader, Parsed, VidHeader};
 use super::Ubi;
 use crate::command::{Command, Reply};
@@ -22,7 +22,7 @@ pub(super) fn check<F: Flash>(ubi: &Ubi, dev: &mut F) -> Result<Vec<String>, Fla
         let mut pebs = Vec::new();
         for (peb, p) in m.pebs.iter().enumerate() {
             if matches!(p.state, PebState::Used { .. } | PebState::Free) {
-                for page in 0..2 {
+                for page in [0, ubi.layout.vid_page()] {
                     reads.push(Command::Read {
                         addr: PageAddr {
                             chip,
@@ -42,17 +42,18 @@ pub(super) fn check<F: Flash>(ubi: &Ubi, dev: &mut F) -> Result<Vec<String>, Fla
                 Err(_) | Ok(_) => Ok(Vec::new()),
             };
             let (ec, vid) = (page(0)?, page(1)?);
+            let vid = ubi.layout.vid_bytes(&vid);
             let state = m.pebs[*peb as usize].state;
             match EcHeader::decode(&ec) {
                 Parsed::Valid(h) => {
-                    if h.lebs != m.lebs()
-                        || h.bad_limit != m.bad_limit
+                    if h.vid_hdr_offset != ubi.layout.vid_hdr_offset
+                        || h.data_offset != ubi.layout.data_offset
                         || h.image_seq != ubi.image_seq
                     {
                         problems.push(format!(
-                            "UBI chip {chip} PEB {peb}: its EC header describes another volume \
-                             ({} LEBs, bad limit {}, image {:#x})",
-                            h.lebs, h.bad_limit, h.image_seq
+                            "UBI chip {chip} PEB {peb}: its EC header describes another format \
+                             (VID header at {}, data at {}, image {:#x})",
+                            h.vid_hdr_offset, h.data_offset, h.image_seq
                         ));
                     }
                     if h.ec.min(u64::from(u32::MAX)) as u32 != m.pebs[*peb as usize].ec {
@@ -71,10 +72,13 @@ pub(super) fn check<F: Flash>(ubi: &Ubi, dev: &mut F) -> Result<Vec<String>, Fla
                     }
                 )),
             }
-            match (state, VidHeader::decode(&vid)) {
-                (PebState::Used { leb }, Parsed::Valid(v)) if v.leb == leb => {}
-                (PebState::Used { leb }, _) => problems.push(format!(
-                    "UBI chip {chip} PEB {peb}: mapped to LEB {leb} without a VID header saying so"
+            match (state, VidHeader::decode(vid)) {
+                (PebState::Used { vol, leb }, Parsed::Valid(v))
+                    if v.vol_id == vol_id(vol) && v.lnum == leb => {}
+                (PebState::Used { vol, leb }, _) => problems.push(format!(
+                    "UBI chip {chip} PEB {peb}: mapped to LEB {leb} of volume {} without a \
+                     VID header saying so",
+                    vol_id(vol)
                 )),
                 (PebState::Free, Parsed::Empty) => {}
                 (PebState::Free, _) => problems.push(format!(
@@ -85,11 +89,24 @@ pub(super) fn check<F: Flash>(ubi: &Ubi, dev: &mut F) -> Result<Vec<String>, Fla
         }
         for (leb, &peb) in m.eba.iter().enumerate() {
             if let Some(p) = m.pebs.get(peb as usize) {
-                if p.state != (PebState::Used { leb: leb as u32 }) {
+                let holds = match p.state {
+                    PebState::Used { vol, leb: l } => {
+                        Some(vol_id(vol)) == m.fs_vol && l == leb as u32
+                    }
+                    _ => false,
+                };
+                if !holds {
                     problems.push(format!(
                         "UBI chip {chip}: LEB {leb} maps to PEB {peb}, which is not its holder"
                     ));
                 }
+            }
+        }
+        for lnum in 0..super::vtbl::LAYOUT_VOLUME_EBS {
+            if !super::attach::lnum_table_ok(dev, ubi, chip, lnum)? {
+                problems.push(format!(
+                    "UBI chip {chip}: copy {lnum} of the volume table is missing or damaged"
+                ));
             }
         }
         let bad = m.bad();

@@ -1,6 +1,7 @@
-//! One chip's UBI state in RAM: the eraseblock association table (LEB -> PEB), every PEB's
-//! erase counter and state, and the free and used pools ordered by erase count (for the
-//! allocator and for wear levelling). Nothing here touches flash.
+//! One chip's UBI state in RAM: the eraseblock association table (LEB -> PEB) of the
+//! file system's volume and of every other volume (the layout volume, volumes another tool
+//! made), every PEB's erase counter and state, and the free and used pools ordered by
+//! erase count (for the allocator and for wear levelling). Nothing here touches flash.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -12,6 +13,26 @@ pub const PROTECTION_ERASES: u64 = 10;
 /// No PEB: the LEB is unmapped and reads as erased.
 const UNMAPPED: u32 = u32::MAX;
 
+/// The key of the volume `id` in a PEB's state: a volume slot's ID (below 128) as it is,
+/// the layout volume as 255.
+pub fn vol_key(id: u32) -> u8 {
+    if id == super::vtbl::LAYOUT_VOLUME_ID {
+        u8::MAX
+    } else {
+        debug_assert!(id < super::vtbl::MAX_VOLUMES);
+        id as u8
+    }
+}
+
+/// The volume ID a key stands for.
+pub fn vol_id(key: u8) -> u32 {
+    if key == u8::MAX {
+        super::vtbl::LAYOUT_VOLUME_ID
+    } else {
+        u32::from(key)
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PebState {
     /// Erased with a valid EC header, ready to map.
@@ -20,8 +41,9 @@ pub enum PebState {
     /// a loser of a duplicate. Erased lazily when allocated, so a read-only attach writes
     /// nothing.
     Dirty,
-    /// Holds a LEB.
-    Used { leb: u32 },
+    /// Holds LEB `leb` of the volume whose key ([`vol_key`]) is `vol`: one byte, so a PEB's
+    /// state stays 8 bytes (a map holds one per PEB).
+    Used { vol: u8, leb: u32 },
     /// Factory or grown bad: never touched again.
     Bad,
 }
@@ -36,7 +58,12 @@ pub struct Peb {
 #[derive(Debug)]
 pub struct ChipMap {
     pub chip: u32,
+    /// The file system's volume (the one the array above addresses), if the chip has one.
+    pub fs_vol: Option<u32>,
+    /// Its LEBs' PEBs.
     pub eba: Vec<u32>,
+    /// (volume, LEB) -> PEB of every other volume's mapped LEBs.
+    pub others: BTreeMap<(u32, u32), u32>,
     pub pebs: Vec<Peb>,
     /// (erase count, PEB) of every free or dirty PEB.
     pub free: BTreeSet<(u32, u32)>,
@@ -53,10 +80,13 @@ pub struct ChipMap {
 }
 
 impl ChipMap {
-    pub fn new(chip: u32, lebs: u32, pebs: Vec<Peb>, bad_limit: u32) -> Self {
+    /// A map of `pebs` for a file system volume `fs_vol` of `lebs` LEBs.
+    pub fn new(chip: u32, fs_vol: Option<u32>, lebs: u32, pebs: Vec<Peb>, bad_limit: u32) -> Self {
         let mut m = ChipMap {
             chip,
+            fs_vol,
             eba: vec![UNMAPPED; lebs as usize],
+            others: BTreeMap::new(),
             free: BTreeSet::new(),
             used: BTreeSet::new(),
             pebs,
@@ -70,9 +100,14 @@ impl ChipMap {
                 PebState::Free | PebState::Dirty => {
                     m.free.insert((p.ec, i as u32));
                 }
-                PebState::Used { leb } => {
+                PebState::Used { vol, leb } => {
+                    let vol = vol_id(vol);
                     m.used.insert((p.ec, i as u32));
-                    m.eba[leb as usize] = i as u32;
+                    if Some(vol) == fs_vol {
+                        m.eba[leb as usize] = i as u32;
+                    } else {
+                        m.others.insert((vol, leb), i as u32);
+                    }
                 }
                 PebState::Bad => {}
             }
@@ -80,15 +115,20 @@ impl ChipMap {
         m
     }
 
-    pub fn lebs(&self) -> u32 {
-        self.eba.len() as u32
-    }
-
+    /// The PEB holding LEB `leb` of the file system's volume.
     pub fn peb_of(&self, leb: u32) -> Option<u32> {
         match self.eba.get(leb as usize) {
             Some(&p) if p != UNMAPPED => Some(p),
             _ => None,
         }
+    }
+
+    /// The PEB holding LEB `leb` of volume `vol`.
+    pub fn peb_of_vol(&self, vol: u32, leb: u32) -> Option<u32> {
+        if Some(vol) == self.fs_vol {
+            return self.peb_of(leb);
+        }
+        self.others.get(&(vol, leb)).copied()
     }
 
     /// Takes a free PEB for new data, as UBI's `find_mean_wl_entry` chooses: if the free
@@ -124,20 +164,32 @@ impl ChipMap {
         (p.ec, p.state == PebState::Dirty)
     }
 
-    /// Maps `leb` onto `peb` (taken from the pool), whose EC is now `ec`.
-    pub fn map(&mut self, leb: u32, peb: u32, ec: u32) {
+    /// Maps LEB `leb` of `vol` onto `peb` (taken from the pool), whose EC is now `ec`.
+    pub fn map(&mut self, vol: u32, leb: u32, peb: u32, ec: u32) {
         self.pebs[peb as usize] = Peb {
             ec,
-            state: PebState::Used { leb },
+            state: PebState::Used {
+                vol: vol_key(vol),
+                leb,
+            },
         };
         self.used.insert((ec, peb));
-        self.eba[leb as usize] = peb;
+        if Some(vol) == self.fs_vol {
+            self.eba[leb as usize] = peb;
+        } else {
+            self.others.insert((vol, leb), peb);
+        }
     }
 
-    /// Unmaps `leb`: its PEB (returned) leaves the used pool; the caller erases it.
-    pub fn unmap(&mut self, leb: u32) -> Option<u32> {
-        let peb = self.peb_of(leb)?;
-        self.eba[leb as usize] = UNMAPPED;
+    /// Unmaps LEB `leb` of `vol`: its PEB (returned) leaves the used pool; the caller
+    /// erases it.
+    pub fn unmap(&mut self, vol: u32, leb: u32) -> Option<u32> {
+        let peb = self.peb_of_vol(vol, leb)?;
+        if Some(vol) == self.fs_vol {
+            self.eba[leb as usize] = UNMAPPED;
+        } else {
+            self.others.remove(&(vol, leb));
+        }
         let ec = self.pebs[peb as usize].ec;
         self.used.remove(&(ec, peb));
         self.pebs[peb as usize].state = PebState::Dirty;
@@ -179,9 +231,10 @@ impl ChipMap {
         let p = self.pebs[peb as usize];
         self.free.remove(&(p.ec, peb));
         self.used.remove(&(p.ec, peb));
-        if let PebState::Used { leb } = p.state {
-            if self.eba[leb as usize] == peb {
-                self.eba[leb as usize] = UNMAPPED;
+        if let PebState::Used { vol, leb } = p.state {
+            let vol = vol_id(vol);
+            if self.peb_of_vol(vol, leb) == Some(peb) {
+                self.unmap(vol, leb);
             }
         }
         self.pebs[peb as usize].state = PebState::Bad;
@@ -229,7 +282,17 @@ mod tests {
                 state: PebState::Free,
             })
             .collect();
-        ChipMap::new(0, 4, pebs, 1)
+        ChipMap::new(0, Some(0), 4, pebs, 1)
+    }
+
+    /// A map keeps a state per PEB: the volume a PEB holds is a one-byte key, so a PEB
+    /// costs 12 bytes (its erase count and state), as before volumes, not 16.
+    #[test]
+    fn a_peb_costs_twelve_bytes_and_volume_keys_round_trip() {
+        assert_eq!(std::mem::size_of::<Peb>(), 12);
+        for id in [0, 1, 127, crate::ubi::vtbl::LAYOUT_VOLUME_ID] {
+            assert_eq!(vol_id(vol_key(id)), id);
+        }
     }
 
     /// UBI's `find_wl_entry` with WL_FREE_MAX_DIFF = 2 * threshold: the most worn free PEB
@@ -272,7 +335,7 @@ mod tests {
         assert_eq!(PROTECTION_ERASES, 10);
         let mut m = free_with(&[0, 0, 0, 0]);
         let (ec, _) = m.take(0);
-        m.map(0, 0, ec);
+        m.map(0, 0, 0, ec);
         m.protect(0);
         for k in 1..=10 {
             let (ec, _) = m.take(1);
@@ -282,7 +345,7 @@ mod tests {
         // Protected again, then erased itself: no longer protected.
         m.protect(0);
         assert!(m.is_protected(0));
-        m.unmap(0);
+        m.unmap(0, 0);
         m.put_free(0, ec + 1);
         assert!(!m.is_protected(0));
         assert_eq!(m.pebs[0].ec, ec + 1);

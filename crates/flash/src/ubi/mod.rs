@@ -2,10 +2,14 @@
 //! device with its own erase-block layer, and the striped view maps logical erase block
 //! (LEB) i of the array to LEB i of every chip.
 //!
-//! Each chip's layer is Linux UBI's design, cut to what a single volume needs:
+//! Each chip's layer is Linux UBI, in Linux's on-flash format ([`header`], [`vtbl`]):
 //! - **mapping**: a LEB lives in whichever physical erase block (PEB) UBI chose; the map is
-//!   rebuilt at attach from the two header pages at the start of every PEB
-//!   ([`header`]), so a LEB holds `pages_per_block - 2` pages;
+//!   rebuilt at attach from the two headers at the start of every PEB, so a LEB holds
+//!   `pages_per_block - 2` pages (`- 1` on an image made with sub-pages);
+//! - **volumes**: every chip carries Linux's layout volume (two LEBs holding the volume
+//!   table) and the file system's volume, named [`FS_VOLUME`] (or [`FS_PARITY_VOLUME`] in
+//!   an array with parity), volume 0; volumes another tool put there are kept as they are
+//!   and can be read ([`Ubi::read_leb`]);
 //! - **bad blocks**: a PEB whose erase, or the EC header programmed right after it, fails
 //!   is retired (a worn block fails there first: its next program is that header); a
 //!   fixed reserve per chip (`bad_per_1024`, UBI's `CONFIG_MTD_UBI_BEB_LIMIT`, 20 per 1024
@@ -27,6 +31,9 @@ mod attach;
 mod check;
 mod chip_map;
 pub mod header;
+pub mod legacy;
+pub mod raw;
+pub mod vtbl;
 mod wear_level;
 
 use crate::command::{Command, Completion, Reply};
@@ -36,10 +43,24 @@ use crate::error::FlashError;
 use crate::geometry::{BlockAddr, Geometry, PageAddr};
 pub use attach::probe;
 use chip_map::ChipMap;
-use header::{copy_crc, EcHeader, VidHeader, HEADER_PAGES};
+use header::{linux_crc32, EcHeader, Layout, VidHeader};
 use serde::Serialize;
+use vtbl::{Volume, LAYOUT_COMPAT, LAYOUT_VOLUME_EBS, LAYOUT_VOLUME_ID};
 
-/// Parameters chosen when an array is formatted with UBI (kept in every EC header).
+/// The name of the volume a nandkit file system lives in, on every chip of an array...
+pub const FS_VOLUME: &str = "nandkit";
+/// ...and in an array with parity (each chip's volume is then a column of the stripes).
+pub const FS_PARITY_VOLUME: &str = "nandkit-parity";
+/// The file system volume's ID.
+pub const FS_VOLUME_ID: u32 = 0;
+/// PEBs Linux keeps out of every volume besides the bad-block reserve: one for wear
+/// levelling (`WL_RESERVED_PEBS`), one for atomic LEB changes (`EBA_RESERVED_PEBS`), and
+/// the layout volume's two (`UBI_LAYOUT_VOLUME_EBS`).
+pub const RESERVED_PEBS: u32 = 2 + LAYOUT_VOLUME_EBS;
+
+/// Parameters chosen when an array is formatted with UBI. On flash they leave the volume's
+/// size (in the volume table) and the array's kind (the volume's name); the threshold is an
+/// attach parameter, as Linux's `CONFIG_MTD_UBI_WL_THRESHOLD` is (see [`AttachOptions`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UbiParams {
     /// PEBs per 1024 kept for bad blocks over the chip's life (UBI's default: 20).
@@ -68,23 +89,66 @@ impl UbiParams {
         (u64::from(pebs) * u64::from(self.bad_per_1024)).div_ceil(1024) as u32
     }
 
-    /// LEBs of a chip of `pebs` blocks: all but the bad-block reserve, one PEB for wear
-    /// levelling and one for a LEB being remapped (UBI's WL and EBA reserves).
+    /// LEBs of the file system's volume on a chip of `pebs` blocks: all but the bad-block
+    /// reserve, the layout volume and UBI's WL and EBA reserves ([`RESERVED_PEBS`]).
     pub fn lebs(&self, pebs: u32) -> Option<u32> {
-        pebs.checked_sub(self.bad_limit(pebs) + 2)
+        pebs.checked_sub(self.bad_limit(pebs) + RESERVED_PEBS)
             .filter(|&n| n > 0)
     }
 }
+
+/// What an attach takes from outside the flash (Linux: the kernel's configuration).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttachOptions {
+    /// Erase-count spread that triggers a wear-levelling move.
+    pub wl_threshold: u32,
+}
+
+impl Default for AttachOptions {
+    fn default() -> Self {
+        Self {
+            wl_threshold: UbiParams::default().wl_threshold,
+        }
+    }
+}
+
+/// One volume as `info` shows it.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct VolumeReport {
+    pub id: u32,
+    pub name: String,
+    /// "dynamic" or "static".
+    pub kind: String,
+    /// LEBs the volume table gives it.
+    pub lebs: u32,
+    /// LEBs mapped (on every chip together).
+    pub mapped: u32,
+    /// Whether nandkit mounts it (the file system's volume).
+    pub file_system: bool,
+}
+
+/// A PEB as [`Ubi::pebs_of`] shows it: its erase counter (`None` if bad) and the
+/// (volume, LEB) it holds, if any.
+pub type PebView = (Option<u32>, Option<(u32, u32)>);
 
 /// What UBI did since attach, and what each chip holds (for `info`, fsck and benches).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct UbiReport {
     pub lebs_per_chip: u32,
+    /// Byte offsets of the VID header and the data in a PEB.
+    pub vid_hdr_offset: u32,
+    pub data_offset: u32,
+    pub image_seq: u32,
+    /// The volumes of chip 0's volume table (the first chip that answers).
+    pub volumes: Vec<VolumeReport>,
     pub wl_threshold: u32,
     /// EC and VID header pages programmed (UBI's own writes).
     pub header_programs: u64,
     /// LEBs moved by wear levelling, and the pages those moves copied.
     pub wl_moves: u64,
+    /// Of those moves, the ones of LEBs of other volumes than the file system's (the
+    /// layout volume's two per chip, which are cold: written once at format).
+    pub wl_moves_other_volumes: u64,
     pub wl_pages_copied: u64,
     /// PEBs retired because an erase or program failed.
     pub grown_bad: u64,
@@ -112,6 +176,7 @@ pub struct UbiChipReport {
 struct Counters {
     header_programs: u64,
     wl_moves: u64,
+    wl_moves_other_volumes: u64,
     wl_pages_copied: u64,
     grown_bad: u64,
 }
@@ -121,6 +186,13 @@ pub struct Ubi {
     maps: Vec<ChipMap>,
     /// The chip's geometry (physical).
     chip: Geometry,
+    /// Where the headers and data sit in a PEB.
+    layout: Layout,
+    /// The volume table (the same on every chip).
+    volumes: Vec<Volume>,
+    /// The file system's volume and its LEBs per chip (0 if the table has none).
+    fs_vol: Option<u32>,
+    fs_lebs: u32,
     image_seq: u32,
     params: UbiParams,
     counters: Counters,
@@ -154,10 +226,20 @@ impl Ubi {
     }
 
     /// A UBI of chips shaped `chip` with no maps yet (format and attach fill them).
-    fn new(chip: Geometry, image_seq: u32, params: UbiParams, read_only: bool) -> Self {
+    fn new(
+        chip: Geometry,
+        layout: Layout,
+        image_seq: u32,
+        params: UbiParams,
+        read_only: bool,
+    ) -> Self {
         Ubi {
             maps: Vec::new(),
             chip,
+            layout,
+            volumes: Vec::new(),
+            fs_vol: None,
+            fs_lebs: 0,
             image_seq,
             params,
             counters: Counters::default(),
@@ -208,18 +290,76 @@ impl Ubi {
     }
 
     /// Rebuilds every chip's map from its headers. Read-only: writes nothing, ever.
-    pub fn attach<F: Flash>(dev: &mut F, read_only: bool) -> Result<Self, FlashError> {
-        attach::attach(dev, read_only)
+    pub fn attach<F: Flash>(
+        dev: &mut F,
+        read_only: bool,
+        options: AttachOptions,
+    ) -> Result<Self, FlashError> {
+        attach::attach(dev, read_only, options)
     }
 
-    /// LEBs of the volume (the same on every chip).
+    /// LEBs of the file system's volume (the same on every chip).
     pub fn lebs(&self) -> u32 {
-        self.maps[0].lebs()
+        self.fs_lebs
+    }
+
+    /// The file system's volume, if the volume table names one.
+    pub fn fs_volume(&self) -> Option<&Volume> {
+        self.volumes.iter().find(|v| Some(v.id) == self.fs_vol)
+    }
+
+    /// The volume table.
+    pub fn volumes(&self) -> &[Volume] {
+        &self.volumes
+    }
+
+    /// Where headers and data sit in a PEB.
+    pub fn layout(&self) -> Layout {
+        self.layout
     }
 
     /// Pages of one chip's LEB.
     pub fn leb_pages(&self) -> u32 {
-        self.chip.pages_per_block - HEADER_PAGES
+        self.chip.pages_per_block - self.layout.data_page()
+    }
+
+    /// The bytes of LEB `leb` of volume `vol` on `chip` (all 0xFF if it is unmapped), or
+    /// `None` if a page of it cannot be read.
+    pub fn read_leb<F: Flash>(
+        &self,
+        dev: &mut F,
+        chip: u32,
+        vol: u32,
+        leb: u32,
+    ) -> Result<Option<Vec<u8>>, FlashError> {
+        let bytes = (self.leb_pages() * self.chip.page_size_bytes) as usize;
+        let Some(peb) = self
+            .maps
+            .get(chip as usize)
+            .and_then(|m| m.peb_of_vol(vol, leb))
+        else {
+            return Ok(Some(vec![0xFF; bytes]));
+        };
+        Ok(self
+            .read_data_pages(dev, chip, peb, self.leb_pages())?
+            .map(|pages| pages.into_iter().flat_map(|(d, _)| d).collect()))
+    }
+
+    /// Every PEB of `chip`: its erase counter (`None` for a bad PEB) and what it holds
+    /// (volume and LEB), for tests and `info`.
+    pub fn pebs_of(&self, chip: u32) -> Vec<PebView> {
+        self.maps.get(chip as usize).map_or_else(Vec::new, |m| {
+            m.pebs
+                .iter()
+                .map(|p| match p.state {
+                    chip_map::PebState::Bad => (None, None),
+                    chip_map::PebState::Used { vol, leb } => {
+                        (Some(p.ec), Some((chip_map::vol_id(vol), leb)))
+                    }
+                    _ => (Some(p.ec), None),
+                })
+                .collect()
+        })
     }
 
     /// The geometry the array above addresses: LEB i of every chip as one block (striped);
@@ -241,11 +381,41 @@ impl Ubi {
     }
 
     pub fn report(&self) -> UbiReport {
+        let mapped = |vol: u32| -> u32 {
+            self.maps
+                .iter()
+                .map(|m| {
+                    m.pebs
+                        .iter()
+                        .filter(|p| {
+                            matches!(p.state, chip_map::PebState::Used { vol: v, .. }
+                                if chip_map::vol_id(v) == vol)
+                        })
+                        .count() as u32
+                })
+                .sum()
+        };
         UbiReport {
             lebs_per_chip: self.lebs(),
+            vid_hdr_offset: self.layout.vid_hdr_offset,
+            data_offset: self.layout.data_offset,
+            image_seq: self.image_seq,
+            volumes: self
+                .volumes
+                .iter()
+                .map(|v| VolumeReport {
+                    id: v.id,
+                    name: v.name.clone(),
+                    kind: v.type_name().to_string(),
+                    lebs: v.reserved_pebs,
+                    mapped: mapped(v.id),
+                    file_system: Some(v.id) == self.fs_vol,
+                })
+                .collect(),
             wl_threshold: self.params.wl_threshold,
             header_programs: self.counters.header_programs,
             wl_moves: self.counters.wl_moves,
+            wl_moves_other_volumes: self.counters.wl_moves_other_volumes,
             wl_pages_copied: self.counters.wl_pages_copied,
             grown_bad: self.counters.grown_bad,
             dead_chips: self.dead_chips(),
@@ -260,7 +430,7 @@ impl Ubi {
                         pebs: m.pebs.len() as u32,
                         bad: m.bad(),
                         bad_limit: m.bad_limit,
-                        mapped_lebs: m.used.len() as u32,
+                        mapped_lebs: m.eba.iter().filter(|&&p| p != u32::MAX).count() as u32,
                         free_pebs: m.free.len() as u32,
                         ec_min,
                         ec_max,
@@ -290,7 +460,7 @@ impl Ubi {
             return Err(FlashError::ChipFailed(chip));
         }
         let peb = self.maps[chip as usize].peb_of(addr.block);
-        Ok((chip, addr.block, HEADER_PAGES + leb_page, peb))
+        Ok((chip, addr.block, self.layout.data_page() + leb_page, peb))
     }
 
     /// A PEB page located by [`Ubi::locate`], if its LEB is mapped.
@@ -311,55 +481,53 @@ impl Ubi {
             .unwrap_or(0)
     }
 
-    fn ec_command(&mut self, chip: u32, peb: u32, ec: u32) -> Command {
-        self.counters.header_programs += 1;
-        let h = EcHeader {
+    fn ec_header(&self, ec: u32) -> EcHeader {
+        EcHeader {
             ec: u64::from(ec),
-            lebs: self.lebs(),
-            bad_limit: self.maps[chip as usize].bad_limit,
-            wl_threshold: self.params.wl_threshold,
+            vid_hdr_offset: self.layout.vid_hdr_offset,
+            data_offset: self.layout.data_offset,
             image_seq: self.image_seq,
-            parity: self.params.parity,
-        };
+        }
+    }
+
+    /// The EC header page of `peb` (with `vid` beside it in a shared layout).
+    fn ec_command(&mut self, chip: u32, peb: u32, ec: u32, vid: Option<&VidHeader>) -> Command {
+        self.counters.header_programs += 1;
         Command::Program {
             addr: PageAddr {
                 chip,
                 block: peb,
                 page: 0,
             },
-            data: h.encode(self.chip.page_size_bytes as usize),
+            data: self.layout.header_page(&self.ec_header(ec), vid),
             oob: vec![0xFF; self.chip.oob_size_bytes as usize],
         }
     }
 
-    fn vid_command(&mut self, chip: u32, peb: u32, leb: u32, copy: Option<(u32, u32)>) -> Command {
-        self.counters.header_programs += 1;
+    /// The VID header for LEB `leb` of `vol` in a new mapping (a copy when `copy` gives
+    /// the copied data's size and CRC).
+    fn vid_header(&mut self, chip: u32, vol: u32, leb: u32, copy: Option<(u32, u32)>) -> VidHeader {
         let sqnum = self.maps[chip as usize].next_sqnum();
-        let (data_pages, data_crc) = copy.unwrap_or((0, 0));
-        let h = VidHeader {
-            leb,
-            sqnum,
+        let (data_size, data_crc) = copy.unwrap_or((0, 0));
+        VidHeader {
             copy: copy.is_some(),
-            data_pages,
-            data_crc,
-            image_seq: self.image_seq,
-        };
-        Command::Program {
-            addr: PageAddr {
-                chip,
-                block: peb,
-                page: 1,
+            compat: if vol == LAYOUT_VOLUME_ID {
+                LAYOUT_COMPAT
+            } else {
+                0
             },
-            data: h.encode(self.chip.page_size_bytes as usize),
-            oob: vec![0xFF; self.chip.oob_size_bytes as usize],
+            data_size,
+            data_crc,
+            ..VidHeader::dynamic(vol, leb, sqnum)
         }
     }
 
     /// Takes a free PEB of `chip` for `leb` and the commands that prepare it (an erase and
     /// EC header if it is dirty, then the VID header), recording the mapping.
-    fn map_fresh(
+    pub(crate) fn map_fresh(
         &mut self,
         chip: u32,
+        vol: u32,
         leb: u32,
         copy: Option<(u32, u32)>,
     ) -> Result<(u32, Vec<Command>), FlashError> {
@@ -372,11 +540,44 @@ impl Ubi {
                 ))
             })?;
         let mut cmds = Vec::with_capacity(3);
-        ec = self.reset_if_dirty(chip, peb, ec, dirty, &mut cmds);
-        cmds.push(self.vid_command(chip, peb, leb, copy));
-        self.maps[chip as usize].map(leb, peb, ec);
+        let vid = self.vid_header(chip, vol, leb, copy);
+        ec = self.prepare(chip, peb, ec, dirty, &vid, &mut cmds);
+        self.maps[chip as usize].map(vol, leb, peb, ec);
         self.maps[chip as usize].protect(peb);
         Ok((peb, cmds))
+    }
+
+    /// The commands that give a PEB taken from the pool its VID header: a dirty one is
+    /// erased and gets a new EC header first. In a shared layout both headers go in one
+    /// program of page 0, so the PEB is erased even if it was clean. Its erase count after.
+    fn prepare(
+        &mut self,
+        chip: u32,
+        peb: u32,
+        ec: u32,
+        dirty: bool,
+        vid: &VidHeader,
+        cmds: &mut Vec<Command>,
+    ) -> u32 {
+        if self.layout.shared() {
+            cmds.push(Command::Erase {
+                addr: BlockAddr::new(chip, peb),
+            });
+            cmds.push(self.ec_command(chip, peb, ec + 1, Some(vid)));
+            return ec + 1;
+        }
+        let ec = self.reset_if_dirty(chip, peb, ec, dirty, cmds);
+        self.counters.header_programs += 1;
+        cmds.push(Command::Program {
+            addr: PageAddr {
+                chip,
+                block: peb,
+                page: self.layout.vid_page(),
+            },
+            data: self.layout.vid_page_bytes(vid),
+            oob: vec![0xFF; self.chip.oob_size_bytes as usize],
+        });
+        ec
     }
 
     /// Readies a PEB taken from the pool for its VID header: a dirty one is erased and gets
@@ -395,7 +596,7 @@ impl Ubi {
         cmds.push(Command::Erase {
             addr: BlockAddr::new(chip, peb),
         });
-        cmds.push(self.ec_command(chip, peb, ec + 1));
+        cmds.push(self.ec_command(chip, peb, ec + 1, None));
         ec + 1
     }
 
@@ -413,7 +614,7 @@ impl Ubi {
                 addr: PageAddr {
                     chip,
                     block: peb,
-                    page: HEADER_PAGES + i,
+                    page: self.layout.data_page() + i,
                 },
             })
             .collect();
@@ -428,10 +629,11 @@ impl Ubi {
         Ok(Some(pages))
     }
 
-    /// A copy's data CRC over its pages (the OOB's free bytes only: see [`copy_crc`]).
-    fn pages_crc(&self, pages: &[Page]) -> u32 {
-        let free = self.chip.oob_free_range();
-        copy_crc(pages.iter().map(|(d, o)| (d.as_slice(), &o[free.clone()])))
+    /// A copy's data size and CRC (as its VID header carries them): the pages' data, as
+    /// Linux's covers the data only (the OOB is the chip's, not UBI's).
+    fn data_crc(pages: &[Page]) -> (u32, u32) {
+        let data: Vec<u8> = pages.iter().flat_map(|(d, _)| d.iter().copied()).collect();
+        (data.len() as u32, linux_crc32(&data))
     }
 
     /// Runs a batch of virtual commands: each becomes its physical command(s) on the chip
@@ -585,7 +787,8 @@ impl Ubi {
                 let phys = match Self::located(at) {
                     Some(p) => p,
                     None => {
-                        let (peb, prep) = self.map_fresh(chip, leb, None)?;
+                        let vol = self.fs_vol.unwrap_or(FS_VOLUME_ID);
+                        let (peb, prep) = self.map_fresh(chip, vol, leb, None)?;
                         for c in prep {
                             physical.push(c);
                             owner.push((slot, Role::Prepare { chip, peb }));
@@ -629,7 +832,8 @@ impl Ubi {
                     if self.is_dead(chip) {
                         continue;
                     }
-                    if let Some(peb) = self.maps[chip as usize].unmap(addr.block) {
+                    let vol = self.fs_vol.unwrap_or(FS_VOLUME_ID);
+                    if let Some(peb) = self.maps[chip as usize].unmap(vol, addr.block) {
                         self.wl_skip.remove(&(chip, peb));
                         let ec = self.maps[chip as usize].pebs[peb as usize].ec + 1;
                         let role = || Role::Recycle { chip, peb, ec };
@@ -637,7 +841,7 @@ impl Ubi {
                             addr: BlockAddr::new(chip, peb),
                         });
                         owner.push((slot, role()));
-                        physical.push(self.ec_command(chip, peb, ec));
+                        physical.push(self.ec_command(chip, peb, ec, None));
                         owner.push((slot, role()));
                         any = true;
                     }
@@ -669,7 +873,8 @@ impl Ubi {
         self.check_spares(chip);
     }
 
-    /// Goes read-only if `chip` no longer has a good PEB for every LEB and one spare.
+    /// Goes read-only if `chip` no longer has a good PEB for every LEB of every volume and
+    /// one spare.
     fn check_spares(&mut self, chip: u32) {
         if self.is_dead(chip) {
             return;
@@ -677,12 +882,38 @@ impl Ubi {
         let m = &self.maps[chip as usize];
         let bad = m.bad();
         let good = m.pebs.len() as u32 - bad;
-        if good < m.lebs() + 1 && self.worn_out.is_none() {
+        // Every volume's LEBs, the volume table's two, and one spare to map into.
+        let need =
+            self.volumes.iter().map(|v| v.reserved_pebs).sum::<u32>() + LAYOUT_VOLUME_EBS + 1;
+        if good < need && self.worn_out.is_none() {
             self.worn_out = Some(format!(
                 "chip {chip} has {bad} bad blocks, past its reserve of {}: UBI is read-only \
                  (copy the data off)",
                 m.bad_limit
             ));
+        }
+    }
+
+    /// Writes again each copy of `chip`'s volume table that is missing or damaged (a chip
+    /// put back by a rebuild starts without one).
+    pub(crate) fn repair_layout<F: Flash>(
+        &mut self,
+        dev: &mut F,
+        chip: u32,
+    ) -> Result<(), FlashError> {
+        attach::repair_layout(self, dev, chip)
+    }
+
+    /// Changes the wear-levelling threshold of a running UBI (an attach parameter: it is
+    /// not on flash).
+    pub fn set_wl_threshold(&mut self, threshold: u32) {
+        self.params.wl_threshold = threshold.max(1);
+    }
+
+    /// The attach options this UBI runs with.
+    pub fn attach_options(&self) -> AttachOptions {
+        AttachOptions {
+            wl_threshold: self.params.wl_threshold,
         }
     }
 

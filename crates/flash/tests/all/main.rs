@@ -14,4 +14,5 @@ mod spare_program;
 mod striped;
 mod timing;
 mod ubi;
+mod ubi_bad_input;
 mod wear;

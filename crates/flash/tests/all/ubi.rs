@@ -45,14 +45,15 @@ fn a_leb_is_the_same_leb_of_every_chip_and_survives_attach() {
     let g = s.geometry();
     let phys = s.inner().geometry();
     assert_eq!(g.pages_per_block, 4 * (phys.pages_per_block - 2));
-    // 16 PEBs a chip: 1 kept for bad blocks, 2 for wear levelling and remapping.
-    assert_eq!(g.blocks_per_chip, 13);
+    // 16 PEBs a chip: 1 kept for bad blocks, 2 for wear levelling and remapping, 2 for
+    // the layout volume (the volume table, twice).
+    assert_eq!(g.blocks_per_chip, 11);
     // An unmapped LEB reads erased without touching flash.
     let reads = s.inner_mut().stats().total().page_reads;
     assert!(read(&mut s, 3, 0).unwrap().iter().all(|&b| b == 0xFF));
     assert_eq!(s.inner_mut().stats().total().page_reads, reads);
     write_leb(&mut s, 3, 9, 7).unwrap();
-    write_leb(&mut s, 12, g.pages_per_block, 8).unwrap();
+    write_leb(&mut s, 10, g.pages_per_block, 8).unwrap();
     assert!(holds(&mut s, 3, 9, 7));
     // Rewriting a LEB maps fresh PEBs: the old ones are erased in the background.
     write_leb(&mut s, 3, 5, 9).unwrap();
@@ -61,7 +62,7 @@ fn a_leb_is_the_same_leb_of_every_chip_and_survives_attach() {
     let g = s.geometry();
     let last = g.pages_per_block - 1;
     assert_eq!(
-        read(&mut s, 12, last).unwrap(),
+        read(&mut s, 10, last).unwrap(),
         page_bytes(&g, 8000 + u64::from(last)).0
     );
     assert_eq!(s.ubi_check().unwrap(), Vec::<String>::new());
@@ -294,21 +295,18 @@ fn host_cost_is_the_same_on_both_executors() {
 fn a_chip_past_its_spares_attaches_read_only() {
     let mut s = Ubi::format_ubi(device("tiny", 2, 0.0), UbiParams::default()).unwrap();
     write_leb(&mut s, 1, 6, 4).unwrap();
-    let mapped: Vec<u32> = (0..2)
-        .map(|chip| {
-            (0..s.inner().geometry().blocks_per_chip)
-                .find(|&b| {
-                    let raw = s.inner_mut().raw_page(PageAddr::new(chip, b, 1)).unwrap();
-                    raw[..4] == *b"UBI!"
-                })
-                .unwrap()
-        })
+    // The PEBs of chip 0 that hold something (LEB 1, the volume table's two copies).
+    let used: Vec<u32> = (0..)
+        .zip(s.ubi().unwrap().pebs_of(0))
+        .filter(|(_, (_, holds))| holds.is_some())
+        .map(|(peb, _)| peb)
         .collect();
+    assert_eq!(used.len(), 3);
     // Chip 0 loses four free PEBs: its reserve (1) and spares (2) cannot cover them.
     let mut dev = s.into_inner();
     let mut lost = 0;
     for b in 0..dev.geometry().blocks_per_chip {
-        if b != mapped[0] && lost < 4 {
+        if !used.contains(&b) && lost < 4 {
             dev.mark_bad(BlockAddr::new(0, b)).unwrap();
             lost += 1;
         }

@@ -84,6 +84,8 @@ struct Wear {
     ec_spread_max: u32,
     ec_max: u32,
     wl_moves: u64,
+    /// Of those, moves of the layout volume's LEBs (UBI's volume table: cold).
+    wl_moves_layout: u64,
     wl_pages_copied: u64,
     overwrite_bytes: u64,
 }
@@ -294,6 +296,7 @@ fn wear_run(mut fs: Fs, overwrite: u64, quiet: bool) -> anyhow::Result<Wear> {
             .unwrap_or(0),
         ec_max: r.chips.iter().map(|c| c.ec_max).max().unwrap_or(0),
         wl_moves: r.wl_moves,
+        wl_moves_layout: r.wl_moves_other_volumes,
         wl_pages_copied: r.wl_pages_copied,
         overwrite_bytes: overwrite,
     })

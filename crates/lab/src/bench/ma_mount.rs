@@ -219,7 +219,7 @@ fn measure(
     threaded: bool,
 ) -> anyhow::Result<(super::MountTiming, u64, u64, super::Fs)> {
     // UBI's maps go with the detach, so the heap counts the ones the attach builds.
-    let ubi = dev.ubi().is_some();
+    let ubi = dev.ubi().map(|u| u.attach_options());
     let mut chips = dev.into_inner();
     let before = chips.stats().total();
     let heap_before = crate::heap::live_bytes();

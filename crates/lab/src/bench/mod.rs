@@ -357,7 +357,8 @@ pub struct FsArgs {
     #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
     pub ubi: Option<bool>,
     /// UBI: erase-count spread at which wear levelling moves a long-lived LEB (UBI's
-    /// default).
+    /// default). An attach parameter, as Linux's CONFIG_MTD_UBI_WL_THRESHOLD: not kept on
+    /// flash, so a bench's run takes it and mkfs refuses any other value.
     #[arg(long, value_name = "ERASES", default_value_t = UbiParams::default().wl_threshold)]
     pub ubi_wl_threshold: u32,
     /// UBI: PEBs per 1024 kept on every chip for bad blocks over its life (UBI's
@@ -793,21 +794,21 @@ pub fn timed_mount(
     dev: StripedDevice,
     force_scan: bool,
 ) -> anyhow::Result<(FileSystem<StripedDevice>, MountTiming)> {
-    let ubi = dev.ubi().is_some();
+    let ubi = dev.ubi().map(|u| u.attach_options());
     timed_mount_chips(dev.into_inner(), ubi, force_scan)
 }
 
-/// `timed_mount` from the bare chips (whose UBI's maps in RAM are gone): attach UBI if
-/// `ubi`, then mount.
+/// `timed_mount` from the bare chips (whose UBI's maps in RAM are gone): attach UBI with
+/// `ubi`'s options if given, then mount.
 pub fn timed_mount_chips(
     chips: FlashDevice,
-    ubi: bool,
+    ubi: Option<nandkit_flash::ubi::AttachOptions>,
     force_scan: bool,
 ) -> anyhow::Result<(FileSystem<StripedDevice>, MountTiming)> {
     let options = mount_options(force_scan);
     let before_attach = chips.now_ns();
-    let mut dev = if ubi {
-        StripedFlash::attach_ubi(chips, false).context("attaching UBI")?
+    let mut dev = if let Some(options) = ubi {
+        StripedFlash::attach_ubi_with(chips, false, options).context("attaching UBI")?
     } else {
         StripedFlash::new(chips)
     };

@@ -285,7 +285,7 @@ fn mount_again(
             Ok((fs, ms))
         }
         None => {
-            let ubi = dev.ubi().is_some();
+            let ubi = dev.ubi().map(|u| u.attach_options());
             let (fs, t) = timed_mount_chips(dev.into_inner(), ubi, false)?;
             Ok((fs, t.attach_sim_ms + t.sim_ms))
         }

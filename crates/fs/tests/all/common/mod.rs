@@ -163,8 +163,14 @@ pub struct Array(pub StripedDevice);
 
 impl From<FlashDevice> for Array {
     fn from(d: FlashDevice) -> Self {
-        // Chips that carry UBI are attached, as `nandkit mount` does.
-        Array(StripedFlash::open(d, false).expect("attach"))
+        // Chips that carry UBI are attached, as `nandkit mount` does; `ArrayUbi` (no
+        // parity) runs at the low wear-levelling threshold it was formatted with, which
+        // an attach does not read from flash (as Linux's UBI takes it from its build).
+        let mut s = StripedFlash::open(d, false).expect("attach");
+        if s.ubi().is_some_and(|u| !u.parity()) {
+            s.set_ubi_wl_threshold(1);
+        }
+        Array(s)
     }
 }
 
