@@ -587,13 +587,16 @@ fn scan_chip<F: Flash>(
     Ok(ChipScan { pebs, lebs, sqnum })
 }
 
+/// A chip's two copies of the volume table, each its volumes or why it is not one.
+type TableCopies = [Result<Vec<Volume>, String>; 2];
+
 /// Both copies of every chip's volume table (`Err` says why a copy is not one), read in
 /// one batch.
 fn read_tables<F: Flash>(
     dev: &mut F,
     ubi: &Ubi,
     scans: &[ChipScan],
-) -> Result<Vec<[Result<Vec<Volume>, String>; 2]>, FlashError> {
+) -> Result<Vec<TableCopies>, FlashError> {
     let page = ubi.chip.page_size_bytes;
     let leb_bytes = ubi.leb_pages() * page;
     let slots = vtbl::slots(leb_bytes);
@@ -617,7 +620,7 @@ fn read_tables<F: Flash>(
         }
     }
     let mut done = dev.submit(reads).into_iter();
-    let mut out: Vec<[Result<Vec<Volume>, String>; 2]> = scans
+    let mut out: Vec<TableCopies> = scans
         .iter()
         .map(|_| {
             [
