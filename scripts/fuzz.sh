@@ -6,7 +6,8 @@
 #   scripts/fuzz.sh --short         # what CI runs: 5 s per target
 #
 # Targets (fuzz/fuzz_targets): `decoders` (tags, records, summaries, checkpoint, anchor
-# entries, attribute sets: no panic, and what decodes re-encodes to the same), `image`
+# entries, attribute sets, UBI's headers and volume table: no panic, and what decodes
+# re-encodes to the same), `image`
 # (whole images and minv NVRAM damaged by the input, mounted, walked, written, fsck'd).
 # The corpus grows in fuzz/corpus/TARGET (seeded from real images the first time); a
 # crash is written to fuzz/artifacts/TARGET and the run fails.

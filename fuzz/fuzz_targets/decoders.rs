@@ -10,6 +10,8 @@ use nandkit_fs::format::record::{decode_xattrs, encode_xattrs, Record};
 use nandkit_fs::format::special::Special;
 use nandkit_fs::format::summary::Summary;
 use nandkit_fs::format::tags::{TagLayout, TagRead, Tags};
+use nandkit_flash::ubi::header::{EcHeader, Layout, Parsed, VidHeader};
+use nandkit_flash::ubi::{raw, vtbl};
 
 fuzz_target!(|data: &[u8]| {
     for (layout, page) in [(TagLayout::Large, 2048), (TagLayout::Small, 512)] {
@@ -39,4 +41,19 @@ fuzz_target!(|data: &[u8]| {
     for (page, ppb) in [(2048u32, 64u32), (512, 32)] {
         let _ = CheckpointImage::decode(data, page, ppb);
     }
+    // UBI, in Linux's format: both headers, a volume table, a raw image's first bytes.
+    if let Parsed::Valid(h) = EcHeader::decode(data) {
+        assert_eq!(EcHeader::decode(&h.encode()), Parsed::Valid(h));
+        let _ = Layout::from_ec(&h, 2048, 64);
+    }
+    if let Parsed::Valid(h) = VidHeader::decode(data) {
+        assert_eq!(VidHeader::decode(&h.encode()), Parsed::Valid(h));
+    }
+    for leb in [126_976u32, 15_360] {
+        let slots = vtbl::slots(leb);
+        if let Ok(v) = vtbl::decode(data, slots, leb) {
+            assert_eq!(vtbl::decode(&vtbl::encode(&v, slots), slots, leb), Ok(v));
+        }
+    }
+    let _ = raw::detect(data, data.len() as u64, 512, 16, 32);
 });

@@ -145,7 +145,9 @@ pub fn decode(bytes: &[u8], slots: u32, leb_bytes: u32) -> Result<Vec<Volume>, S
         if let Some(why) = bad {
             return Err(format!("record {slot} is invalid: {why}"));
         }
-        let name = String::from_utf8_lossy(&r[16..16 + name_len]).into_owned();
+        let Ok(name) = String::from_utf8(r[16..16 + name_len].to_vec()) else {
+            return Err(format!("record {slot}'s name is not UTF-8"));
+        };
         if volumes.iter().any(|v| v.name == name) {
             return Err(format!("two volumes are named {name:?}"));
         }
