@@ -265,3 +265,64 @@ fn an_image_of_the_old_format_is_refused_and_converts_keeping_every_leb() {
         }
     }
 }
+
+/// Two PEBs holding one LEB with different data: the one with the higher sequence number
+/// wins (an old PEB whose erase a cut prevented loses to the LEB's new mapping), unless
+/// the newer one is a copy whose data fails its CRC (a wear-levelling move cut short), when
+/// the older stands.
+#[test]
+fn of_two_pebs_holding_one_leb_the_newer_wins_unless_it_is_a_torn_copy() {
+    use nandkit_flash::ubi::header::{Parsed, VidHeader};
+    let (img, pebs) = image();
+    let n = peb_bytes();
+    let page = 2048;
+    let free = (0..img.len() / n)
+        .find(|&p| {
+            !pebs.contains(&(p as u32))
+                && img[p * n + page..p * n + 2 * page]
+                    .iter()
+                    .all(|&b| b == 0xFF)
+        })
+        .unwrap();
+    let src = pebs[2] as usize * n;
+    let Parsed::Valid(old) = VidHeader::decode(&img[src + page..]) else {
+        panic!("LEB 2's VID header");
+    };
+    // The same LEB again at `free`, newer, its first data page changed.
+    let newer = |copy: Option<u32>| {
+        let mut bad = img.clone();
+        bad.copy_within(src..src + n, free * n);
+        let vid = VidHeader {
+            sqnum: old.sqnum + 100,
+            copy: copy.is_some(),
+            data_size: if copy.is_some() { 4 * page as u32 } else { 0 },
+            data_crc: copy.unwrap_or(0),
+            ..old
+        };
+        bad[free * n + page..free * n + page + 64].copy_from_slice(&vid.encode());
+        bad[free * n + 2 * page..free * n + 3 * page].fill(0x5A);
+        bad
+    };
+    let first_page = |bytes: &[u8]| -> Vec<u8> {
+        let (mut dev, ubi) = attach(bytes);
+        let leb = ubi
+            .unwrap()
+            .read_leb(&mut dev, 0, FS_VOLUME_ID, 2)
+            .unwrap()
+            .unwrap();
+        leb[..page].to_vec()
+    };
+    assert_eq!(
+        first_page(&newer(None)),
+        vec![0x5A; page],
+        "the newer mapping wins"
+    );
+    // A copy whose CRC does not cover what it holds: torn, so the older PEB stands.
+    let kept = first_page(&newer(Some(0x1234_5678)));
+    assert_ne!(kept, vec![0x5A; page], "a torn copy is not taken");
+    assert_eq!(
+        kept,
+        page_bytes(&chip().geometry(), 2000).0,
+        "LEB 2's own first page"
+    );
+}
