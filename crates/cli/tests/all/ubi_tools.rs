@@ -238,17 +238,23 @@ struct View {
     crc: Option<(u32, u64)>,
     /// Erase counter, volume and LEB of every mapped PEB.
     pebs: BTreeMap<u32, (u32, u32, u32)>,
-    /// The volume's size in LEBs.
+    /// The volume's size in LEBs, and its name.
     lebs: u32,
+    name: String,
 }
 
+/// What nandkit attaches from chip 0 of `dev`.
 fn nandkit_view(dev: &mut FlashDevice) -> View {
+    nandkit_view_of(dev, 0)
+}
+
+/// What nandkit attaches from chip `chip` of `dev` (read-only).
+fn nandkit_view_of(dev: &mut FlashDevice, chip: u32) -> View {
     let ubi = Ubi::attach(dev, true, AttachOptions::default()).unwrap();
     let vol = ubi.fs_volume().expect("the file system's volume").clone();
-    assert_eq!(vol.name, FS_VOLUME);
     let mut pebs = BTreeMap::new();
     let mut last = None;
-    for (peb, (ec, holds)) in ubi.pebs_of(0).into_iter().enumerate() {
+    for (peb, (ec, holds)) in ubi.pebs_of(chip).into_iter().enumerate() {
         if let (Some(ec), Some((v, lnum))) = (ec, holds) {
             pebs.insert(peb as u32, (ec, v, lnum));
             if v == vol.id {
@@ -260,7 +266,7 @@ fn nandkit_view(dev: &mut FlashDevice) -> View {
     let mut bytes = 0u64;
     let g = dev.geometry();
     for lnum in 0..last.map_or(0, |l| l + 1) {
-        let leb = match ubi.read_leb(dev, 0, vol.id, lnum).unwrap() {
+        let leb = match ubi.read_leb(dev, chip, vol.id, lnum).unwrap() {
             Some(leb) => leb,
             None => {
                 let peb = pebs
@@ -270,7 +276,7 @@ fn nandkit_view(dev: &mut FlashDevice) -> View {
                     .expect("an unreadable LEB is mapped");
                 (ubi.layout().data_page()..g.pages_per_block)
                     .flat_map(|p| {
-                        let mut raw = dev.raw_page(PageAddr::new(0, peb, p)).unwrap();
+                        let mut raw = dev.raw_page(PageAddr::new(chip, peb, p)).unwrap();
                         raw.truncate(g.page_size_bytes as usize);
                         raw
                     })
@@ -284,12 +290,18 @@ fn nandkit_view(dev: &mut FlashDevice) -> View {
         crc: Some((crc.finalize(), bytes)),
         pebs,
         lebs: vol.reserved_pebs,
+        name: vol.name,
     }
 }
 
 /// Does ubi-reader's summary of an image agree with nandkit's view of it?
 fn agree(seen: &serde_json::Value, view: &View) -> Result<(), String> {
-    let View { crc, pebs, lebs } = view;
+    let View {
+        crc,
+        pebs,
+        lebs,
+        name,
+    } = view;
     if let Some(e) = seen["error"].as_str() {
         return Err(format!("ubi-reader failed: {e}"));
     }
@@ -297,7 +309,7 @@ fn agree(seen: &serde_json::Value, view: &View) -> Result<(), String> {
     let [image] = images.as_slice() else {
         return Err(format!("{} images", images.len()));
     };
-    let vol = &image["volumes"][FS_VOLUME];
+    let vol = &image["volumes"][name.as_str()];
     let fs_blocks = pebs
         .values()
         .filter(|(_, v, _)| *v != LAYOUT_VOLUME_ID)
@@ -467,4 +479,73 @@ fn has_torn_ec_header(path: &Path) -> bool {
     bytes
         .chunks(g.block_bytes() as usize)
         .any(|peb| peb.starts_with(b"UBI#") && EcHeader::decode(peb) == Parsed::Corrupt)
+}
+
+/// An array's chips, with and without parity: each is a UBI device of its own that
+/// ubi-reader reads as nandkit does (one volume, `nandkit` or `nandkit-parity`, holding that
+/// chip's share of every block). And `ubireader_extract_images`, ubi-reader's own command,
+/// gives a chip's volume as the bytes nandkit reads from it.
+#[test]
+fn ubi_reader_reads_every_chip_of_an_array() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut images = Vec::new();
+    let mut views = Vec::new();
+    for parity in [false, true] {
+        let mut c = preset("tiny").unwrap().with_chips(4).unwrap();
+        c.ecc.rber_fresh = 0.0;
+        c.ecc.rber_at_endurance = 0.0;
+        c.wear.factory_bad_fraction = 0.0;
+        let params = UbiParams {
+            parity,
+            wl_threshold: 2,
+            ..UbiParams::default()
+        };
+        let mut s = StripedFlash::format_ubi(FlashDevice::ram(c).unwrap(), params).unwrap();
+        assert!(workload(&mut s));
+        let mut dev = s.into_inner();
+        for chip in 0..4 {
+            let path = dir.path().join(format!("p{parity}-chip{chip}.ubi"));
+            let mut out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+            raw::export(&mut dev, chip, &mut out, RawKind::Plain, |_| {}).unwrap();
+            drop(out);
+            let view = nandkit_view_of(&mut dev, chip);
+            let want = if parity { "nandkit-parity" } else { FS_VOLUME };
+            assert_eq!(view.name, want);
+            images.push(path);
+            views.push(view);
+        }
+    }
+    let seen = ubi_reader(&images);
+    for ((s, v), p) in seen.iter().zip(&views).zip(&images) {
+        agree(s, v).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    }
+    // ubi-reader's command line, on one chip: the volume's file is nandkit's bytes.
+    let out = dir.path().join("extracted");
+    let bin = ubi_reader_python().with_file_name("ubireader_extract_images");
+    let o = Process::new(bin)
+        .args(["-o", out.to_str().unwrap(), images[1].to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let file = walk(&out)
+        .into_iter()
+        .find(|f| f.to_string_lossy().ends_with("_vol-nandkit.ubifs"))
+        .expect("the nandkit volume's file");
+    let bytes = std::fs::read(file).unwrap();
+    let (crc, len) = views[1].crc.unwrap();
+    assert_eq!((crc32fast::hash(&bytes), bytes.len() as u64), (crc, len));
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }
