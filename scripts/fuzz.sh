@@ -8,7 +8,9 @@
 # Targets (fuzz/fuzz_targets): `decoders` (tags, records, summaries, checkpoint, anchor
 # entries, attribute sets, UBI's headers and volume table: no panic, and what decodes
 # re-encodes to the same), `image`
-# (whole images and minv NVRAM damaged by the input, mounted, walked, written, fsck'd).
+# (whole images and minv NVRAM damaged by the input, mounted, walked, written, fsck'd),
+# `ubi` (raw UBI images damaged by the input, imported, attached read-only and writable,
+# every LEB read).
 # The corpus grows in fuzz/corpus/TARGET (seeded from real images the first time); a
 # crash is written to fuzz/artifacts/TARGET and the run fails.
 #
@@ -19,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 
 secs=60
-targets=(decoders image)
+targets=(decoders image ubi)
 case "${1:-}" in
   --short) secs=5 ;;
   "") ;;

@@ -4,14 +4,14 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use nandkit_flash::ubi::header::{EcHeader, Layout, Parsed, VidHeader};
+use nandkit_flash::ubi::{raw, vtbl};
 use nandkit_fs::format::anchor::{CheckpointPointer, FsRecord};
 use nandkit_fs::format::checkpoint::CheckpointImage;
 use nandkit_fs::format::record::{decode_xattrs, encode_xattrs, Record};
 use nandkit_fs::format::special::Special;
 use nandkit_fs::format::summary::Summary;
 use nandkit_fs::format::tags::{TagLayout, TagRead, Tags};
-use nandkit_flash::ubi::header::{EcHeader, Layout, Parsed, VidHeader};
-use nandkit_flash::ubi::{raw, vtbl};
 
 fuzz_target!(|data: &[u8]| {
     for (layout, page) in [(TagLayout::Large, 2048), (TagLayout::Small, 512)] {
