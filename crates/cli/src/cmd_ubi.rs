@@ -316,18 +316,19 @@ fn convert(args: &ConvertArgs) -> anyhow::Result<()> {
     } else {
         1
     };
-    // The files of the image, and the copies the conversion works on.
-    let mut files = vec![nandkit_flash::backend::file::sidecar_path(img)];
-    files.extend((0..chips).map(|k| nandkit_flash::backend::file::chip_path(img, k)));
-    let copy_of = |p: &Path| tmp_path(p);
-    let work = copy_of(img);
-    for f in &files {
-        std::fs::copy(f, copy_of(f))
-            .with_context(|| format!("copying {} to {}", f.display(), copy_of(f).display()))?;
+    // The files of the image, and the copies the conversion works on (an image of its own
+    // beside it, IMAGE.partial, with its sidecar and chip files named as an image's are).
+    use nandkit_flash::backend::file::{chip_path, sidecar_path};
+    let work = tmp_path(img);
+    let mut files = vec![(sidecar_path(img), sidecar_path(&work))];
+    files.extend((0..chips).map(|k| (chip_path(img, k), chip_path(&work, k))));
+    for (from, to) in &files {
+        std::fs::copy(from, to)
+            .with_context(|| format!("copying {} to {}", from.display(), to.display()))?;
     }
     let remove_copies = || {
-        for f in &files {
-            let _ = std::fs::remove_file(copy_of(f));
+        for (_, to) in &files {
+            let _ = std::fs::remove_file(to);
         }
     };
     let result = (|| -> anyhow::Result<nandkit_flash::ubi::legacy::Converted> {
@@ -346,10 +347,10 @@ fn convert(args: &ConvertArgs) -> anyhow::Result<()> {
             return Err(e.context(format!("{} is left as it was", img.display())));
         }
     };
-    // Chip files first, the sidecar (which names the geometry) and chip 0 last.
-    for f in files.iter().rev() {
-        std::fs::rename(copy_of(f), f)
-            .with_context(|| format!("putting the converted {} in place", f.display()))?;
+    // Chip files first, chip 0 and the sidecar (which names the geometry) last.
+    for (to, from) in files.iter().rev() {
+        std::fs::rename(from, to)
+            .with_context(|| format!("putting the converted {} in place", to.display()))?;
     }
     println!(
         "nandkit ubi convert: {} now carries Linux's UBI format: {} chip(s), {} LEBs each \

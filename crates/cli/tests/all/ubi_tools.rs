@@ -549,3 +549,133 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// An image in nandkit's old UBI format (its own headers, before Linux's): every command
+/// that attaches it says how to convert it; `nandkit ubi convert` does, keeping every LEB
+/// (ubi-reader then reads the `nandkit` volume with them); converting an image already in
+/// Linux's format is refused and leaves it as it was.
+#[test]
+fn an_old_format_image_is_converted_by_ubi_convert() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("old.img");
+    let mut c = preset("tiny").unwrap();
+    c.wear.factory_bad_fraction = 0.0;
+    let mut dev = FlashDevice::create_image(&img, c, false, DeviceOptions::default()).unwrap();
+    let g = dev.geometry();
+    let page = g.page_size_bytes as usize;
+    let oob = vec![0xFF; g.oob_size_bytes as usize];
+    // The old headers: 36 bytes little-endian (magic, version 1, fields), CRC-32C.
+    let header = |magic: &[u8; 4], fields: &[(usize, Vec<u8>)]| {
+        let mut b = vec![0u8; 36];
+        b[..4].copy_from_slice(magic);
+        b[4] = 1;
+        for (at, bytes) in fields {
+            b[*at..*at + bytes.len()].copy_from_slice(bytes);
+        }
+        let crc = crc32c(&b);
+        b.extend_from_slice(&crc.to_le_bytes());
+        b.resize(page, 0xFF);
+        b
+    };
+    let seq = 77u32.to_le_bytes().to_vec();
+    let lebs = g.blocks_per_chip - 2 - 2; // old rule: less a bad limit of 2, less 2
+    for block in 0..g.blocks_per_chip {
+        let addr = BlockAddr::new(0, block);
+        dev.erase_block(addr).unwrap();
+        let ec = header(
+            b"UBI#",
+            &[
+                (8, 2u64.to_le_bytes().to_vec()),
+                (16, lebs.to_le_bytes().to_vec()),
+                (20, 2u32.to_le_bytes().to_vec()),
+                (24, 4096u32.to_le_bytes().to_vec()),
+                (28, seq.clone()),
+            ],
+        );
+        dev.program_page(addr.page(0), &ec, &oob).unwrap();
+        if block < 3 {
+            let vid = header(
+                b"UBI!",
+                &[
+                    (8, block.to_le_bytes().to_vec()),
+                    (16, u64::from(block + 1).to_le_bytes().to_vec()),
+                    (28, seq.clone()),
+                ],
+            );
+            dev.program_page(addr.page(1), &vid, &oob).unwrap();
+            for k in 0..4 {
+                dev.program_page(addr.page(2 + k), &vec![block as u8 + 1; page], &oob)
+                    .unwrap();
+            }
+        }
+    }
+    dev.sync().unwrap();
+    drop(dev);
+    let before = std::fs::read(&img).unwrap();
+    for cmd in ["info", "fsck"] {
+        let o = nandkit(&[cmd, img.to_str().unwrap()]);
+        assert!(!o.status.success());
+        assert!(
+            stderr(&o).contains("nandkit ubi convert"),
+            "{cmd}: {}",
+            stderr(&o)
+        );
+    }
+    assert_eq!(std::fs::read(&img).unwrap(), before, "nothing written");
+    let o = nandkit(&["ubi", "convert", img.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("3 LEBs with data moved"),
+        "{}",
+        stdout(&o)
+    );
+    let raw_img = dir.path().join("new.ubi");
+    let o = nandkit(&[
+        "ubi",
+        "export",
+        img.to_str().unwrap(),
+        raw_img.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let seen = ubi_reader(std::slice::from_ref(&raw_img));
+    let vol = &seen[0]["images"][0]["volumes"][FS_VOLUME];
+    assert_eq!(
+        vol["reserved_pebs"].as_u64(),
+        Some(u64::from(lebs)),
+        "{vol}"
+    );
+    assert_eq!(vol["block_count"].as_u64(), Some(3), "{vol}");
+    let mut dev = FlashDevice::open_image(&img, DeviceOptions::default()).unwrap();
+    let ubi = Ubi::attach(&mut dev, true, AttachOptions::default()).unwrap();
+    for leb in 0..3u32 {
+        let bytes = ubi.read_leb(&mut dev, 0, 0, leb).unwrap().unwrap();
+        assert!(
+            bytes[..4 * page].iter().all(|&b| b == leb as u8 + 1),
+            "LEB {leb}"
+        );
+        assert!(bytes[4 * page..].iter().all(|&b| b == 0xFF), "LEB {leb}");
+    }
+    drop(dev);
+    // Again: already Linux's format, so refused, and the image stays as it is.
+    let now = std::fs::read(&img).unwrap();
+    let o = nandkit(&["ubi", "convert", img.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("left as it was"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&img).unwrap(), now);
+}
+
+/// CRC-32C, as the old headers carried it.
+fn crc32c(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0x82F6_3B78
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}

@@ -89,7 +89,7 @@ fn good_pebs<F: Flash>(dev: &mut F) -> Result<(Vec<Vec<u32>>, Vec<u32>), FlashEr
 
 /// True if the array carries UBI: one of the first good PEBs of its first chip that has
 /// not failed whole and is not blank (chip 0, unless it died or was replaced) has a valid
-/// EC header.
+/// EC header, of Linux's format or of nandkit's old one.
 pub fn probe<F: Flash>(dev: &mut F) -> Result<bool, FlashError> {
     let g = dev.geometry();
     let mut data = vec![0; g.page_size_bytes as usize];
@@ -105,6 +105,9 @@ pub fn probe<F: Flash>(dev: &mut F) -> Result<bool, FlashError> {
                 Err(e) => return Err(e),
             }
             match dev.read_page(addr.page(0), &mut data, &mut oob) {
+                // nandkit's old headers too: the attach then says how to convert them (an
+                // image taken for one without UBI would be offered a format).
+                Ok(_) if super::legacy::is_legacy_ec(&data) => return Ok(true),
                 Ok(_) => match EcHeader::decode(&data) {
                     Parsed::Valid(_) => return Ok(true),
                     // A blank chip (a replacement not yet rebuilt): ask the next one.
