@@ -71,7 +71,9 @@ fn random(seed: u64, len: usize) -> Vec<u8> {
 /// import`: every LEB of both reads back as ubinize placed the files' bytes (the rest of a
 /// LEB erased), and every good PEB's erase counter is the one ubinize wrote (-e 5; the
 /// blocks past the image get the image's mean, 5 too). Exported again, the image's PEBs
-/// come back byte for byte. On every geometry ubinize can describe, with sub-pages too.
+/// come back byte for byte. On every geometry ubinize can describe, with sub-pages too: the
+/// presets' page and block sizes are these four (tiny's are slc-1g's and mlc-1g's,
+/// smallblock-64m's are smallblock-64m-mtd's and mnfs-128m's).
 #[test]
 fn images_ubinize_made_attach_with_every_leb_as_placed() {
     let ubinize = ubinize();
