@@ -574,7 +574,7 @@ fn an_old_format_image_is_converted_by_ubi_convert() {
         for (at, bytes) in fields {
             b[*at..*at + bytes.len()].copy_from_slice(bytes);
         }
-        let crc = crc32c(&b);
+        let crc = crc32c::crc32c(&b);
         b.extend_from_slice(&crc.to_le_bytes());
         b.resize(page, 0xFF);
         b
@@ -664,20 +664,4 @@ fn an_old_format_image_is_converted_by_ubi_convert() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("left as it was"), "{}", stderr(&o));
     assert_eq!(std::fs::read(&img).unwrap(), now);
-}
-
-/// CRC-32C, as the old headers carried it.
-fn crc32c(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in bytes {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0x82F6_3B78
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
 }

@@ -250,25 +250,15 @@ pub(super) fn write_layout_leb<F: Flash>(
     chip: u32,
     lnum: u32,
 ) -> Result<(), FlashError> {
-    let page = ubi.chip.page_size_bytes as usize;
-    let leb_bytes = ubi.leb_pages() * ubi.chip.page_size_bytes;
-    let table = vtbl::encode(&ubi.volumes, vtbl::slots(leb_bytes));
-    let data_page = ubi.layout.data_page();
+    let table = vtbl::table_pages(
+        &ubi.volumes,
+        ubi.leb_pages() * ubi.chip.page_size_bytes,
+        ubi.chip.page_size_bytes as usize,
+        ubi.chip.oob_size_bytes as usize,
+    );
     loop {
         let (peb, mut cmds) = ubi.map_fresh(chip, LAYOUT_VOLUME_ID, lnum, None)?;
-        for (i, part) in table.chunks(page).enumerate() {
-            let mut data = part.to_vec();
-            data.resize(page, 0xFF);
-            cmds.push(Command::Program {
-                addr: PageAddr {
-                    chip,
-                    block: peb,
-                    page: data_page + i as u32,
-                },
-                data,
-                oob: vec![0xFF; ubi.chip.oob_size_bytes as usize],
-            });
-        }
+        cmds.extend(ubi.data_programs(chip, peb, table.clone()));
         let failed = dev.submit(cmds).into_iter().find_map(|c| c.result.err());
         match failed {
             None => return Ok(()),
@@ -329,14 +319,17 @@ pub(super) fn attach<F: Flash>(
                 first.vid_hdr_offset, first.data_offset, g.pages_per_block, g.page_size_bytes
             ))
         })?;
+    // In a shared layout the VID headers are in the pages already read.
+    let separate;
     let vid_pages = if layout.shared() {
-        ecs.clone()
+        &ecs
     } else {
-        read_all(dev, &good, layout.vid_page())?
+        separate = read_all(dev, &good, layout.vid_page())?;
+        &separate
     };
     let found: Vec<Vec<Found>> = decoded
         .iter()
-        .zip(&vid_pages)
+        .zip(vid_pages)
         .map(|(e, v)| {
             e.iter()
                 .zip(v)

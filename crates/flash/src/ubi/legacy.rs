@@ -197,21 +197,18 @@ pub fn convert<F: Flash>(dev: &mut F) -> Result<Converted, FlashError> {
             shape.lebs,
         )];
         let leb_bytes = (g.pages_per_block - layout.data_page()) * g.page_size_bytes;
-        let table = vtbl::encode(&volumes, vtbl::slots(leb_bytes));
+        let table = vtbl::table_pages(
+            &volumes,
+            leb_bytes,
+            g.page_size_bytes as usize,
+            g.oob_size_bytes as usize,
+        );
         let mut sqnum = 0u64;
         // What goes where: the layout volume's two LEBs, then the file system's LEBs, onto
         // the good PEBs in order; the rest erased with an EC header.
         let mut contents: Vec<(u32, u32, Vec<Page>)> = Vec::new();
         for lnum in 0..LAYOUT_VOLUME_EBS {
-            let pages = table
-                .chunks(g.page_size_bytes as usize)
-                .map(|c| {
-                    let mut d = c.to_vec();
-                    d.resize(g.page_size_bytes as usize, 0xFF);
-                    (d, vec![0xFF; g.oob_size_bytes as usize])
-                })
-                .collect();
-            contents.push((LAYOUT_VOLUME_ID, lnum, pages));
+            contents.push((LAYOUT_VOLUME_ID, lnum, table.clone()));
         }
         for (leb, pages) in lebs {
             contents.push((FS_VOLUME_ID, leb, pages));

@@ -629,6 +629,27 @@ impl Ubi {
         Ok(Some(pages))
     }
 
+    /// The programs of `pages` (data and OOB) into the data pages of `peb`, from its first.
+    fn data_programs(
+        &self,
+        chip: u32,
+        peb: u32,
+        pages: impl IntoIterator<Item = Page>,
+    ) -> impl Iterator<Item = Command> {
+        let first = self.layout.data_page();
+        (first..)
+            .zip(pages)
+            .map(move |(page, (data, oob))| Command::Program {
+                addr: PageAddr {
+                    chip,
+                    block: peb,
+                    page,
+                },
+                data,
+                oob,
+            })
+    }
+
     /// A copy's data size and CRC (as its VID header carries them): the pages' data, as
     /// Linux's covers the data only (the OOB is the chip's, not UBI's).
     fn data_crc(pages: &[Page]) -> (u32, u32) {

@@ -77,7 +77,7 @@ pub fn detect(
     // Say what PEB size the image was made for, if its second header shows it.
     let seen = (1..=head.len() / 512)
         .map(|k| k as u64 * 512)
-        .find(|&at| at > 0 && head.get(at as usize..at as usize + 4) == Some(b"UBI#"));
+        .find(|&at| head.get(at as usize..at as usize + 4) == Some(b"UBI#"));
     Err(match seen {
         Some(at) => format!(
             "its second EC header is at byte {at}, but a block of this geometry is {plain} \
@@ -107,17 +107,11 @@ pub fn import<F: Flash, R: Read>(
         RawKind::WithOob => page + oob,
     };
     let peb_bytes = stride * g.pages_per_block as usize;
-    let mut good = (0..g.blocks_per_chip).filter_map(|b| {
-        let addr = BlockAddr::new(chip, b);
-        match dev.is_bad(addr) {
-            Ok(false) => Some(Ok(b)),
-            Ok(true) => None,
-            Err(e) => Some(Err(e)),
-        }
-    });
     let mut good_list = Vec::new();
-    for b in good.by_ref() {
-        good_list.push(b?);
+    for b in 0..g.blocks_per_chip {
+        if !dev.is_bad(BlockAddr::new(chip, b))? {
+            good_list.push(b);
+        }
     }
     let skipped_bad = g.blocks_per_chip - good_list.len() as u32;
     let mut out = Imported::default();

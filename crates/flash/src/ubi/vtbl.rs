@@ -105,6 +105,24 @@ pub fn encode(volumes: &[Volume], slots: u32) -> Vec<u8> {
     out
 }
 
+/// A layout LEB's pages (data and a blank OOB each): the table of `volumes` for a LEB of
+/// `leb_bytes`, in pages of `page` bytes, the last one padded with 0xFF.
+pub fn table_pages(
+    volumes: &[Volume],
+    leb_bytes: u32,
+    page: usize,
+    oob: usize,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    encode(volumes, slots(leb_bytes))
+        .chunks(page)
+        .map(|part| {
+            let mut data = part.to_vec();
+            data.resize(page, 0xFF);
+            (data, vec![0xFF; oob])
+        })
+        .collect()
+}
+
 /// The volumes of a table copy (`bytes`: a layout LEB's data), or why it is not a valid
 /// one. Like Linux's `vtbl_check`: every record's CRC must hold and its fields make sense
 /// (an empty record is all zeros); two volumes may not share a name.

@@ -21,7 +21,7 @@ use super::header::VOL_STATIC;
 use super::Ubi;
 use crate::command::Command;
 use crate::device::Flash;
-use crate::geometry::{BlockAddr, PageAddr};
+use crate::geometry::BlockAddr;
 
 /// Moves, on every chip, as long as its spread calls for them (as UBI queues a move each
 /// time a worn PEB returns to the pool), at most `MAX_MOVES` per chip per call.
@@ -113,17 +113,7 @@ fn move_leb<F: Flash>(ubi: &mut Ubi, dev: &mut F, chip: u32, src: u32) -> bool {
     let mut cmds = Vec::with_capacity(n + 3);
     let vid = ubi.vid_header(chip, vol, leb, Some(copy));
     let ec = ubi.prepare(chip, dst, ec, dirty, &vid, &mut cmds);
-    for (i, (data, oob)) in pages.into_iter().enumerate() {
-        cmds.push(Command::Program {
-            addr: PageAddr {
-                chip,
-                block: dst,
-                page: data_page + i as u32,
-            },
-            data,
-            oob,
-        });
-    }
+    cmds.extend(ubi.data_programs(chip, dst, pages));
     for c in dev.submit(cmds) {
         if let Err(e) = c.result {
             if e.is_media_failure() {
@@ -168,6 +158,7 @@ mod tests {
     use super::*;
     use crate::device::FlashDevice;
     use crate::geometry::BlockAddr;
+    use crate::geometry::PageAddr;
     use proptest::prelude::*;
 
     /// A fresh RAM device of `chips` "tiny" chips (64 PEBs of 64 pages), no bad blocks, no
