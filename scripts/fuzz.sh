@@ -6,7 +6,7 @@
 #   scripts/fuzz.sh --short         # what CI runs: 5 s per target
 #
 # Targets (fuzz/fuzz_targets): `decoders` (tags, records, summaries, checkpoint, anchor
-# entries, attribute sets, UBI's headers and volume table: no panic, and what decodes
+# entries, attribute sets, UBI's headers and volume table, UBIFS's nodes and volumes: no panic, and what decodes
 # re-encodes to the same), `image`
 # (whole images and minv NVRAM damaged by the input, mounted, walked, written, fsck'd),
 # `ubi` (raw UBI images damaged by the input, imported, attached read-only and writable,

@@ -12,6 +12,7 @@ use nandkit_fs::format::record::{decode_xattrs, encode_xattrs, Record};
 use nandkit_fs::format::special::Special;
 use nandkit_fs::format::summary::Summary;
 use nandkit_fs::format::tags::{TagLayout, TagRead, Tags};
+use nandkit_fs::ubifs::{media, MemVolume, UbifsImage};
 
 fuzz_target!(|data: &[u8]| {
     for (layout, page) in [(TagLayout::Large, 2048), (TagLayout::Small, 512)] {
@@ -56,4 +57,32 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let _ = raw::detect(data, data.len() as u64, 512, 16, 32);
+    // UBIFS nodes, in Linux's format: what decodes encodes back to the same node.
+    if let Ok((h, n)) = media::InoNode::decode(data) {
+        let again = n.encode(h.sqnum, h.group_type);
+        assert_eq!(media::InoNode::decode(&again).map(|x| x.1), Ok(n));
+    }
+    if let Ok((h, n)) = media::DataNode::decode(data) {
+        let again = n.encode(h.sqnum, h.group_type);
+        assert_eq!(media::DataNode::decode(&again).map(|x| x.1), Ok(n));
+    }
+    if let Ok((h, n)) = media::DentNode::decode(data) {
+        let again = n.encode(h.sqnum, h.group_type);
+        assert_eq!(media::DentNode::decode(&again).map(|x| x.1), Ok(n));
+    }
+    if let Ok((h, n)) = media::IdxNode::decode(data) {
+        assert_eq!(media::IdxNode::decode(&n.encode(h.sqnum)).map(|x| x.1), Ok(n));
+    }
+    if let Ok((h, n)) = media::OrphNode::decode(data) {
+        assert_eq!(media::OrphNode::decode(&n.encode(h.sqnum)).map(|x| x.1), Ok(n));
+    }
+    let _ = media::SbNode::decode(data);
+    let _ = media::MstNode::decode(data);
+    let _ = media::TrunNode::decode(data);
+    // A whole volume of small LEBs: opening it (superblock, master, index, log replay)
+    // and walking it answers or errs, never panics.
+    if let Ok(mut img) = UbifsImage::open(MemVolume::from_image(data, 15 * 1024, 12)) {
+        let _ = img.walk();
+        let _ = img.check_leaves();
+    }
 });

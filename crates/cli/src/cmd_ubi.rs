@@ -228,8 +228,8 @@ pub fn print_volumes(ubi: &Ubi) {
     }
     if ubi.fs_volume().is_none() {
         println!(
-            "  no volume named {:?}: nothing here for nandkit to mount; `nandkit ubi export` \
-             writes the image back out",
+            "  no volume named {:?}: nothing here for nandkit to mount; `nandkit ubifs ls` \
+             reads a UBIFS volume, `nandkit ubi export` writes the image back out",
             nandkit_flash::ubi::FS_VOLUME
         );
     }

@@ -6,6 +6,7 @@ mod cmd_info;
 mod cmd_mkfs;
 mod cmd_rebuild;
 mod cmd_ubi;
+mod cmd_ubifs;
 mod image;
 mod model_cmd;
 mod mount;
@@ -115,6 +116,9 @@ enum Command {
     /// Raw UBI images in and out: import what ubinize made or nanddump read off a board,
     /// export a chip as the raw image nandwrite would flash.
     Ubi(cmd_ubi::UbiArgs),
+    /// UBIFS volumes read as Linux mounts them: list, extract, check (images from
+    /// mkfs.ubifs or a board, through `nandkit ubi import`, or mkfs.ubifs's own output).
+    Ubifs(cmd_ubifs::UbifsArgs),
     /// Per-block state of an image, or the decoded tags of one block's pages.
     #[command(after_help = "Examples:\n  \
         nandkit dump disk.img\n  \
@@ -183,6 +187,7 @@ fn main() -> ExitCode {
         Command::Info(args) => cmd_info::run(args),
         Command::Rebuild(args) => cmd_rebuild::run(args),
         Command::Ubi(args) => cmd_ubi::run(args),
+        Command::Ubifs(args) => cmd_ubifs::run(args),
         Command::Dump(args) => cmd_dump::run(args),
         Command::Model(args) => model_cmd::run(args),
         Command::Reproduce(args) => reproduce::run(args),

@@ -57,6 +57,7 @@ mod scan_ibat;
 mod seek;
 mod touched;
 pub mod types;
+pub mod ubifs;
 mod write_path;
 mod xattr;
 

@@ -20,3 +20,4 @@ mod model_cmd;
 mod parity_cli;
 mod reproduce;
 mod ubi_tools;
+mod ubifs_tools;
