@@ -12,7 +12,7 @@ use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use nandkit_flash::ubi::Ubi;
 use nandkit_flash::{DeviceOptions, Flash};
-use nandkit_fs::ubifs::media::{self, InoNode, ROOT_INO};
+use nandkit_fs::ubifs::media::{self, InoNode};
 use nandkit_fs::ubifs::{LebSource, MemVolume, UbiVolume, UbifsImage};
 
 use crate::image::{self, Access};
@@ -400,82 +400,33 @@ fn set_attrs(path: &Path, ino: &InoNode, root: bool) -> anyhow::Result<()> {
 }
 
 fn check<S: LebSource>(fs: &mut UbifsImage<S>, image: &Path) -> anyhow::Result<()> {
-    let nodes = fs.check_leaves()?;
-    let tree = fs.walk()?;
-    let mut problems = Vec::new();
-    // Links: each non-directory's nlink is its entry count; a directory's is 2 plus its
-    // subdirectories.
-    let mut names: BTreeMap<u32, u32> = BTreeMap::new();
-    let mut subdirs: BTreeMap<u32, u32> = BTreeMap::new();
-    let mut inodes: BTreeMap<u32, &InoNode> = BTreeMap::new();
-    let mut bytes = 0u64;
-    for (path, ino) in &tree {
-        inodes.insert(ino.inum, ino);
-        if !path.is_empty() {
-            *names.entry(ino.inum).or_default() += 1;
-        }
-    }
-    for (path, ino) in &tree {
-        if ino.mode & 0o170000 == 0o040000 {
-            let mut entries = 0u64;
-            for e in fs.read_dir(ino.inum)? {
-                entries += 1;
-                if inodes
-                    .get(&e.inum)
-                    .is_some_and(|c| c.mode & 0o170000 == 0o040000)
-                {
-                    *subdirs.entry(ino.inum).or_default() += 1;
-                }
-            }
-            let _ = (path, entries);
-        } else if ino.mode & 0o170000 == 0o100000 {
-            bytes += fs.read_file(ino)?.len() as u64;
-        }
-    }
-    for (inum, ino) in &inodes {
-        let want = if ino.mode & 0o170000 == 0o040000 {
-            2 + subdirs.get(inum).copied().unwrap_or(0)
-        } else {
-            names.get(inum).copied().unwrap_or(0)
-        };
-        if ino.nlink != want {
-            problems.push(format!(
-                "inode {inum}: nlink {} but {want} expected",
-                ino.nlink
-            ));
-        }
-        let xattrs = fs.xattrs(*inum)?;
-        if xattrs.len() as u32 != ino.xattr_cnt {
-            problems.push(format!(
-                "inode {inum}: xattr_cnt {} but {} xattrs",
-                ino.xattr_cnt,
-                xattrs.len()
-            ));
-        }
-    }
-    if !inodes.contains_key(&ROOT_INO) {
-        problems.push("no root directory".into());
-    }
+    let r = nandkit_fs::ubifs::check::check(fs)?;
     println!(
-        "{}: UBIFS, {} LEBs of {} bytes, commit {}; {} nodes checked, {} objects, {} bytes of file data; journal {} buds, {} nodes replayed{}",
+        "{}: UBIFS, {} LEBs of {} bytes, commit {}; {} nodes checked, {} objects, {} bytes of \
+         file data, LPT checked on {} LEBs; journal {} buds, {} nodes replayed{}",
         image.display(),
         fs.sb.leb_cnt,
         fs.sb.leb_size,
         fs.mst.cmt_no,
-        nodes,
-        tree.len(),
-        bytes,
+        r.nodes,
+        r.objects,
+        r.file_bytes,
+        r.lpt_lebs_checked,
         fs.stats.replay.buds,
         fs.stats.replay.nodes,
-        if fs.stats.replay.torn_tails > 0 { format!(", {} torn bud tails (a cut)", fs.stats.replay.torn_tails) } else { String::new() }
+        if fs.stats.replay.torn_tails > 0 {
+            format!(", {} torn bud tails (a cut)", fs.stats.replay.torn_tails)
+        } else {
+            String::new()
+        }
     );
-    if problems.is_empty() {
+    if r.problems.is_empty() {
         println!("clean");
         Ok(())
     } else {
-        for p in &problems {
+        for p in &r.problems {
             println!("problem: {p}");
         }
-        bail!("{} problems", problems.len())
+        bail!("{} problems", r.problems.len())
     }
 }

@@ -349,6 +349,39 @@ fn damaged_ubifs_images_give_errors_not_panics() {
             ),
         }
     }
+    // The LPT: a flipped bit in its first pnode fails that node's CRC; a pnode that
+    // disagrees with the main area (re-packed with a LEB's dirty space off by 8 bytes,
+    // CRC and all) is a problem `check` names.
+    {
+        use nandkit_fs::ubifs::lpt::{self, LptGeom};
+        use nandkit_fs::ubifs::media::SbNode;
+        let (_, sb) = SbNode::decode(&good).unwrap();
+        let g = LptGeom::from_sb(&sb).unwrap();
+        let at = g.lpt_first as usize * leb;
+        let mut b = good.clone();
+        b[at + 3] ^= 0x10;
+        std::fs::write(&bad, &b).unwrap();
+        let o = nandkit(&["ubifs", "check", bad.to_str().unwrap()]);
+        assert!(
+            !o.status.success() && stderr(&o).contains("LPT node CRC mismatch"),
+            "{}",
+            stderr(&o)
+        );
+        let mut props = lpt::unpack_pnode(&g, &good[at..]).unwrap();
+        props[0].dirty += 8;
+        props[0].free -= 8;
+        let mut b = good.clone();
+        b[at..at + g.pnode_sz].copy_from_slice(&lpt::pack_pnode(&g, 0, &props));
+        std::fs::write(&bad, &b).unwrap();
+        let o = nandkit(&["ubifs", "check", bad.to_str().unwrap()]);
+        assert!(
+            !o.status.success()
+                && stdout(&o).contains(&format!("LEB {}: LPT says free", g.main_first)),
+            "{}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+    }
     // Both master copies gone.
     let mut b = good.clone();
     b[leb..3 * leb].fill(0xFF);
@@ -369,4 +402,108 @@ fn damaged_ubifs_images_give_errors_not_panics() {
             stderr(&o)
         );
     }
+}
+
+/// The LPT (LEB properties, bit-packed in Linux's layout) of mkfs.ubifs images: read from
+/// the master node's root, it describes the main area as it is (`check` compares every
+/// LEB), and laid out again by nandkit from those properties it comes out byte for byte as
+/// mkfs.ubifs wrote it, with the same root, head and ltab positions: small and big models,
+/// 15 KiB to 248 KiB LEBs.
+#[test]
+fn lpt_is_laid_out_byte_for_byte_as_mkfs_ubifs_lays_it() {
+    use nandkit_fs::ubifs::lpt::{self, LptGeom};
+    use nandkit_fs::ubifs::media::{MstNode, SbNode, FLG_BIGLPT};
+    use nandkit_fs::ubifs::MemVolume;
+    let mkfs = mkfs_ubifs();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    for i in 0..40 {
+        std::fs::write(src.join(format!("f{i}")), bytes(i, 5_000 * i as usize)).unwrap();
+    }
+    let mut models = Vec::new();
+    for (page, leb, max) in [
+        (2048, 126_976, 60),
+        (4096, 4096 * 62, 60),
+        (2048, 126_976, 60_000),
+        (512, 15_360, 8_000),
+    ] {
+        let img = dir.path().join(format!("fs-{page}-{max}.ubifs"));
+        run(Process::new(mkfs)
+            .args([
+                "-x",
+                "none",
+                "-m",
+                &page.to_string(),
+                "-e",
+                &leb.to_string(),
+                "-c",
+                &max.to_string(),
+            ])
+            .args(["-r", src.to_str().unwrap(), "-o", img.to_str().unwrap()]));
+        let bytes = std::fs::read(&img).unwrap();
+        let (_, sb) = SbNode::decode(&bytes).unwrap();
+        let mut vol = MemVolume::from_image(&bytes, leb, sb.leb_cnt);
+        let mst_leb = &bytes[leb..2 * leb];
+        let (_, mst) = MstNode::decode(mst_leb).unwrap();
+        let g = LptGeom::from_sb(&sb).unwrap();
+        models.push(g.big);
+        let table = lpt::read(&mut vol, &g, &mst).unwrap();
+        let (lebs, heads) = lpt::create(&g, &table.props);
+        let what = format!(
+            "page {page}, LEB {leb}, max {max} (big model: {})",
+            sb.flags & FLG_BIGLPT != 0
+        );
+        assert_eq!(
+            (
+                heads.lpt_lnum,
+                heads.lpt_offs,
+                heads.nhead_lnum,
+                heads.nhead_offs,
+                heads.ltab_lnum,
+                heads.ltab_offs
+            ),
+            (
+                mst.lpt_lnum,
+                mst.lpt_offs,
+                mst.nhead_lnum,
+                mst.nhead_offs,
+                mst.ltab_lnum,
+                mst.ltab_offs
+            ),
+            "{what}"
+        );
+        if g.big {
+            assert_eq!(
+                (heads.lsave_lnum, heads.lsave_offs),
+                (mst.lsave_lnum, mst.lsave_offs),
+                "{what}"
+            );
+        }
+        for (i, ours) in lebs.iter().enumerate() {
+            let at = (g.lpt_first as usize + i) * leb;
+            let theirs = &bytes[at..at + leb];
+            let first_diff = ours.iter().zip(theirs).position(|(a, b)| a != b);
+            assert_eq!(
+                first_diff,
+                None,
+                "{what}: LPT LEB {} differs (heads {heads:?}): ours {:02x?}, mkfs.ubifs's {:02x?}",
+                g.lpt_first as usize + i,
+                &ours[first_diff.unwrap_or(0).saturating_sub(4)..][..24],
+                &theirs[first_diff.unwrap_or(0).saturating_sub(4)..][..24],
+            );
+        }
+        let o = nandkit(&["ubifs", "check", img.to_str().unwrap()]);
+        assert!(
+            o.status.success() && stdout(&o).contains("clean"),
+            "{what}: {}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+    }
+    assert_eq!(
+        models,
+        [false, false, true, true],
+        "both LPT models covered"
+    );
 }

@@ -73,6 +73,10 @@ pub struct UbifsImage<S: LebSource> {
     pub sb: SbNode,
     pub mst: MstNode,
     leaves: Leaves,
+    /// The index as the last commit left it (before the journal), for the LPT check.
+    committed: index::Walked,
+    /// The buds the log names.
+    buds: Vec<media::RefNode>,
     pub stats: OpenStats,
 }
 
@@ -91,13 +95,18 @@ impl<S: LebSource> UbifsImage<S> {
             offs: mst.root_offs,
             len: mst.root_len,
         };
-        let (mut leaves, index) = index::walk(&mut src, root)?;
-        let replay = replay::replay(&mut src, &mut leaves, mst.log_lnum, sb.log_lebs, mst.cmt_no)?;
+        let walked = index::walk(&mut src, root)?;
+        let mut leaves = walked.leaves.clone();
+        let (replay, buds) =
+            replay::replay(&mut src, &mut leaves, mst.log_lnum, sb.log_lebs, mst.cmt_no)?;
+        let index = walked.stats;
         Ok(UbifsImage {
             src,
             sb,
             mst,
             leaves,
+            committed: walked,
+            buds,
             stats: OpenStats {
                 index,
                 replay,
@@ -110,6 +119,20 @@ impl<S: LebSource> UbifsImage<S> {
     /// The LEB source (its counters).
     pub fn source(&self) -> &S {
         &self.src
+    }
+
+    pub fn source_mut(&mut self) -> &mut S {
+        &mut self.src
+    }
+
+    /// The index as the last commit left it, before the journal was replayed on it.
+    pub fn committed_index(&self) -> &index::Walked {
+        &self.committed
+    }
+
+    /// LEBs the log names as buds (written by the journal since the last commit).
+    pub fn bud_lebs(&self) -> impl Iterator<Item = u32> + '_ {
+        self.buds.iter().map(|r| r.lnum)
     }
 
     /// Keys the index (after replay) holds, and how many nodes they point at.

@@ -38,8 +38,9 @@ pub fn node_bytes<S: LebSource>(src: &mut S, loc: Loc) -> Result<Vec<u8>, UbifsE
 
 /// Walks the index from `root`, checking each index node's CRC, its level against its
 /// parent's and its keys' order, and collects the leaves.
-pub fn walk<S: LebSource>(src: &mut S, root: Loc) -> Result<(Leaves, IndexStats), UbifsError> {
+pub fn walk<S: LebSource>(src: &mut S, root: Loc) -> Result<Walked, UbifsError> {
     let mut leaves = Leaves::new();
+    let mut index_nodes = Vec::new();
     let mut stats = IndexStats::default();
     // (where, the level the parent expects, the lowest key the parent filed it under)
     let mut stack: Vec<(Loc, Option<u16>, Option<Key>)> = vec![(root, None, None)];
@@ -55,6 +56,7 @@ pub fn walk<S: LebSource>(src: &mut S, root: Loc) -> Result<(Leaves, IndexStats)
         }
         stats.index_nodes += 1;
         stats.index_bytes += u64::from(loc.len);
+        index_nodes.push(loc);
         if let (Some(low), Some(first)) = (low, idx.branches.first()) {
             if first.key < low {
                 return Err(UbifsError::corrupt(loc, "index key below its parent's"));
@@ -82,5 +84,17 @@ pub fn walk<S: LebSource>(src: &mut S, root: Loc) -> Result<(Leaves, IndexStats)
             }
         }
     }
-    Ok((leaves, stats))
+    Ok(Walked {
+        leaves,
+        stats,
+        index_nodes,
+    })
+}
+
+/// What a walk of the index gives.
+pub struct Walked {
+    pub leaves: Leaves,
+    pub stats: IndexStats,
+    /// Where each index node is.
+    pub index_nodes: Vec<Loc>,
 }

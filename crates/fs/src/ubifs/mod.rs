@@ -13,12 +13,16 @@
 //! - `index`: the walk of the on-flash index;
 //! - `replay`: the log and its buds, applied in sequence-number order;
 //! - `image`: the opened volume;
-//! - `compress`: none, LZO, zlib and zstd data nodes.
+//! - `compress`: none, LZO, zlib and zstd data nodes;
+//! - `lpt`: the LEB properties tree, bit-packed as Linux packs it;
+//! - `check`: fsck (index, names, data, links, the LPT against the main area).
 
+pub mod check;
 pub mod compress;
 pub mod image;
 pub mod index;
 pub mod key;
+pub mod lpt;
 pub mod media;
 pub mod replay;
 pub mod volume;

@@ -88,7 +88,7 @@ pub fn replay<S: LebSource>(
     log_lnum: u32,
     log_lebs: u32,
     cmt_no: u64,
-) -> Result<ReplayStats, UbifsError> {
+) -> Result<(ReplayStats, Vec<RefNode>), UbifsError> {
     let mut stats = ReplayStats::default();
     let refs = read_log(src, log_lnum, log_lebs, cmt_no, &mut stats)?;
     let mut entries = Vec::new();
@@ -129,7 +129,7 @@ pub fn replay<S: LebSource>(
         apply(src, leaves, e)?;
         stats.nodes += 1;
     }
-    Ok(stats)
+    Ok((stats, refs))
 }
 
 /// The buds the log names since the commit `cmt_no`.
