@@ -21,6 +21,34 @@ use crate::stats::DeviceStats;
 /// Single operations are synchronous: the caller's clock moves to the operation's end.
 /// [`Flash::submit`] issues a batch at once; operations on different chips overlap, those on
 /// one chip queue, and the caller's clock moves to the end of the last one.
+/// A block erased, then `data` programmed into it from page 0 in one batch (what
+/// [`Flash::change_block`] does where nothing makes it atomic).
+pub fn erase_and_program<F: Flash + ?Sized>(
+    dev: &mut F,
+    addr: BlockAddr,
+    data: &[u8],
+) -> Result<(), FlashError> {
+    dev.erase_block(addr)?;
+    let g = dev.geometry();
+    let oob = vec![0xFF; g.oob_size_bytes as usize];
+    let batch = data
+        .chunks(g.page_size_bytes as usize)
+        .enumerate()
+        .map(|(i, d)| Command::Program {
+            addr: PageAddr {
+                chip: addr.chip,
+                block: addr.block,
+                page: i as u32,
+            },
+            data: d.to_vec(),
+            oob: oob.clone(),
+        })
+        .collect();
+    dev.submit(batch)
+        .into_iter()
+        .try_for_each(|c| c.result.map(|_| ()))
+}
+
 pub trait Flash: Send {
     fn geometry(&self) -> Geometry;
     /// Reads a page's data and OOB (buffers of exactly the page and OOB sizes).
@@ -38,6 +66,13 @@ pub trait Flash: Send {
     /// within the chip's NOP: [`crate::DeviceConfig::spare_programs`]).
     fn program_spare(&mut self, addr: PageAddr, oob: &[u8]) -> Result<(), FlashError>;
     fn erase_block(&mut self, addr: BlockAddr) -> Result<(), FlashError>;
+    /// Replaces a block's contents with `data` (whole pages from page 0). Over UBI this is
+    /// Linux's atomic LEB change: after a power cut the block holds either its old or its
+    /// new contents. On a bare chip it is an erase and programs, which a cut can leave half
+    /// done.
+    fn change_block(&mut self, addr: BlockAddr, data: &[u8]) -> Result<(), FlashError> {
+        erase_and_program(self, addr, data)
+    }
     fn is_bad(&mut self, addr: BlockAddr) -> Result<bool, FlashError>;
     fn mark_bad(&mut self, addr: BlockAddr) -> Result<(), FlashError>;
     /// Erases done on this block since manufacture.

@@ -157,11 +157,71 @@ fn run(cmd: &mut Process) -> std::process::Output {
     o
 }
 
+/// mkfs.ubifs of `src` with compressor `compr` for `geometry` (LEBs of its block less two
+/// pages, 60 of them), then ubinize as a dynamic volume "rootfs" and `nandkit ubi import`
+/// onto a chip of `size`: the mkfs.ubifs file and the board image, in `work`.
+fn board_image(
+    src: &Path,
+    work: &Path,
+    geometry: &str,
+    size: &str,
+    compr: &str,
+) -> (PathBuf, PathBuf) {
+    let g = preset(geometry).unwrap().geometry;
+    let page = g.page_size_bytes as usize;
+    let leb = page * (g.pages_per_block as usize - 2);
+    let fs_img = work.join("fs.ubifs");
+    run(Process::new(mkfs_ubifs())
+        .args([
+            "-x",
+            compr,
+            "-m",
+            &page.to_string(),
+            "-e",
+            &leb.to_string(),
+            "-c",
+            "60",
+        ])
+        .args(["-r", src.to_str().unwrap(), "-o", fs_img.to_str().unwrap()]));
+    let cfg = work.join("ubi.cfg");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[rootfs]\nmode=ubi\nimage={}\nvol_id=0\nvol_type=dynamic\nvol_size={}\nvol_name=rootfs\n",
+            fs_img.display(),
+            60 * leb
+        ),
+    )
+    .unwrap();
+    let raw_img = work.join("fs.ubi");
+    run(Process::new("ubinize")
+        .args([
+            "-o",
+            raw_img.to_str().unwrap(),
+            "-p",
+            &(page * g.pages_per_block as usize).to_string(),
+        ])
+        .args(["-m", &page.to_string(), "-s", &page.to_string()])
+        .arg(&cfg));
+    let img = work.join("board.img");
+    let o = nandkit(&[
+        "ubi",
+        "import",
+        raw_img.to_str().unwrap(),
+        img.to_str().unwrap(),
+        "-g",
+        geometry,
+        "--device-size",
+        size,
+    ]);
+    assert!(o.status.success(), "import: {}", stderr(&o));
+    (fs_img, img)
+}
+
 /// mkfs.ubifs with each compressor, on two geometries: the image read directly and through
 /// ubinize + `nandkit ubi import` extracts to the source tree exactly, and `check` is clean.
 #[test]
 fn trees_mkfs_ubifs_made_extract_exactly() {
-    let mkfs = mkfs_ubifs();
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("src");
     std::fs::create_dir(&src).unwrap();
@@ -174,56 +234,9 @@ fn trees_mkfs_ubifs_made_extract_exactly() {
         ("tlc-1g", "32MiB", "zstd"),
     ] {
         let what = format!("{geometry} {compr}");
-        let g = preset(geometry).unwrap().geometry;
-        let page = g.page_size_bytes as usize;
-        let leb = page * (g.pages_per_block as usize - 2);
         let work = dir.path().join(format!("{geometry}-{compr}"));
         std::fs::create_dir(&work).unwrap();
-        let fs_img = work.join("fs.ubifs");
-        run(Process::new(mkfs)
-            .args([
-                "-x",
-                compr,
-                "-m",
-                &page.to_string(),
-                "-e",
-                &leb.to_string(),
-                "-c",
-                "60",
-            ])
-            .args(["-r", src.to_str().unwrap(), "-o", fs_img.to_str().unwrap()]));
-        let cfg = work.join("ubi.cfg");
-        std::fs::write(
-            &cfg,
-            format!(
-                "[rootfs]\nmode=ubi\nimage={}\nvol_id=0\nvol_type=dynamic\nvol_size={}\nvol_name=rootfs\n",
-                fs_img.display(),
-                60 * leb
-            ),
-        )
-        .unwrap();
-        let raw_img = work.join("fs.ubi");
-        run(Process::new("ubinize")
-            .args([
-                "-o",
-                raw_img.to_str().unwrap(),
-                "-p",
-                &(page * g.pages_per_block as usize).to_string(),
-            ])
-            .args(["-m", &page.to_string(), "-s", &page.to_string()])
-            .arg(&cfg));
-        let img = work.join("board.img");
-        let o = nandkit(&[
-            "ubi",
-            "import",
-            raw_img.to_str().unwrap(),
-            img.to_str().unwrap(),
-            "-g",
-            geometry,
-            "--device-size",
-            size,
-        ]);
-        assert!(o.status.success(), "{what}: import: {}", stderr(&o));
+        let (fs_img, img) = board_image(&src, &work, geometry, size, compr);
 
         for source in [&img, &fs_img] {
             let out = work.join(format!(
@@ -350,8 +363,8 @@ fn damaged_ubifs_images_give_errors_not_panics() {
         }
     }
     // The LPT: a flipped bit in its first pnode fails that node's CRC; a pnode that
-    // disagrees with the main area (re-packed with a LEB's dirty space off by 8 bytes,
-    // CRC and all) is a problem `check` names.
+    // disagrees with the main area (re-packed with a LEB's dirty space 8 bytes more than
+    // its written part holds dead, CRC and all) is a problem `check` names.
     {
         use nandkit_fs::ubifs::lpt::{self, LptGeom};
         use nandkit_fs::ubifs::media::SbNode;
@@ -369,7 +382,6 @@ fn damaged_ubifs_images_give_errors_not_panics() {
         );
         let mut props = lpt::unpack_pnode(&g, &good[at..]).unwrap();
         props[0].dirty += 8;
-        props[0].free -= 8;
         let mut b = good.clone();
         b[at..at + g.pnode_sz].copy_from_slice(&lpt::pack_pnode(&g, 0, &props));
         std::fs::write(&bad, &b).unwrap();
@@ -505,5 +517,366 @@ fn lpt_is_laid_out_byte_for_byte_as_mkfs_ubifs_lays_it() {
         models,
         [false, false, true, true],
         "both LPT models covered"
+    );
+}
+
+/// `ubireader_extract_files` (with `-k` as root, to keep modes) on a raw UBI image, into
+/// `out`; the directory of the image's one volume.
+fn ubi_reader_extract(raw: &Path, out: &Path) -> PathBuf {
+    let tool = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../.tools/ubi-reader/bin/ubireader_extract_files");
+    assert!(
+        tool.exists(),
+        "ubi-reader is not installed: run `bash scripts/setup.sh`"
+    );
+    let mut cmd = Process::new(&tool);
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        cmd.arg("-k");
+    }
+    run(cmd.args(["-o", out.to_str().unwrap(), raw.to_str().unwrap()]));
+    // It puts each volume in a directory of its own under one per image.
+    let mut root = out.to_path_buf();
+    while std::fs::read_dir(&root).unwrap().count() == 1 {
+        let only = std::fs::read_dir(&root)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        if !only.is_dir() {
+            break;
+        }
+        root = only;
+    }
+    root
+}
+
+/// What nandkit's own UBIFS holds, written out as a directory (the writer's view: its
+/// lookups, stats, reads, xattrs), for comparison with what another tool extracts.
+fn materialize(
+    fs: &mut nandkit_fs::ubifs::fs::UbifsFs<
+        nandkit_flash::StripedFlash<nandkit_flash::FlashDevice>,
+    >,
+    dir: u32,
+    to: &Path,
+    seen: &mut BTreeMap<u32, PathBuf>,
+) {
+    use std::os::unix::ffi::OsStrExt;
+    for e in fs.readdir(dir).unwrap() {
+        let path = to.join(std::ffi::OsStr::from_bytes(&e.name));
+        let st = fs.stat(e.inum).unwrap();
+        if let Some(first) = seen.get(&e.inum) {
+            std::fs::hard_link(first, &path).unwrap();
+            continue;
+        }
+        match st.mode & 0o170000 {
+            0o040000 => {
+                std::fs::create_dir(&path).unwrap();
+                materialize(fs, e.inum, &path, seen);
+            }
+            0o120000 => {
+                std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(&st.data), &path).unwrap()
+            }
+            0o010000 => {
+                let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+                // SAFETY: a valid path.
+                assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+            }
+            _ => {
+                std::fs::write(&path, fs.read(e.inum, 0, st.size as usize).unwrap()).unwrap();
+                seen.insert(e.inum, path.clone());
+            }
+        }
+        if st.mode & 0o170000 != 0o120000 {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(st.mode & 0o7777))
+                .unwrap();
+        }
+    }
+}
+
+/// Images nandkit's UBIFS wrote (a tree of files of many sizes with holes, directories,
+/// symlinks, hard links, a FIFO, modes; then overwrites, renames and deletions; and the
+/// image after a power cut and the recovery mount) read by ubi-reader's
+/// `ubireader_extract_files` from the raw UBI image `nandkit ubi export` writes: the same
+/// names, types, modes (as root), sizes, link counts and bytes as nandkit's mount shows.
+#[test]
+fn ubi_reader_extracts_what_nandkits_ubifs_wrote() {
+    use nandkit_flash::ubi::raw::{self, RawKind};
+    use nandkit_flash::ubi::UbiParams;
+    use nandkit_flash::{FlashDevice, PowerCut, StripedFlash};
+    use nandkit_fs::ubifs::fs::{UbifsFs, UbifsOptions};
+    use nandkit_fs::ubifs::media::{Time, ROOT_INO};
+    use nandkit_fs::ubifs::ops::NewInode;
+    // SAFETY: geteuid has no preconditions.
+    let as_root = unsafe { libc::geteuid() } == 0;
+    let dir = tempfile::tempdir().unwrap();
+    let t = |s| Time { sec: s, nsec: 0 };
+    let chip = || {
+        let mut c = preset("tiny").unwrap();
+        c.ecc.rber_fresh = 0.0;
+        c.ecc.rber_at_endurance = 0.0;
+        c.wear.factory_bad_fraction = 0.0;
+        FlashDevice::ram(c).unwrap()
+    };
+    let opts = UbifsOptions::default();
+    type Fs = UbifsFs<StripedFlash<FlashDevice>>;
+    let build = |fs: &mut Fs| -> Result<(), nandkit_fs::FsError> {
+        let d = fs.mknod(ROOT_INO, b"dir", NewInode::new(0o040755), t(2))?;
+        let deep = fs.mknod(d, b"deeper", NewInode::new(0o040700), t(2))?;
+        for (i, len) in [0usize, 1, 4095, 4096, 4097, 70_000, 300_000]
+            .iter()
+            .enumerate()
+        {
+            let f = fs.mknod(
+                if i % 2 == 0 { ROOT_INO } else { d },
+                format!("size-{len}").as_bytes(),
+                NewInode::new(0o100644),
+                t(3),
+            )?;
+            fs.write(f, 0, &bytes(i as u64, *len), t(3))?;
+        }
+        let sparse = fs.mknod(deep, b"sparse", NewInode::new(0o100600), t(4))?;
+        // Holes, with every data node before the last a whole block: ubi-reader 0.8.16
+        // appends each block's bytes as they decompress, so a short block inside a file
+        // (Linux writes one when a file grows past a partly written last block; Linux and
+        // nandkit read its rest as zeros) would shift what follows in its extraction.
+        fs.write(sparse, 200_000, &bytes(4, 704), t(4))?;
+        fs.write(sparse, 500_000, &bytes(3, 9000), t(4))?;
+        fs.mknod(ROOT_INO, b"link", NewInode::symlink(b"dir/size-1"), t(5))?;
+        fs.mknod(
+            d,
+            b"long-link",
+            NewInode::symlink("x".repeat(900).as_bytes()),
+            t(5),
+        )?;
+        let shared = fs.mknod(ROOT_INO, b"shared", NewInode::new(0o100640), t(6))?;
+        fs.write(shared, 0, b"three names", t(6))?;
+        fs.link(shared, d, b"shared-2", t(6))?;
+        fs.link(shared, deep, b"shared-3", t(6))?;
+        fs.mknod(ROOT_INO, b"fifo", NewInode::new(0o010640), t(7))?;
+        for mode in [0o4755u32, 0o2711, 0o1777, 0o444, 0o000] {
+            let f = fs.mknod(
+                ROOT_INO,
+                format!("mode-{mode:o}").as_bytes(),
+                NewInode::new(0o100000 | mode),
+                t(8),
+            )?;
+            fs.write(f, 0, b"m", t(8))?;
+        }
+        // Churn: overwrite, truncate, rename over, delete.
+        let big = fs.lookup(ROOT_INO, b"size-300000")?.unwrap();
+        fs.write(big, 100_000, &bytes(9, 50_000), t(9))?;
+        fs.truncate(big, 250_001, t(9))?;
+        fs.rename(ROOT_INO, b"size-0", d, b"size-1", t(10))?;
+        fs.remove(d, b"size-4096", false, t(10))?;
+        fs.sync()?;
+        Ok(())
+    };
+    let ubi = || StripedFlash::format_ubi(chip(), UbiParams::default()).unwrap();
+    let mut cases: Vec<(String, FlashDevice)> = Vec::new();
+    {
+        let mut fs = UbifsFs::format(ubi(), opts, t(1)).unwrap();
+        build(&mut fs).unwrap();
+        cases.push(("whole".into(), fs.unmount().unwrap().into_inner()));
+    }
+    // Cuts spread over the workload, each followed by the recovery mount and an unmount.
+    let total = {
+        let mut fs = UbifsFs::format(ubi(), opts, t(1)).unwrap();
+        let base = fs.device().inner().state_ops();
+        build(&mut fs).unwrap();
+        fs.device().inner().state_ops() - base
+    };
+    let step = if std::env::var_os("NANDKIT_LONG").is_some() {
+        1
+    } else {
+        (total / 12).max(1)
+    };
+    for n in (0..total).step_by(step as usize) {
+        let mut fs = UbifsFs::format(ubi(), opts, t(1)).unwrap();
+        fs.device_mut().inner_mut().arm_power_cut(PowerCut::AtOp(n));
+        let _ = build(&mut fs);
+        let mut dev = fs.into_device().into_inner();
+        dev.power_cycle().unwrap();
+        let s = StripedFlash::attach_ubi(dev, false).unwrap();
+        let fs = UbifsFs::mount(s, opts, false).unwrap_or_else(|e| panic!("cut {n}: {e}"));
+        cases.push((format!("cut{n}"), fs.unmount().unwrap().into_inner()));
+    }
+    for (name, mut dev) in cases {
+        let raw_path = dir.path().join(format!("{name}.ubi"));
+        {
+            let mut out = std::io::BufWriter::new(std::fs::File::create(&raw_path).unwrap());
+            raw::export(&mut dev, 0, &mut out, RawKind::Plain, |_| {}).unwrap();
+        }
+        let root = ubi_reader_extract(&raw_path, &dir.path().join(format!("{name}-ubireader")));
+        let ours = dir.path().join(format!("{name}-nandkit"));
+        std::fs::create_dir(&ours).unwrap();
+        let s = StripedFlash::attach_ubi(dev, true).unwrap();
+        let mut fs = UbifsFs::mount(s, opts, true).unwrap();
+        materialize(&mut fs, ROOT_INO, &ours, &mut BTreeMap::new());
+        let (want, got) = (describe(&ours), describe(&root));
+        let strip = |m: BTreeMap<PathBuf, String>| -> BTreeMap<PathBuf, String> {
+            if as_root {
+                return m;
+            }
+            m.into_iter()
+                .map(|(k, v)| (k, v.split(" mode ").next().unwrap().to_string()))
+                .collect()
+        };
+        let (got, want) = (strip(got), strip(want));
+        let differ: Vec<_> = got
+            .keys()
+            .chain(want.keys())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .filter(|k| got.get(*k) != want.get(*k))
+            .map(|k| {
+                format!(
+                    "{}: ubi-reader {:?}, nandkit {:?}",
+                    k.display(),
+                    got.get(k),
+                    want.get(k)
+                )
+            })
+            .collect();
+        assert!(
+            differ.is_empty(),
+            "{name}: ubi-reader's tree differs from nandkit's: {differ:#?}"
+        );
+    }
+}
+
+/// An image mkfs.ubifs made (LZO, the default), put on a board image with ubinize and
+/// `nandkit ubi import`, mounted by nandkit's UBIFS on its volume: every name, type, mode,
+/// size, link and byte is the source tree's; then nandkit writes, overwrites, truncates,
+/// renames and deletes in it (the same done to a copy of the tree on the host), remounts:
+/// the tree is the host copy's, fsck is clean, and ubi-reader extracts the same tree.
+#[test]
+fn mkfs_ubifs_images_mount_and_take_writes() {
+    use nandkit_flash::ubi::AttachOptions;
+    use nandkit_flash::{DeviceOptions, FlashDevice, StripedFlash};
+    use nandkit_fs::ubifs::fs::{UbifsFs, UbifsOptions};
+    use nandkit_fs::ubifs::io::LebIo;
+    use nandkit_fs::ubifs::media::{Time, ROOT_INO};
+    use nandkit_fs::ubifs::ops::NewInode;
+    use nandkit_fs::ubifs::{check, UbifsImage};
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    make_tree(&src);
+    let (_, img) = board_image(&src, dir.path(), "tiny", "8MiB", "lzo");
+
+    let attach = |read_only: bool| {
+        let dev = FlashDevice::open_image(&img, DeviceOptions::default()).unwrap();
+        let opts = AttachOptions {
+            volume: Some(0),
+            ..AttachOptions::default()
+        };
+        StripedFlash::attach_ubi_with(dev, read_only, opts).unwrap()
+    };
+    let opts = UbifsOptions::default();
+    let show = |fs: &mut UbifsFs<StripedFlash<FlashDevice>>, name: &str| {
+        let out = dir.path().join(name);
+        std::fs::create_dir(&out).unwrap();
+        materialize(fs, ROOT_INO, &out, &mut BTreeMap::new());
+        describe(&out)
+    };
+    // SAFETY: geteuid has no preconditions.
+    let as_root = unsafe { libc::geteuid() } == 0;
+    let strip = |m: BTreeMap<PathBuf, String>| -> BTreeMap<PathBuf, String> {
+        // Owners are not materialized; modes only as root (mkfs.ubifs keeps the tree's).
+        m.into_iter()
+            .map(|(k, v)| {
+                let v = v.split(" 0:0").collect::<String>();
+                (
+                    k,
+                    if as_root {
+                        v
+                    } else {
+                        v.split(" mode ").next().unwrap().to_string()
+                    },
+                )
+            })
+            .collect()
+    };
+    let mut fs = UbifsFs::mount(attach(false), opts, false).unwrap();
+    assert_eq!(
+        strip(show(&mut fs, "as-made")),
+        strip(describe(&src)),
+        "the tree mkfs.ubifs made"
+    );
+
+    // The same changes on nandkit's mount and on a copy of the tree.
+    let host = dir.path().join("host");
+    run(Process::new("cp").args(["-a", src.to_str().unwrap(), host.to_str().unwrap()]));
+    let t = Time {
+        sec: 1_800_000_000,
+        nsec: 0,
+    };
+    let new = fs
+        .mknod(ROOT_INO, b"new-file", NewInode::new(0o100644), t)
+        .unwrap();
+    fs.write(new, 0, &bytes(77, 50_000), t).unwrap();
+    std::fs::write(host.join("new-file"), bytes(77, 50_000)).unwrap();
+    let big = fs.lookup(ROOT_INO, b"size-1048576").unwrap().unwrap();
+    fs.write(big, 10_000, &bytes(78, 20_000), t).unwrap();
+    fs.truncate(big, 700_001, t).unwrap();
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(host.join("size-1048576"))
+            .unwrap();
+        f.write_all_at(&bytes(78, 20_000), 10_000).unwrap();
+        f.set_len(700_001).unwrap();
+    }
+    let deep = fs.lookup(ROOT_INO, b"deep").unwrap().unwrap();
+    fs.rename(ROOT_INO, b"size-4096", deep, b"moved", t)
+        .unwrap();
+    std::fs::rename(host.join("size-4096"), host.join("deep/moved")).unwrap();
+    fs.remove(ROOT_INO, b"linked-2", false, t).unwrap();
+    std::fs::remove_file(host.join("linked-2")).unwrap();
+    let crowd = fs.lookup(ROOT_INO, b"crowd").unwrap().unwrap();
+    for e in fs.readdir(crowd).unwrap().into_iter().take(150) {
+        fs.remove(crowd, &e.name, false, t).unwrap();
+        std::fs::remove_file(host.join("crowd").join(String::from_utf8(e.name).unwrap())).unwrap();
+    }
+    let d = fs
+        .mknod(ROOT_INO, b"new-dir", NewInode::new(0o040750), t)
+        .unwrap();
+    fs.mknod(d, b"inner-link", NewInode::symlink(b"../new-file"), t)
+        .unwrap();
+    std::fs::create_dir(host.join("new-dir")).unwrap();
+    std::fs::set_permissions(host.join("new-dir"), std::fs::Permissions::from_mode(0o750)).unwrap();
+    std::os::unix::fs::symlink("../new-file", host.join("new-dir/inner-link")).unwrap();
+    let dev = fs.unmount().unwrap();
+    drop(dev);
+
+    let mut fs = UbifsFs::mount(attach(false), opts, false).unwrap();
+    assert_eq!(
+        strip(show(&mut fs, "after")),
+        strip(describe(&host)),
+        "after nandkit's changes and a remount"
+    );
+    drop(fs.unmount().unwrap());
+    let io = LebIo::new(attach(true)).unwrap();
+    let mut image = UbifsImage::open(io).unwrap();
+    let r = check::check(&mut image).unwrap();
+    assert!(r.problems.is_empty(), "fsck: {:?}", r.problems);
+    assert!(r.lpt_lebs_checked > 0);
+    // And ubi-reader reads the board image nandkit changed as the host copy.
+    let back = dir.path().join("back.ubi");
+    let o = nandkit(&[
+        "ubi",
+        "export",
+        img.to_str().unwrap(),
+        back.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "export: {}", stderr(&o));
+    let root = ubi_reader_extract(&back, &dir.path().join("ubireader"));
+    assert_eq!(
+        strip(describe(&root)),
+        strip(describe(&host)),
+        "ubi-reader's view of the changed image"
     );
 }

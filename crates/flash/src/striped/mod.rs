@@ -457,6 +457,17 @@ impl<F: Flash> Flash for StripedFlash<F> {
         self.inner.program_spare(p, oob)
     }
 
+    fn change_block(&mut self, addr: BlockAddr, data: &[u8]) -> Result<(), FlashError> {
+        let g = self.geometry();
+        match (&mut self.ubi, &self.parity) {
+            (Some(ubi), None) => {
+                g.check_block(addr)?;
+                ubi.leb_change(&mut self.inner, addr.block, data)
+            }
+            _ => crate::device::erase_and_program(self, addr, data),
+        }
+    }
+
     fn erase_block(&mut self, addr: BlockAddr) -> Result<(), FlashError> {
         if let Some(r) = self.via_ubi(Command::Erase { addr }) {
             return r.map(|_| ());

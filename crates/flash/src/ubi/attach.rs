@@ -380,10 +380,26 @@ pub(super) fn attach<F: Flash>(
                 .join("; ");
             FlashError::Ubi(format!("no valid UBI volume table ({why})"))
         })?;
-    let fs = volumes
-        .iter()
-        .find(|v| v.name == FS_VOLUME || v.name == FS_PARITY_VOLUME)
-        .cloned();
+    let fs = match options.volume {
+        Some(id) => {
+            let v = volumes
+                .iter()
+                .find(|v| v.id == id)
+                .ok_or_else(|| FlashError::Ubi(format!("no UBI volume {id} on this image")))?;
+            if v.vol_type != super::header::VOL_DYNAMIC {
+                return Err(FlashError::Ubi(format!(
+                    "volume {id} {:?} is static: a file system needs a dynamic volume",
+                    v.name
+                )));
+            }
+            ubi.chosen_volume = Some(id);
+            Some(v.clone())
+        }
+        None => volumes
+            .iter()
+            .find(|v| v.name == FS_VOLUME || v.name == FS_PARITY_VOLUME)
+            .cloned(),
+    };
     ubi.params.parity = fs.as_ref().is_some_and(|v| v.name == FS_PARITY_VOLUME);
     if let (Some(&chip), false) = (dead.first(), ubi.params.parity) {
         return Err(FlashError::ChipFailed(chip));

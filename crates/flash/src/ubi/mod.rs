@@ -102,12 +102,17 @@ impl UbiParams {
 pub struct AttachOptions {
     /// Erase-count spread that triggers a wear-levelling move.
     pub wl_threshold: u32,
+    /// The volume the array above addresses, by number: by default the one named
+    /// [`FS_VOLUME`] (or [`FS_PARITY_VOLUME`]); another tool's dynamic volume (a board's
+    /// UBIFS) when set.
+    pub volume: Option<u32>,
 }
 
 impl Default for AttachOptions {
     fn default() -> Self {
         Self {
             wl_threshold: UbiParams::default().wl_threshold,
+            volume: None,
         }
     }
 }
@@ -205,6 +210,8 @@ pub struct Ubi {
     worn_out: Option<String>,
     /// Per chip: it failed whole (only an array with parity attaches without a chip).
     dead: Vec<bool>,
+    /// The volume the attach was asked to address instead of nandkit's own.
+    chosen_volume: Option<u32>,
 }
 
 /// A page as read: its data and its OOB.
@@ -247,6 +254,7 @@ impl Ubi {
             wl_skip: std::collections::BTreeSet::new(),
             worn_out: None,
             dead: vec![false; chip.chips as usize],
+            chosen_volume: None,
         }
     }
 
@@ -931,10 +939,77 @@ impl Ubi {
         self.params.wl_threshold = threshold.max(1);
     }
 
+    /// Linux's atomic LEB change of LEB `leb` of the file system's volume: on every chip the
+    /// new data goes to a fresh PEB whose VID header carries its size and CRC (a copy, as a
+    /// wear-levelling move writes it), the LEB switches to it, and only then is the old PEB
+    /// erased. A cut before the switch leaves the old data (attach takes the copy only if
+    /// its CRC holds). `data` is whole pages of the striped LEB.
+    pub fn leb_change<F: Flash>(
+        &mut self,
+        dev: &mut F,
+        leb: u32,
+        data: &[u8],
+    ) -> Result<(), FlashError> {
+        if self.read_only {
+            return Err(FlashError::Ubi("attached read-only".into()));
+        }
+        let page = self.chip.page_size_bytes as usize;
+        let chips = self.chip.chips as usize;
+        let vol = self.fs_vol.unwrap_or(FS_VOLUME_ID);
+        let oob = vec![0xFF; self.chip.oob_size_bytes as usize];
+        for chip in 0..chips as u32 {
+            if self.is_dead(chip) {
+                continue;
+            }
+            let pages: Vec<Page> = data
+                .chunks(page)
+                .enumerate()
+                .filter(|(i, _)| i % chips == chip as usize)
+                .map(|(_, d)| (d.to_vec(), oob.clone()))
+                .collect();
+            let copy = Self::data_crc(&pages);
+            let threshold = self.params.wl_threshold;
+            let (dst, ec, dirty) = self.maps[chip as usize]
+                .take_for_new_data(threshold)
+                .ok_or_else(|| FlashError::Ubi("no free PEB for a LEB change".into()))?;
+            let vid = self.vid_header(chip, vol, leb, Some(copy));
+            let mut cmds = Vec::new();
+            let ec = self.prepare(chip, dst, ec, dirty, &vid, &mut cmds);
+            cmds.extend(self.data_programs(chip, dst, pages));
+            if let Some(e) = dev.submit(cmds).into_iter().find_map(|c| c.result.err()) {
+                self.maps[chip as usize].pebs[dst as usize].ec = ec;
+                self.maps[chip as usize].put_dirty(dst);
+                return Err(e);
+            }
+            let m = &mut self.maps[chip as usize];
+            let old = m.unmap(vol, leb);
+            m.map(vol, leb, dst, ec);
+            if let Some(src) = old {
+                let src_ec = m.pebs[src as usize].ec + 1;
+                let recycle = vec![
+                    Command::Erase {
+                        addr: BlockAddr::new(chip, src),
+                    },
+                    self.ec_command(chip, src, src_ec, None),
+                ];
+                match dev.submit(recycle).into_iter().find_map(|c| c.result.err()) {
+                    None => self.maps[chip as usize].put_free(src, src_ec),
+                    Some(e) if e.is_media_failure() => self.retire(dev, chip, src),
+                    Some(e) => {
+                        self.maps[chip as usize].put_dirty(src);
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The attach options this UBI runs with.
     pub fn attach_options(&self) -> AttachOptions {
         AttachOptions {
             wl_threshold: self.params.wl_threshold,
+            volume: self.chosen_volume,
         }
     }
 

@@ -5,6 +5,7 @@
 //! nodes are).
 
 use super::image::{Loc, UbifsError, UbifsImage};
+use super::key::{Key, INO_KEY, XENT_KEY};
 use super::lpt::{self, LptGeom};
 use super::media::{align8, ROOT_INO};
 use super::replay::scan_leb;
@@ -79,6 +80,31 @@ pub fn check<S: LebSource>(img: &mut UbifsImage<S>) -> Result<CheckReport, Ubifs
     if !seen.contains(&ROOT_INO) {
         r.problems.push("no root directory".into());
     }
+    // Every inode is reached: by a name, or as the inode of a reached file's xattr.
+    let mut reached = seen.clone();
+    for inum in &seen {
+        let xr = Key::kind_range(*inum, XENT_KEY);
+        let xents: Vec<u32> = img
+            .leaves()
+            .filter(|(k, _)| xr.contains(k))
+            .map(|(k, _)| k.inum)
+            .collect();
+        if !xents.is_empty() {
+            for x in img.xattr_inodes(*inum)? {
+                reached.insert(x);
+            }
+        }
+    }
+    let unreached: Vec<u32> = img
+        .leaves()
+        .filter(|(k, _)| k.kind() == INO_KEY && !reached.contains(&k.inum))
+        .map(|(k, _)| k.inum)
+        .collect();
+    for inum in unreached {
+        r.problems.push(format!(
+            "inode {inum} is in the index but no name or xattr reaches it"
+        ));
+    }
     check_lpt(img, &mut r)?;
     Ok(r)
 }
@@ -110,10 +136,7 @@ fn check_lpt<S: LebSource>(img: &mut UbifsImage<S>, r: &mut CheckReport) -> Resu
             continue;
         }
         let props = table.props[(lnum - g.main_first) as usize];
-        let leb = img
-            .source_mut()
-            .read_leb(lnum)?
-            .ok_or(UbifsError::Unreadable { lnum })?;
+        let leb = img.source_mut().read_leb_lossy(lnum)?;
         let (nodes, _) = scan_leb(&leb, lnum, 0);
         // The written part ends after the last thing that is not erased.
         let end = leb.iter().rposition(|&b| b != 0xFF).map_or(0, |p| p + 1);
@@ -124,12 +147,21 @@ fn check_lpt<S: LebSource>(img: &mut UbifsImage<S>, r: &mut CheckReport) -> Resu
             .filter(|(_, loc)| offs_live.is_some_and(|s| s.contains(&loc.offs)))
             .map(|(h, _)| align8(h.len as usize))
             .sum();
-        let free = leb.len() - written;
-        let dirty = written - used;
+        // The LPT accounts for the LEB up to its written mark: the live nodes, and the rest
+        // dirty. Past the mark only what a commit or garbage collection cut short left may
+        // lie (nothing live; the LEB is unmapped before anything is written there again).
+        let lpt_written = (g.leb_size - props.free) as usize;
+        let live_end = nodes
+            .iter()
+            .filter(|(_, loc)| offs_live.is_some_and(|s| s.contains(&loc.offs)))
+            .map(|(_, loc)| (loc.offs + loc.len) as usize)
+            .max()
+            .unwrap_or(0);
         r.lpt_lebs_checked += 1;
-        if props.free as usize != free || props.dirty as usize != dirty {
+        if live_end > lpt_written || props.dirty as usize + used != lpt_written {
             r.problems.push(format!(
-                "LEB {lnum}: LPT says free {} dirty {}, the LEB holds free {free} dirty {dirty}",
+                "LEB {lnum}: LPT says free {} dirty {}, the LEB holds {used} live bytes up to \
+                 {live_end} and is written to {written}",
                 props.free, props.dirty
             ));
         }

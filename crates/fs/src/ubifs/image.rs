@@ -18,7 +18,7 @@ use nandkit_flash::FlashError;
 pub type Xattr = (Vec<u8>, Vec<u8>);
 
 /// Where a node is: LEB, offset, length.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
 pub struct Loc {
     pub lnum: u32,
     pub offs: u32,
@@ -35,6 +35,10 @@ pub enum UbifsError {
     Corrupt { lnum: u32, offs: u32, what: String },
     #[error("LEB {lnum} cannot be read")]
     Unreadable { lnum: u32 },
+    #[error("no space left on the UBIFS volume")]
+    NoSpace,
+    #[error("read-only: {0}")]
+    ReadOnly(String),
     #[error("flash: {0}")]
     Flash(#[from] FlashError),
 }
@@ -119,6 +123,11 @@ impl<S: LebSource> UbifsImage<S> {
     /// The LEB source (its counters).
     pub fn source(&self) -> &S {
         &self.src
+    }
+
+    /// Gives the LEB source back.
+    pub fn into_source(self) -> S {
+        self.src
     }
 
     pub fn source_mut(&mut self) -> &mut S {
@@ -281,6 +290,15 @@ impl<S: LebSource> UbifsImage<S> {
         Ok(out)
     }
 
+    /// The inodes holding the values of `inum`'s xattrs.
+    pub fn xattr_inodes(&mut self, inum: u32) -> Result<Vec<u32>, UbifsError> {
+        Ok(self
+            .entries_of(inum, XENT_KEY)?
+            .into_iter()
+            .map(|x| x.inum as u32)
+            .collect())
+    }
+
     /// Every object reachable from the root, depth first, parents before children: its
     /// path (relative, '/'-separated; the root is empty), inode and entry type. A
     /// directory reached twice is damage (UBIFS has no directory hard links).
@@ -365,9 +383,15 @@ impl<S: LebSource> UbifsImage<S> {
     }
 }
 
-fn read_superblock<S: LebSource>(src: &mut S) -> Result<SbNode, UbifsError> {
+pub(crate) fn read_superblock<S: LebSource>(src: &mut S) -> Result<SbNode, UbifsError> {
+    if src.leb_size() < media::SB_NODE_SZ {
+        return Err(UbifsError::NotUbifs(format!(
+            "LEBs of {} bytes",
+            src.leb_size()
+        )));
+    }
     let leb = src
-        .read_leb(SB_LNUM)?
+        .read(SB_LNUM, 0, media::SB_NODE_SZ)?
         .ok_or(UbifsError::Unreadable { lnum: SB_LNUM })?;
     let (_, sb) =
         SbNode::decode(&leb).map_err(|e| UbifsError::NotUbifs(format!("superblock: {e}")))?;
@@ -408,12 +432,10 @@ fn read_superblock<S: LebSource>(src: &mut S) -> Result<SbNode, UbifsError> {
 
 /// The last good master node of each master LEB; the newer wins. Returns it, its LEB and
 /// whether the two copies differed (a cut between their writes).
-fn read_master<S: LebSource>(src: &mut S) -> Result<(MstNode, u32, bool), UbifsError> {
+pub(crate) fn read_master<S: LebSource>(src: &mut S) -> Result<(MstNode, u32, bool), UbifsError> {
     let mut found = Vec::new();
     for lnum in [MST_LNUM, MST_LNUM + 1] {
-        let Some(leb) = src.read_leb(lnum)? else {
-            continue;
-        };
+        let leb = src.read_leb_lossy(lnum)?;
         let (nodes, _) = replay::scan_leb(&leb, lnum, 0);
         let last = nodes
             .iter()

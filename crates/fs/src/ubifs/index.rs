@@ -30,10 +30,8 @@ pub fn node_bytes<S: LebSource>(src: &mut S, loc: Loc) -> Result<Vec<u8>, UbifsE
     {
         return Err(UbifsError::corrupt(loc, "reference outside the volume"));
     }
-    let leb = src
-        .read_leb(loc.lnum)?
-        .ok_or(UbifsError::Unreadable { lnum: loc.lnum })?;
-    Ok(leb[loc.offs as usize..(loc.offs + loc.len) as usize].to_vec())
+    src.read(loc.lnum, loc.offs as usize, loc.len as usize)?
+        .ok_or(UbifsError::Unreadable { lnum: loc.lnum })
 }
 
 /// Walks the index from `root`, checking each index node's CRC, its level against its

@@ -349,8 +349,8 @@ pub fn read<S: LebSource>(src: &mut S, g: &LptGeom, mst: &MstNode) -> Result<Lpt
                 what: "LPT node outside the LPT area".into(),
             });
         }
-        let leb = src.read_leb(lnum)?.ok_or(UbifsError::Unreadable { lnum })?;
-        Ok(leb[offs as usize..offs as usize + size].to_vec())
+        src.read(lnum, offs as usize, size)?
+            .ok_or(UbifsError::Unreadable { lnum })
     };
     let corrupt = |lnum: u32, offs: u32, what: &str| UbifsError::Corrupt {
         lnum,
@@ -418,12 +418,24 @@ pub struct LptHeads {
 /// bytes (from the area's first LEB; each written up to its last min. I/O unit, the rest
 /// erased), and where the root, head, ltab and lsave went.
 pub fn create(g: &LptGeom, props: &[LebProps]) -> (Vec<Vec<u8>>, LptHeads) {
+    let ltab = vec![(g.leb_size, 0u32); g.lpt_lebs as usize];
+    create_at(g, props, g.lpt_first, ltab)
+}
+
+/// `create`, from LPT LEB `start` on, with `ltab` the LPT LEBs' properties before it (the
+/// LEBs it fills get theirs from what it writes). A commit that rewrites the whole LPT into
+/// the LPT LEB the last one is not in uses it.
+pub fn create_at(
+    g: &LptGeom,
+    props: &[LebProps],
+    start: u32,
+    mut ltab: Vec<(u32, u32)>,
+) -> (Vec<Vec<u8>>, LptHeads) {
     let leb = g.leb_size as usize;
     let align = |x: usize| x.div_ceil(g.min_io as usize) * g.min_io as usize;
     let mut lebs: Vec<Vec<u8>> = Vec::new();
     let mut buf: Vec<u8> = Vec::with_capacity(leb);
-    let mut lnum = g.lpt_first;
-    let mut ltab = vec![(g.leb_size, 0u32); g.lpt_lebs as usize];
+    let mut lnum = start;
     let mut heads = LptHeads::default();
     // Closes the LEB being filled when `size` more bytes do not fit.
     let room = |buf: &mut Vec<u8>,

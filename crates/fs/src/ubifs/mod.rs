@@ -18,13 +18,22 @@
 //! - `check`: fsck (index, names, data, links, the LPT against the main area).
 
 pub mod check;
+pub mod commit;
 pub mod compress;
+pub mod fs;
+pub mod gc;
 pub mod image;
 pub mod index;
+pub mod io;
+pub mod journal;
 pub mod key;
 pub mod lpt;
 pub mod media;
+pub mod mount;
+pub mod ops;
 pub mod replay;
+pub mod space;
+pub mod tnc;
 pub mod volume;
 
 pub use image::{Entry, Loc, UbifsError, UbifsImage};

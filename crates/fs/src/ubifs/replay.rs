@@ -80,6 +80,29 @@ pub fn scan_leb(leb: &[u8], lnum: u32, mut offs: usize) -> (Vec<(Header, Loc)>, 
     (nodes, ScanEnd::Clean)
 }
 
+/// The nodes of a bud that count: a node group (nodes the journal wrote as one) only when
+/// its last node is there; the nodes of a group cut short are counted as dropped.
+pub fn whole_groups(nodes: Vec<(Header, Loc)>, stats: &mut ReplayStats) -> Vec<(Header, Loc)> {
+    let mut out = Vec::with_capacity(nodes.len());
+    let mut group = Vec::new();
+    for n in nodes {
+        match n.0.group_type {
+            IN_NODE_GROUP => group.push(n),
+            LAST_OF_NODE_GROUP => {
+                out.append(&mut group);
+                out.push(n);
+            }
+            _ => {
+                stats.dropped_in_groups += group.len() as u64;
+                group.clear();
+                out.push(n);
+            }
+        }
+    }
+    stats.dropped_in_groups += group.len() as u64;
+    out
+}
+
 /// Reads the log from `log_lnum` and replays its buds into `leaves`. `log_lebs` is the log
 /// area's size; `cmt_no` the master node's commit number.
 pub fn replay<S: LebSource>(
@@ -93,36 +116,19 @@ pub fn replay<S: LebSource>(
     let refs = read_log(src, log_lnum, log_lebs, cmt_no, &mut stats)?;
     let mut entries = Vec::new();
     for r in &refs {
-        let leb = src
-            .read_leb(r.lnum)?
-            .ok_or(UbifsError::Unreadable { lnum: r.lnum })?;
+        let leb = src.read_leb_lossy(r.lnum)?;
         let (nodes, end) = scan_leb(&leb, r.lnum, r.offs as usize);
         if matches!(end, ScanEnd::Damaged(..)) {
             stats.torn_tails += 1;
         }
         stats.buds += 1;
-        // Nodes of a group wait for its last node.
-        let mut group = Vec::new();
-        for (h, loc) in nodes {
-            let e = Entry {
+        for (h, loc) in whole_groups(nodes, &mut stats) {
+            entries.push(Entry {
                 sqnum: h.sqnum,
                 loc,
                 node_type: h.node_type,
-            };
-            match h.group_type {
-                IN_NODE_GROUP => group.push(e),
-                LAST_OF_NODE_GROUP => {
-                    entries.append(&mut group);
-                    entries.push(e);
-                }
-                _ => {
-                    stats.dropped_in_groups += group.len() as u64;
-                    group.clear();
-                    entries.push(e);
-                }
-            }
+            });
         }
-        stats.dropped_in_groups += group.len() as u64;
     }
     entries.sort_by_key(|e| e.sqnum);
     for e in &entries {
@@ -133,7 +139,7 @@ pub fn replay<S: LebSource>(
 }
 
 /// The buds the log names since the commit `cmt_no`.
-fn read_log<S: LebSource>(
+pub(crate) fn read_log<S: LebSource>(
     src: &mut S,
     log_lnum: u32,
     log_lebs: u32,
@@ -144,10 +150,13 @@ fn read_log<S: LebSource>(
     let mut cs_sqnum = None;
     let mut lnum = log_lnum;
     for _ in 0..log_lebs {
-        let leb = src.read_leb(lnum)?.ok_or(UbifsError::Unreadable { lnum })?;
+        let leb = src.read_leb_lossy(lnum)?;
         let (nodes, _) = scan_leb(&leb, lnum, 0);
-        if nodes.is_empty() {
-            break;
+        // An empty LEB, or one an earlier log left: the log ended before it.
+        match (nodes.first(), cs_sqnum) {
+            (None, _) => break,
+            (Some((h, _)), Some(cs)) if h.sqnum < cs => break,
+            _ => {}
         }
         stats.log_lebs += 1;
         for (h, loc) in nodes {
@@ -200,11 +209,24 @@ fn apply<S: LebSource>(src: &mut S, leaves: &mut Leaves, e: &Entry) -> Result<()
         NodeType::Ino => {
             let (_, ino) = InoNode::decode(&bytes).map_err(bad)?;
             if ino.nlink == 0 {
-                // A deleted inode goes with all it had.
-                let doomed: Vec<Key> = leaves
+                // A deleted inode goes with all it had, its xattrs' inodes too.
+                let mut doomed: Vec<Key> = leaves
                     .range(Key::inode_range(ino.inum))
                     .map(|(k, _)| *k)
                     .collect();
+                let xents: Vec<Loc> = leaves
+                    .range(Key::kind_range(ino.inum, super::key::XENT_KEY))
+                    .flat_map(|(_, v)| v.iter().copied())
+                    .collect();
+                for loc in xents {
+                    let (_, x) = DentNode::decode(&node_bytes(src, loc)?)
+                        .map_err(|err| UbifsError::corrupt(loc, &err.to_string()))?;
+                    if let Ok(xinum) = u32::try_from(x.inum) {
+                        if xinum != ino.inum {
+                            doomed.extend(leaves.range(Key::inode_range(xinum)).map(|(k, _)| *k));
+                        }
+                    }
+                }
                 for k in doomed {
                     leaves.remove(&k);
                 }

@@ -15,6 +15,21 @@ pub trait LebSource {
     /// The LEB's bytes (all 0xFF where nothing was written or it is unmapped); `None` when
     /// a page of it cannot be read.
     fn read_leb(&mut self, lnum: u32) -> Result<Option<Rc<Vec<u8>>>, FlashError>;
+    /// The LEB with every page that cannot be read (a page a power cut tore) as zeros: a
+    /// scan stops there as at damage.
+    fn read_leb_lossy(&mut self, lnum: u32) -> Result<Vec<u8>, FlashError> {
+        Ok(match self.read_leb(lnum)? {
+            Some(leb) => leb.to_vec(),
+            None => vec![0; self.leb_size()],
+        })
+    }
+    /// `len` bytes of a LEB from `offs` (the caller keeps within the LEB); `None` when they
+    /// cannot be read. By default the LEB is read whole and cut.
+    fn read(&mut self, lnum: u32, offs: usize, len: usize) -> Result<Option<Vec<u8>>, FlashError> {
+        Ok(self
+            .read_leb(lnum)?
+            .map(|leb| leb[offs..offs + len].to_vec()))
+    }
 }
 
 /// How many LEBs [`UbiVolume`] keeps.

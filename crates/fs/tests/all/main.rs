@@ -21,6 +21,7 @@ mod shared_read;
 mod smoke;
 mod space;
 mod truncate;
+mod ubifs;
 mod wear_out;
 mod write_counts;
 mod yaffs1;
