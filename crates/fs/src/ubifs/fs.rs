@@ -275,12 +275,24 @@ impl<D: Flash> UbifsFs<D> {
     /// Every leaf of `key`.
     pub(super) fn tnc_lookup(&mut self, key: Key) -> Result<Vec<Loc>, UbifsError> {
         let (mut s, tnc) = self.store();
-        tnc.lookup(&mut s, key)
+        let found = tnc.lookup(&mut s, key)?;
+        self.bound_tnc();
+        Ok(found)
     }
 
     pub(super) fn tnc_range(&mut self, from: Key, to: Key) -> Result<Vec<(Key, Loc)>, UbifsError> {
         let (mut s, tnc) = self.store();
-        tnc.range(&mut s, from, to)
+        let found = tnc.range(&mut s, from, to)?;
+        self.bound_tnc();
+        Ok(found)
+    }
+
+    /// Lookups load znodes; past the bound, clean ones not on a path to a dirty one go
+    /// again (UBIFS's shrinker; dirty znodes stay until the commit writes them).
+    fn bound_tnc(&mut self) {
+        if self.tnc.znodes() > self.opts.tnc_max_znodes {
+            self.tnc.shrink(self.opts.tnc_max_znodes);
+        }
     }
 
     /// Makes `loc` the node of `key`; what it replaced is dirty space.

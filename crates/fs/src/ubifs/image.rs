@@ -87,7 +87,12 @@ pub struct UbifsImage<S: LebSource> {
 impl<S: LebSource> UbifsImage<S> {
     pub fn open(mut src: S) -> Result<Self, UbifsError> {
         let sb = read_superblock(&mut src)?;
-        let (mst, master_lnum, masters_differ) = read_master(&mut src)?;
+        let Masters {
+            mst,
+            lnum: master_lnum,
+            differ: masters_differ,
+            ..
+        } = read_masters(&mut src)?;
         if mst.log_lnum < media::LOG_LNUM || mst.log_lnum >= sb.lpt_first() {
             return Err(UbifsError::NotUbifs(format!(
                 "master node's log LEB {} is outside the log",
@@ -430,12 +435,27 @@ pub(crate) fn read_superblock<S: LebSource>(src: &mut S) -> Result<SbNode, Ubifs
     Ok(sb)
 }
 
-/// The last good master node of each master LEB; the newer wins. Returns it, its LEB and
-/// whether the two copies differed (a cut between their writes).
-pub(crate) fn read_master<S: LebSource>(src: &mut S) -> Result<(MstNode, u32, bool), UbifsError> {
+/// What the two master LEBs hold.
+pub(crate) struct Masters {
+    /// The newer of the last good master node of each LEB.
+    pub mst: MstNode,
+    /// The LEB it came from.
+    pub lnum: u32,
+    /// The two copies differ (a cut between their writes) or one is missing.
+    pub differ: bool,
+    /// Where each master LEB's written part ends (after its last node).
+    pub ends: [usize; 2],
+    /// The sequence number of the newer node.
+    pub sqnum: u64,
+}
+
+/// The last good master node of each master LEB; the newer wins.
+pub(crate) fn read_masters<S: LebSource>(src: &mut S) -> Result<Masters, UbifsError> {
     let mut found = Vec::new();
-    for lnum in [MST_LNUM, MST_LNUM + 1] {
+    let mut ends = [0usize; 2];
+    for (i, lnum) in [MST_LNUM, MST_LNUM + 1].into_iter().enumerate() {
         let leb = src.read_leb_lossy(lnum)?;
+        ends[i] = leb.iter().rposition(|&b| b != 0xFF).map_or(0, |p| p + 1);
         let (nodes, _) = replay::scan_leb(&leb, lnum, 0);
         let last = nodes
             .iter()
@@ -448,11 +468,17 @@ pub(crate) fn read_master<S: LebSource>(src: &mut S) -> Result<(MstNode, u32, bo
         found.extend(last);
     }
     let differ = found.len() != 2 || found[0].1 != found[1].1;
-    let (_, mst, lnum) = found
+    let (sqnum, mst, lnum) = found
         .into_iter()
         .max_by_key(|(sq, _, _)| *sq)
         .ok_or_else(|| UbifsError::NotUbifs("no good master node in LEB 1 or 2".into()))?;
-    Ok((mst, lnum, differ))
+    Ok(Masters {
+        mst,
+        lnum,
+        differ,
+        ends,
+        sqnum,
+    })
 }
 
 #[cfg(test)]

@@ -341,7 +341,10 @@ pub struct Lpt {
 
 /// Reads the whole LPT from the master node's root: every nnode and pnode, and the ltab.
 pub fn read<S: LebSource>(src: &mut S, g: &LptGeom, mst: &MstNode) -> Result<Lpt, UbifsError> {
-    let node = |src: &mut S, lnum: u32, offs: u32, size: usize| {
+    // Each LPT LEB is read once, up to where the LPT's head says it is written: the nodes
+    // are small and packed end to end.
+    let mut lebs: std::collections::BTreeMap<u32, Vec<u8>> = Default::default();
+    let mut node = |src: &mut S, lnum: u32, offs: u32, size: usize| {
         if lnum < g.lpt_first || lnum > g.lpt_last() || offs as usize + size > g.leb_size as usize {
             return Err(UbifsError::Corrupt {
                 lnum,
@@ -349,8 +352,25 @@ pub fn read<S: LebSource>(src: &mut S, g: &LptGeom, mst: &MstNode) -> Result<Lpt
                 what: "LPT node outside the LPT area".into(),
             });
         }
-        src.read(lnum, offs as usize, size)?
-            .ok_or(UbifsError::Unreadable { lnum })
+        if let std::collections::btree_map::Entry::Vacant(v) = lebs.entry(lnum) {
+            let end = if lnum == mst.nhead_lnum && mst.nhead_offs > 0 {
+                (mst.nhead_offs as usize).min(g.leb_size as usize)
+            } else {
+                g.leb_size as usize
+            };
+            v.insert(
+                src.read(lnum, 0, end)?
+                    .ok_or(UbifsError::Unreadable { lnum })?,
+            );
+        }
+        let leb = &lebs[&lnum];
+        leb.get(offs as usize..offs as usize + size)
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| UbifsError::Corrupt {
+                lnum,
+                offs,
+                what: "LPT node past the LPT's head".into(),
+            })
     };
     let corrupt = |lnum: u32, offs: u32, what: &str| UbifsError::Corrupt {
         lnum,

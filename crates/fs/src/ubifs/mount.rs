@@ -7,13 +7,13 @@
 //! so the next journal starts from a clean log.
 
 use super::fs::{Head, UbifsFs, UbifsOptions, UbifsStats, BASE_HEAD};
-use super::image::{read_master, read_superblock, Loc, UbifsError};
+use super::image::{read_masters, read_superblock, Loc, UbifsError};
 use super::io::LebIo;
 use super::key::{Key, DATA_KEY, DENT_KEY, XENT_KEY};
 use super::lpt::{self, LptGeom};
 use super::media::{
     self, align8, encode_cs, DentNode, InoNode, MstNode, NodeType, SbNode, TrunNode, BLOCK_SIZE,
-    LOG_LNUM, MST_LNUM, NO_NODE_GROUP, ROOT_INO, SB_LNUM,
+    LOG_LNUM, NO_NODE_GROUP, ROOT_INO, SB_LNUM,
 };
 use super::replay::{read_log, scan_leb, whole_groups, ReplayStats, ScanEnd};
 use super::space::Space;
@@ -172,16 +172,10 @@ impl<D: Flash> UbifsFs<D> {
         if !(3..=64).contains(&sb.fanout) {
             return Err(UbifsError::NotUbifs(format!("fanout {}", sb.fanout)));
         }
-        let (mst, _, masters_differ) = read_master(&mut io)?;
-        let mut mst_offs = [0usize; 2];
+        let masters = read_masters(&mut io)?;
+        let (mst, masters_differ) = (masters.mst, masters.differ);
         let page = io.min_io();
-        for (i, o) in mst_offs.iter_mut().enumerate() {
-            let leb = io.read_leb_lossy(MST_LNUM + i as u32)?;
-            *o = leb
-                .iter()
-                .rposition(|&b| b != 0xFF)
-                .map_or(0, |p| (p + 1).div_ceil(page) * page);
-        }
+        let mst_offs = masters.ends.map(|e| e.div_ceil(page) * page);
         let g = LptGeom::from_sb(&sb)?;
         let table = lpt::read(&mut io, &g, &mst)?;
         let main_lebs = sb.leb_cnt - sb.main_first();
@@ -216,26 +210,15 @@ impl<D: Flash> UbifsFs<D> {
             mst,
             sb,
         };
-        fs.sqnum = fs.highest_seen_sqnum()?;
+        // Sequence numbers go on from the highest on flash: the master's (written last by
+        // a commit), then the log's and the buds' as replay reads them.
+        fs.sqnum = masters.sqnum;
         let replayed = fs.replay_journal()?;
         if !read_only && (grown || replayed.nodes > 0 || replayed.torn_tails > 0 || masters_differ)
         {
             fs.commit()?;
         }
         Ok(fs)
-    }
-
-    /// The highest sequence number in the superblock, master and log LEBs (the journal's
-    /// nodes raise it further as replay reads them).
-    fn highest_seen_sqnum(&mut self) -> Result<u64, UbifsError> {
-        let mut top = 0;
-        for lnum in [SB_LNUM, MST_LNUM, MST_LNUM + 1] {
-            let leb = self.io.read_leb_lossy(lnum)?;
-            for (h, _) in scan_leb(&leb, lnum, 0).0 {
-                top = top.max(h.sqnum);
-            }
-        }
-        Ok(top)
     }
 
     /// Reads the log and replays its buds into the TNC; sets the log's end.
@@ -248,23 +231,17 @@ impl<D: Flash> UbifsFs<D> {
             self.mst.cmt_no,
             &mut stats,
         )?;
-        // Where the log ends: the last LEB it read, after its last node.
-        let mut lnum = self.mst.log_lnum;
-        for _ in 1..stats.log_lebs {
-            lnum = self.next_log_lnum(lnum);
-        }
+        // The log goes on after its last node (in a new min. I/O unit).
         let page = self.io.min_io();
-        let leb = self.io.read_leb_lossy(lnum)?;
-        self.log_lnum = lnum;
-        self.log_offs = leb
-            .iter()
-            .rposition(|&b| b != 0xFF)
-            .map_or(0, |p| (p + 1).div_ceil(page) * page);
-        for (h, _) in scan_leb(&leb, lnum, 0).0 {
-            self.sqnum = self.sqnum.max(h.sqnum);
-        }
+        (self.log_lnum, self.log_offs) = (
+            stats.log_end.0,
+            (stats.log_end.1 as usize).div_ceil(page) * page,
+        );
+        self.sqnum = self.sqnum.max(stats.log_max_sqnum);
 
         let mut entries: Vec<(u64, NodeType, Loc)> = Vec::new();
+        // Each bud read once; replay takes its nodes from these bytes.
+        let mut buds: std::collections::BTreeMap<u32, Vec<u8>> = Default::default();
         for r in &refs {
             if self.space.get(r.lnum).is_none() {
                 return Err(UbifsError::Corrupt {
@@ -273,7 +250,14 @@ impl<D: Flash> UbifsFs<D> {
                     what: "log names a bud outside the main area".into(),
                 });
             }
-            let leb = self.io.read_leb_lossy(r.lnum)?;
+            let leb = match buds.get(&r.lnum) {
+                Some(b) => b.clone(),
+                None => {
+                    let b = self.io.read_leb_lossy(r.lnum)?;
+                    buds.insert(r.lnum, b.clone());
+                    b
+                }
+            };
             let (nodes, end) = scan_leb(&leb, r.lnum, r.offs as usize);
             stats.buds += 1;
             if matches!(end, ScanEnd::Damaged(..)) {
@@ -308,7 +292,9 @@ impl<D: Flash> UbifsFs<D> {
         // data written before a cut whose inode (with the new size) never made it.
         let mut data_end: std::collections::BTreeMap<u32, u64> = Default::default();
         for (_, node_type, loc) in entries {
-            if let Some((inum, end)) = self.replay_node(node_type, loc)? {
+            let leb = &buds[&loc.lnum];
+            let bytes = leb[loc.offs as usize..(loc.offs + loc.len) as usize].to_vec();
+            if let Some((inum, end)) = self.replay_node(node_type, loc, &bytes)? {
                 if node_type == NodeType::Trun {
                     data_end.insert(inum, end);
                 } else {
@@ -344,12 +330,12 @@ impl<D: Flash> UbifsFs<D> {
         &mut self,
         node_type: NodeType,
         loc: Loc,
+        bytes: &[u8],
     ) -> Result<Option<(u32, u64)>, UbifsError> {
-        let bytes = self.read_node(loc)?;
         let bad = |e: media::NodeError| UbifsError::corrupt(loc, &e.to_string());
         match node_type {
             NodeType::Ino => {
-                let (_, ino) = InoNode::decode(&bytes).map_err(bad)?;
+                let (_, ino) = InoNode::decode(bytes).map_err(bad)?;
                 self.highest_inum = self.highest_inum.max(u64::from(ino.inum));
                 if ino.nlink == 0 {
                     self.tnc_remove_inode(ino.inum)?;
@@ -361,7 +347,7 @@ impl<D: Flash> UbifsFs<D> {
             }
             NodeType::Data => {
                 let key =
-                    media::leaf_key(&bytes).ok_or_else(|| bad(media::NodeError::BadLength(0)))?;
+                    media::leaf_key(bytes).ok_or_else(|| bad(media::NodeError::BadLength(0)))?;
                 if key.kind() != DATA_KEY {
                     return Err(bad(media::NodeError::BadField("data node key")));
                 }
@@ -370,7 +356,7 @@ impl<D: Flash> UbifsFs<D> {
                 return Ok(Some((key.inum, u64::from(key.low()) * BLOCK_SIZE + size)));
             }
             NodeType::Dent | NodeType::Xent => {
-                let (_, d) = DentNode::decode(&bytes).map_err(bad)?;
+                let (_, d) = DentNode::decode(bytes).map_err(bad)?;
                 self.remove_entry_named(d.key, &d.name)?;
                 if d.inum == 0 {
                     self.space
@@ -380,7 +366,7 @@ impl<D: Flash> UbifsFs<D> {
                 }
             }
             NodeType::Trun => {
-                let (_, t) = TrunNode::decode(&bytes).map_err(bad)?;
+                let (_, t) = TrunNode::decode(bytes).map_err(bad)?;
                 let first = t
                     .new_size
                     .div_ceil(BLOCK_SIZE)

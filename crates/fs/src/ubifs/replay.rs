@@ -24,6 +24,10 @@ pub struct ReplayStats {
     pub dropped_in_groups: u64,
     /// Buds that ended in damage rather than empty space (a cut's torn tail).
     pub torn_tails: u32,
+    /// Where the log ends: its last LEB and the end of its last node there.
+    pub log_end: (u32, u32),
+    /// The highest sequence number in the log.
+    pub log_max_sqnum: u64,
 }
 
 /// A node of a bud, to be applied in sequence-number order.
@@ -159,10 +163,15 @@ pub(crate) fn read_log<S: LebSource>(
             _ => {}
         }
         stats.log_lebs += 1;
+        let node = |loc: Loc| &leb[loc.offs as usize..(loc.offs + loc.len) as usize];
         for (h, loc) in nodes {
+            if cs_sqnum.is_none_or(|cs| h.sqnum >= cs) {
+                stats.log_end = (lnum, loc.offs + loc.len);
+                stats.log_max_sqnum = stats.log_max_sqnum.max(h.sqnum);
+            }
             match (cs_sqnum, h.node_type) {
                 (None, NodeType::Cs) => {
-                    let (_, n) = media::decode_cs(&node_bytes(src, loc)?)
+                    let (_, n) = media::decode_cs(node(loc))
                         .map_err(|e| UbifsError::corrupt(loc, &e.to_string()))?;
                     if n != cmt_no {
                         return Err(UbifsError::corrupt(
@@ -178,7 +187,7 @@ pub(crate) fn read_log<S: LebSource>(
                 // Older than this commit: the rest is an earlier commit's log.
                 (Some(cs), _) if h.sqnum < cs => return Ok(refs),
                 (Some(_), NodeType::Ref) => {
-                    let (_, r) = RefNode::decode(&node_bytes(src, loc)?)
+                    let (_, r) = RefNode::decode(node(loc))
                         .map_err(|e| UbifsError::corrupt(loc, &e.to_string()))?;
                     if r.lnum >= src.leb_count() || r.offs as usize >= src.leb_size() {
                         return Err(UbifsError::corrupt(loc, "reference to a bud outside"));

@@ -324,6 +324,11 @@ impl Tnc {
         dropped
     }
 
+    /// Znodes in RAM (cheap: the arena's size less its free slots).
+    pub fn znodes(&self) -> usize {
+        self.nodes.len() - self.free.len()
+    }
+
     pub fn stats(&self) -> TncStats {
         let mut st = TncStats {
             loaded: self.loaded,

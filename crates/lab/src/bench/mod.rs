@@ -31,6 +31,7 @@ mod seq_write;
 mod software_cost;
 pub mod standby;
 pub mod trace;
+mod ubifs_mount;
 
 use std::io::IsTerminal;
 use std::sync::Arc;

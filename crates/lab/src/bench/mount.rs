@@ -106,6 +106,16 @@ pub fn run(args: MountArgs) -> anyhow::Result<()> {
     }
     ensure!(args.dirs >= 1, "--dirs must be at least 1");
     let config = device.config()?;
+    if args.fs.profile == "ubifs" {
+        return super::ubifs_mount::run(super::ubifs_mount::UbifsMountArgs {
+            config,
+            files: args.files,
+            file_size: args.file_size,
+            dirs: args.dirs,
+            seed: args.workload_seed,
+            json: args.json,
+        });
+    }
     let info = DeviceInfo::of(&config);
     let fs_args = args.nvram.apply(&args.fs);
     let mut fs = format(config, &fs_args)?;
