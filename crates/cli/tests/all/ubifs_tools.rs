@@ -119,6 +119,7 @@ fn describe(root: &Path) -> BTreeMap<PathBuf, String> {
                     crc32fast::hash(&data) as u64 | ((data.len() as u64) << 32)
                 )
             };
+            let xattrs = user_xattrs(&p);
             let owner = if as_root {
                 format!(" {}:{}", m.uid(), m.gid())
             } else {
@@ -128,7 +129,7 @@ fn describe(root: &Path) -> BTreeMap<PathBuf, String> {
             out.insert(
                 rel,
                 format!(
-                    "{what} mode {:o} size {} nlink {nlink}{owner}",
+                    "{what} mode {:o} size {} nlink {nlink}{owner}{xattrs}",
                     m.mode(),
                     if ft.is_dir() { 0 } else { m.len() }
                 ),
@@ -149,6 +150,43 @@ fn describe(root: &Path) -> BTreeMap<PathBuf, String> {
         }
     }
     out
+}
+
+/// A path's `user.` extended attributes, for a tree's description ("" if none).
+fn user_xattrs(p: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+    let mut names = vec![0u8; 4096];
+    // SAFETY: a valid path and a buffer of the length given.
+    let n = unsafe { libc::llistxattr(c.as_ptr(), names.as_mut_ptr().cast(), names.len()) };
+    if n <= 0 {
+        return String::new();
+    }
+    let mut out = Vec::new();
+    for name in names[..n as usize]
+        .split(|&b| b == 0)
+        .filter(|n| n.starts_with(b"user."))
+    {
+        let cn = std::ffi::CString::new(name).unwrap();
+        let mut v = vec![0u8; 65536];
+        // SAFETY: valid strings and a buffer of the length given.
+        let len =
+            unsafe { libc::lgetxattr(c.as_ptr(), cn.as_ptr(), v.as_mut_ptr().cast(), v.len()) };
+        assert!(len >= 0, "reading xattr of {}", p.display());
+        v.truncate(len as usize);
+        out.push(format!(
+            "{}={:08x}/{}",
+            String::from_utf8_lossy(name),
+            crc32fast::hash(&v),
+            v.len()
+        ));
+    }
+    out.sort();
+    if out.is_empty() {
+        String::new()
+    } else {
+        format!(" xattrs [{}]", out.join(" "))
+    }
 }
 
 fn run(cmd: &mut Process) -> std::process::Output {
@@ -532,7 +570,8 @@ fn ubi_reader_extract(raw: &Path, out: &Path) -> PathBuf {
     let mut cmd = Process::new(&tool);
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
-        cmd.arg("-k");
+        // Modes and xattrs: ubi-reader restores them as root only.
+        cmd.args(["-k", "-x"]);
     }
     run(cmd.args(["-o", out.to_str().unwrap(), raw.to_str().unwrap()]));
     // It puts each volume in a directory of its own under one per image.
@@ -591,6 +630,22 @@ fn materialize(
         if st.mode & 0o170000 != 0o120000 {
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(st.mode & 0o7777))
                 .unwrap();
+        }
+        for name in fs.list_xattrs(e.inum).unwrap() {
+            let value = fs.get_xattr(e.inum, &name).unwrap();
+            let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+            let n = std::ffi::CString::new(name).unwrap();
+            // SAFETY: valid strings and a buffer of the length given.
+            let rc = unsafe {
+                libc::lsetxattr(
+                    c.as_ptr(),
+                    n.as_ptr(),
+                    value.as_ptr().cast(),
+                    value.len(),
+                    0,
+                )
+            };
+            assert_eq!(rc, 0, "setting an xattr on {}", path.display());
         }
     }
 }
@@ -655,6 +710,11 @@ fn ubi_reader_extracts_what_nandkits_ubifs_wrote() {
         fs.link(shared, d, b"shared-2", t(6))?;
         fs.link(shared, deep, b"shared-3", t(6))?;
         fs.mknod(ROOT_INO, b"fifo", NewInode::new(0o010640), t(7))?;
+        fs.set_xattr(shared, b"user.note", b"a value", t(7))?;
+        fs.set_xattr(shared, b"user.big", &bytes(5, 3000), t(7))?;
+        fs.set_xattr(d, b"user.on-a-dir", b"yes", t(7))?;
+        fs.set_xattr(sparse, b"user.gone", b"soon", t(7))?;
+        fs.remove_xattr(sparse, b"user.gone", t(7))?;
         for mode in [0o4755u32, 0o2711, 0o1777, 0o444, 0o000] {
             let f = fs.mknod(
                 ROOT_INO,
@@ -715,6 +775,13 @@ fn ubi_reader_extracts_what_nandkits_ubifs_wrote() {
         let mut fs = UbifsFs::mount(s, opts, true).unwrap();
         materialize(&mut fs, ROOT_INO, &ours, &mut BTreeMap::new());
         let (want, got) = (describe(&ours), describe(&root));
+        // The xattrs are in the comparison (ubi-reader restores them as root only).
+        assert!(
+            !as_root
+                || name != "whole"
+                || want.values().filter(|v| v.contains("user.big=")).count() == 3,
+            "{name}: {want:?}"
+        );
         let strip = |m: BTreeMap<PathBuf, String>| -> BTreeMap<PathBuf, String> {
             if as_root {
                 return m;

@@ -67,6 +67,21 @@ pub struct UbifsStats {
     pub mount_nodes_replayed: u64,
     /// Files whose size the mount raised to the data the journal holds for them.
     pub mount_sizes_recovered: u64,
+    /// Simulated time of each step of the last mount (the MA paper's Figure 6 steps).
+    pub mount_steps_ns: MountSteps,
+}
+
+/// A mount's steps as the MA paper's Figure 6 names them (reading the superblock, reading
+/// the master node, replaying the journal), with the LPT and the recovery commit apart.
+#[derive(Debug, Default, Clone, Copy, serde::Serialize)]
+pub struct MountSteps {
+    pub superblock: u64,
+    /// The master node (and, when the volume grew, the superblock's rewrite).
+    pub master: u64,
+    pub lpt: u64,
+    pub replay: u64,
+    /// The commit a mount that replayed a journal makes.
+    pub recovery_commit: u64,
 }
 
 pub struct UbifsFs<D: Flash> {

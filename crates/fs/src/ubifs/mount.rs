@@ -6,7 +6,7 @@
 //! replayed a journal (an unclean unmount, a cut) commits at once, as Linux's recovery does,
 //! so the next journal starts from a clean log.
 
-use super::fs::{Head, UbifsFs, UbifsOptions, UbifsStats, BASE_HEAD};
+use super::fs::{Head, MountSteps, UbifsFs, UbifsOptions, UbifsStats, BASE_HEAD};
 use super::image::{read_masters, read_superblock, Loc, UbifsError};
 use super::io::LebIo;
 use super::key::{Key, DATA_KEY, DENT_KEY, XENT_KEY};
@@ -151,19 +151,8 @@ impl<D: Flash> UbifsFs<D> {
     /// Mounts the UBIFS on the device (read-only: nothing is written, not even recovery).
     pub fn mount(dev: D, opts: UbifsOptions, read_only: bool) -> Result<Self, UbifsError> {
         let mut io = LebIo::new(dev)?;
+        let t0 = io.dev.now_ns();
         let mut sb = read_superblock(&mut io)?;
-        // A volume larger than the superblock counts (mkfs.ubifs counts only the LEBs its
-        // image fills) grows to the volume, up to `max_leb_cnt`, as Linux's mount grows it:
-        // the superblock is rewritten by an atomic LEB change.
-        let grow_to = io.lebs().min(sb.max_leb_cnt);
-        let grown = !read_only && grow_to > sb.leb_cnt;
-        if grown {
-            sb.leb_cnt = grow_to;
-            let page = io.min_io();
-            let mut unit = sb.encode(0);
-            super::commit::pad_to(&mut unit, media::SB_NODE_SZ.div_ceil(page) * page);
-            io.change(SB_LNUM, &unit)?;
-        }
         if sb.flags & media::FLG_BIGLPT != 0 {
             return Err(UbifsError::Unsupported(
                 "Linux's big LPT model is read by `nandkit ubifs`, not mounted yet".into(),
@@ -172,12 +161,26 @@ impl<D: Flash> UbifsFs<D> {
         if !(3..=64).contains(&sb.fanout) {
             return Err(UbifsError::NotUbifs(format!("fanout {}", sb.fanout)));
         }
+        let t_sb = io.dev.now_ns();
         let masters = read_masters(&mut io)?;
         let (mst, masters_differ) = (masters.mst, masters.differ);
         let page = io.min_io();
         let mst_offs = masters.ends.map(|e| e.div_ceil(page) * page);
+        // A volume larger than the superblock counts (mkfs.ubifs counts only the LEBs its
+        // image fills) grows to the volume, up to `max_leb_cnt`, as Linux's mount grows it:
+        // the superblock is rewritten by an atomic LEB change.
+        let grow_to = io.lebs().min(sb.max_leb_cnt);
+        let grown = !read_only && grow_to > sb.leb_cnt;
+        if grown {
+            sb.leb_cnt = grow_to;
+            let mut unit = sb.encode(masters.sqnum);
+            super::commit::pad_to(&mut unit, media::SB_NODE_SZ.div_ceil(page) * page);
+            io.change(SB_LNUM, &unit)?;
+        }
+        let t_mst = io.dev.now_ns();
         let g = LptGeom::from_sb(&sb)?;
         let table = lpt::read(&mut io, &g, &mst)?;
+        let t_lpt = io.dev.now_ns();
         let main_lebs = sb.leb_cnt - sb.main_first();
         let space = Space::from_lpt(
             sb.main_first(),
@@ -214,10 +217,18 @@ impl<D: Flash> UbifsFs<D> {
         // a commit), then the log's and the buds' as replay reads them.
         fs.sqnum = masters.sqnum;
         let replayed = fs.replay_journal()?;
+        let t_replay = fs.io.dev.now_ns();
         if !read_only && (grown || replayed.nodes > 0 || replayed.torn_tails > 0 || masters_differ)
         {
             fs.commit()?;
         }
+        fs.stats.mount_steps_ns = MountSteps {
+            superblock: t_sb - t0,
+            master: t_mst - t_sb,
+            lpt: t_lpt - t_mst,
+            replay: t_replay - t_lpt,
+            recovery_commit: fs.io.dev.now_ns() - t_replay,
+        };
         Ok(fs)
     }
 

@@ -95,6 +95,18 @@ const SCENARIOS: [(&str, Fill); 5] = [
 ];
 
 pub fn run(mut args: MaMountArgs) -> anyhow::Result<()> {
+    if args.fs.profile == "ubifs" {
+        use super::ma_mount_ubifs::UbifsFill;
+        let all = [
+            ("new", UbifsFill::Nothing),
+            ("one 50 MB file", UbifsFill::OneFile(50_000_000)),
+            ("one 100 MB file", UbifsFill::OneFile(100_000_000)),
+            ("16,000 files of 2 KB", UbifsFill::SmallFiles(16_000)),
+            ("35,000 files of 2 KB", UbifsFill::SmallFiles(35_000)),
+        ];
+        let take = if args.quick { 2 } else { all.len() };
+        return super::ma_mount_ubifs::run(args.device.config()?, &all[..take], args.json);
+    }
     // MA's design: a UBI per chip, at every P (P = 1 is UBIFS on one UBI).
     args.fs.ubi_by_default();
     let mut rows = Vec::new();

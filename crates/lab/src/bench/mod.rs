@@ -13,6 +13,7 @@ mod heap;
 mod iozone;
 mod ma_capacity;
 mod ma_mount;
+mod ma_mount_ubifs;
 mod ma_realtime;
 mod minv;
 mod minv_space;
