@@ -40,6 +40,34 @@ enum UbifsCommand {
     /// sizes and entries; exit 1 on a problem.
     #[command(after_help = "Example:\n  nandkit ubifs check board.img")]
     Check(VolumeArgs),
+    /// Make a new image holding UBI and nandkit's UBIFS, filled from a directory as
+    /// mkfs.ubifs -r fills one: files (holes kept), directories, symlinks, hard links,
+    /// FIFOs and device files, modes, owners, times and xattrs.
+    #[command(after_help = "The image is a nandkit image (IMAGE plus its sidecar); \
+        `nandkit ubi export` writes it out as the raw UBI image a board flashes.\n\n\
+        Examples:\n  \
+        nandkit ubifs mkfs rootfs.img -g mlc-1g --device-size 64MiB --root rootfs/\n  \
+        nandkit ubi export rootfs.img rootfs.ubi")]
+    Mkfs(MkfsArgs),
+}
+
+#[derive(Args)]
+struct MkfsArgs {
+    /// The image to make.
+    #[arg(value_name = "IMAGE")]
+    image: PathBuf,
+    /// Device preset (see `nandkit presets`).
+    #[arg(long, short = 'g', value_name = "NAME")]
+    geometry: String,
+    /// The chip's capacity instead of the preset's, e.g. 64MiB.
+    #[arg(long, value_name = "SIZE", value_parser = crate::device_args::parse_bytes)]
+    device_size: Option<u64>,
+    /// The tree to copy in.
+    #[arg(long, short = 'r', value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// Replace IMAGE if it exists.
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Args)]
@@ -65,6 +93,15 @@ pub fn run(args: UbifsArgs) -> anyhow::Result<()> {
     let vol = match &args.command {
         UbifsCommand::Ls(v) | UbifsCommand::Check(v) => v,
         UbifsCommand::Extract(e) => &e.vol,
+        UbifsCommand::Mkfs(m) => {
+            return crate::ubifs_mkfs::run(
+                &m.image,
+                &m.geometry,
+                m.device_size,
+                m.root.as_deref(),
+                m.force,
+            )
+        }
     };
     if is_raw_ubifs(&vol.image)? {
         if vol.volume.is_some() {
@@ -166,6 +203,7 @@ fn run_on<S: LebSource>(cmd: &UbifsCommand, image: &Path, src: S) -> anyhow::Res
         UbifsCommand::Ls(_) => ls(&mut fs),
         UbifsCommand::Extract(e) => extract(&mut fs, &e.dest),
         UbifsCommand::Check(_) => check(&mut fs, image),
+        UbifsCommand::Mkfs(_) => unreachable!("mkfs makes its own image"),
     }
 }
 

@@ -13,6 +13,7 @@ mod mount;
 mod nvram_args;
 mod presets_cmd;
 mod trace_cmd;
+mod ubifs_mkfs;
 
 use std::process::ExitCode;
 

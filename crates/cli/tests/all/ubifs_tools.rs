@@ -947,3 +947,91 @@ fn mkfs_ubifs_images_mount_and_take_writes() {
         "ubi-reader's view of the changed image"
     );
 }
+
+/// `nandkit ubifs mkfs --root DIR` (nandkit's own mkfs.ubifs): the tree of the other tests,
+/// with xattrs (a long value, on a directory), comes back from `nandkit ubifs extract` and
+/// from ubi-reader's extraction of `nandkit ubi export`'s raw image, the same names, types,
+/// modes, owners, sizes, links, bytes and xattrs; and `check` is clean.
+#[test]
+fn nandkits_mkfs_makes_images_both_readers_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    make_tree(&src);
+    let setx = |p: &Path, name: &str, value: &[u8]| {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+        let n = std::ffi::CString::new(name).unwrap();
+        // SAFETY: valid strings and a buffer of the length given.
+        let rc = unsafe {
+            libc::lsetxattr(
+                c.as_ptr(),
+                n.as_ptr(),
+                value.as_ptr().cast(),
+                value.len(),
+                0,
+            )
+        };
+        assert_eq!(rc, 0, "setting {name} on {}", p.display());
+    };
+    setx(&src.join("size-4096"), "user.checksum", b"0123abcd");
+    setx(&src.join("size-4096"), "user.long", &bytes(3, 2500));
+    setx(&src.join("deep"), "user.on-a-dir", b"yes");
+    let want = describe(&src);
+    assert!(want.values().any(|v| v.contains("user.long=")));
+    let img = dir.path().join("made.img");
+    let o = nandkit(&[
+        "ubifs",
+        "mkfs",
+        img.to_str().unwrap(),
+        "-g",
+        "tiny",
+        "--device-size",
+        "8MiB",
+        "--root",
+        src.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "mkfs: {}", stderr(&o));
+    let o = nandkit(&["ubifs", "check", img.to_str().unwrap()]);
+    assert!(
+        o.status.success() && stdout(&o).contains("clean"),
+        "{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let out = dir.path().join("ours");
+    let o = nandkit(&[
+        "ubifs",
+        "extract",
+        img.to_str().unwrap(),
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "extract: {}", stderr(&o));
+    // SAFETY: geteuid has no preconditions.
+    let as_root = unsafe { libc::geteuid() } == 0;
+    let keep = |m: BTreeMap<PathBuf, String>| -> BTreeMap<PathBuf, String> {
+        // Not root: neither extraction sets owners or xattrs outside user.*; compare names,
+        // types, sizes and bytes.
+        if as_root {
+            return m;
+        }
+        m.into_iter()
+            .map(|(k, v)| (k, v.split(" mode ").next().unwrap().to_string()))
+            .collect()
+    };
+    assert_eq!(
+        keep(describe(&out)),
+        keep(want.clone()),
+        "nandkit ubifs extract"
+    );
+    let raw = dir.path().join("made.ubi");
+    let o = nandkit(&[
+        "ubi",
+        "export",
+        img.to_str().unwrap(),
+        raw.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "export: {}", stderr(&o));
+    let theirs = ubi_reader_extract(&raw, &dir.path().join("theirs"));
+    assert_eq!(keep(describe(&theirs)), keep(want), "ubi-reader");
+}
