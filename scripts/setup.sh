@@ -13,7 +13,8 @@ need_apt=()
 #   fio, bindfs      measuring the FUSE path against a pass-through file system
 #   g++              builds libFuzzer for scripts/fuzz.sh (the libfuzzer-sys crate)
 #   xfs_io           file operations as another user in crates/cli/tests/all/fuse_cache_view.rs
-#   ubinize          (mtd-utils) makes the UBI images crates/cli/tests/all/ubi_tools.rs imports
+#   ubinize          (mtd-utils, with mkfs.ubifs) makes the UBI and UBIFS images the tests
+#                    crates/cli/tests/all/ubi_tools.rs and ubifs_tools.rs import and read
 for pair in fusermount3:fuse3 pkg-config:pkg-config setfattr:attr setfacl:acl \
             sqlite3:sqlite3 git:git fio:fio bindfs:bindfs g++:g++ xfs_io:xfsprogs \
             ubinize:mtd-utils; do

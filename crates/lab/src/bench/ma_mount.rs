@@ -105,7 +105,13 @@ pub fn run(mut args: MaMountArgs) -> anyhow::Result<()> {
             ("35,000 files of 2 KB", UbifsFill::SmallFiles(35_000)),
         ];
         let take = if args.quick { 2 } else { all.len() };
-        return super::ma_mount_ubifs::run(args.device.config()?, &all[..take], args.json);
+        let threaded = args.executor == crate::flash_bench::ExecutorArg::Threaded;
+        return super::ma_mount_ubifs::run(
+            args.device.config()?,
+            &all[..take],
+            threaded,
+            args.json,
+        );
     }
     // MA's design: a UBI per chip, at every P (P = 1 is UBIFS on one UBI).
     args.fs.ubi_by_default();

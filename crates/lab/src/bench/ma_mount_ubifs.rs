@@ -36,9 +36,19 @@ struct Row {
     steps_ms: StepsMs,
     mount_ms: f64,
     ubifs_page_reads: u64,
-    /// Heap the attach and the mount keep (the UBI maps and the UBIFS state).
+    /// Heap the attach keeps (every chip's UBI maps; with the threaded executor, the
+    /// workers' queues too).
+    ubi_heap_bytes: i64,
+    /// Heap the UBIFS mount keeps (its state and the TNC).
+    ubifs_heap_bytes: i64,
+    /// Attach and mount together.
     heap_bytes: i64,
     tnc_bytes: usize,
+    /// Worker threads the attach started (threaded executor, P > 1) and their stacks.
+    worker_threads: u32,
+    worker_stack_bytes: u64,
+    /// heap_bytes + worker_stack_bytes: the paper's Figure 9.
+    ram_bytes: i64,
 }
 
 #[derive(Serialize)]
@@ -71,6 +81,7 @@ fn scenario(
     config: &DeviceConfig,
     name: &str,
     fill: &UbifsFill,
+    threaded: bool,
     json: bool,
 ) -> anyhow::Result<Row> {
     let chips = config.geometry.chips;
@@ -120,14 +131,22 @@ fn scenario(
             progress.finish();
         }
     }
-    let dev = fs.unmount()?.into_inner();
+    let mut dev = fs.unmount()?.into_inner();
     let heap0 = counter::live_bytes() as i64;
+    // MA's mount starts a worker per chip (one chip has no dispatcher).
+    let threaded = threaded && chips > 1;
+    if threaded {
+        dev.set_executor(nandkit_flash::ExecutorKind::Threaded);
+    }
     let t0 = dev.now_ns();
     let ubi = StripedFlash::attach_ubi(dev, false)?;
     let t1 = ubi.now_ns();
+    let heap1 = counter::live_bytes() as i64;
     let fs = UbifsFs::mount(ubi, opts, false).context("mounting")?;
-    let heap = counter::live_bytes() as i64 - heap0;
+    let heap2 = counter::live_bytes() as i64;
     let steps = fs.stats.mount_steps_ns;
+    let workers = if threaded { chips } else { 0 };
+    let stacks = u64::from(workers) * nandkit_flash::executor::threaded::WORKER_STACK_BYTES as u64;
     Ok(Row {
         bench: "ma-mount",
         profile: "ubifs",
@@ -138,19 +157,25 @@ fn scenario(
         mount_ms: (fs.device().now_ns() - t1) as f64 / 1e6,
         steps_ms: steps.into(),
         ubifs_page_reads: fs.io_stats().pages_read,
-        heap_bytes: heap,
+        ubi_heap_bytes: heap1 - heap0,
+        ubifs_heap_bytes: heap2 - heap1,
+        heap_bytes: heap2 - heap0,
         tnc_bytes: fs.tnc_stats().bytes,
+        worker_threads: workers,
+        worker_stack_bytes: stacks,
+        ram_bytes: heap2 - heap0 + stacks as i64,
     })
 }
 
 pub fn run(
     config: DeviceConfig,
     scenarios: &[(&str, UbifsFill)],
+    threaded: bool,
     json: bool,
 ) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     for (name, fill) in scenarios {
-        let row = scenario(&config, name, fill, json)?;
+        let row = scenario(&config, name, fill, threaded, json)?;
         if !json {
             if rows.is_empty() {
                 println!(
@@ -169,7 +194,7 @@ pub fn run(
                 );
             }
             println!(
-                "{:<22} {:>5} {:>10.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>9.2} {:>7} {:>9.1}",
+                "{:<22} {:>5} {:>10.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>9.2} {:>7} {:>9.1} {:>9.1}",
                 row.scenario,
                 row.chips,
                 row.ubi_attach_ms,
@@ -180,7 +205,8 @@ pub fn run(
                 row.steps_ms.recovery_commit,
                 row.mount_ms,
                 row.ubifs_page_reads,
-                row.heap_bytes as f64 / 1024.0
+                row.heap_bytes as f64 / 1024.0,
+                row.ram_bytes as f64 / 1024.0
             );
         }
         rows.push(row);
