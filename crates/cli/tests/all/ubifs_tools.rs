@@ -189,6 +189,62 @@ fn user_xattrs(p: &Path) -> String {
     }
 }
 
+/// As root, a tree's whole description; otherwise only names, types, sizes and bytes (the
+/// extractions set modes, owners and xattrs beyond `user.` as root only).
+fn as_user_sees(m: BTreeMap<PathBuf, String>) -> BTreeMap<PathBuf, String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return m;
+    }
+    m.into_iter()
+        .map(|(k, v)| (k, v.split(" mode ").next().unwrap().to_string()))
+        .collect()
+}
+
+/// Two trees' descriptions are the same; the paths that differ, if not.
+fn assert_same_tree(got: &BTreeMap<PathBuf, String>, want: &BTreeMap<PathBuf, String>, what: &str) {
+    let differ: Vec<_> = got
+        .keys()
+        .chain(want.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .filter(|k| got.get(*k) != want.get(*k))
+        .map(|k| {
+            format!(
+                "{}: got {:?}, want {:?}",
+                k.display(),
+                got.get(k),
+                want.get(k)
+            )
+        })
+        .collect();
+    assert!(differ.is_empty(), "{what}: the trees differ: {differ:#?}");
+}
+
+/// Sets an extended attribute on a host path (not following a symlink).
+fn set_host_xattr(p: &Path, name: &[u8], value: &[u8]) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+    let n = std::ffi::CString::new(name).unwrap();
+    // SAFETY: valid strings and a buffer of the length given.
+    let rc = unsafe {
+        libc::lsetxattr(
+            c.as_ptr(),
+            n.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    assert_eq!(
+        rc,
+        0,
+        "setting xattr {} on {}",
+        String::from_utf8_lossy(name),
+        p.display()
+    );
+}
+
 fn run(cmd: &mut Process) -> std::process::Output {
     let o = cmd.output().unwrap();
     assert!(o.status.success(), "{cmd:?}: {}{}", stdout(&o), stderr(&o));
@@ -633,19 +689,7 @@ fn materialize(
         }
         for name in fs.list_xattrs(e.inum).unwrap() {
             let value = fs.get_xattr(e.inum, &name).unwrap();
-            let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
-            let n = std::ffi::CString::new(name).unwrap();
-            // SAFETY: valid strings and a buffer of the length given.
-            let rc = unsafe {
-                libc::lsetxattr(
-                    c.as_ptr(),
-                    n.as_ptr(),
-                    value.as_ptr().cast(),
-                    value.len(),
-                    0,
-                )
-            };
-            assert_eq!(rc, 0, "setting an xattr on {}", path.display());
+            set_host_xattr(&path, &name, &value);
         }
     }
 }
@@ -782,33 +826,10 @@ fn ubi_reader_extracts_what_nandkits_ubifs_wrote() {
                 || want.values().filter(|v| v.contains("user.big=")).count() == 3,
             "{name}: {want:?}"
         );
-        let strip = |m: BTreeMap<PathBuf, String>| -> BTreeMap<PathBuf, String> {
-            if as_root {
-                return m;
-            }
-            m.into_iter()
-                .map(|(k, v)| (k, v.split(" mode ").next().unwrap().to_string()))
-                .collect()
-        };
-        let (got, want) = (strip(got), strip(want));
-        let differ: Vec<_> = got
-            .keys()
-            .chain(want.keys())
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .filter(|k| got.get(*k) != want.get(*k))
-            .map(|k| {
-                format!(
-                    "{}: ubi-reader {:?}, nandkit {:?}",
-                    k.display(),
-                    got.get(k),
-                    want.get(k)
-                )
-            })
-            .collect();
-        assert!(
-            differ.is_empty(),
-            "{name}: ubi-reader's tree differs from nandkit's: {differ:#?}"
+        assert_same_tree(
+            &as_user_sees(got),
+            &as_user_sees(want),
+            &format!("{name}: ubi-reader against nandkit"),
         );
     }
 }
@@ -958,25 +979,9 @@ fn nandkits_mkfs_makes_images_both_readers_read_back() {
     let src = dir.path().join("src");
     std::fs::create_dir(&src).unwrap();
     make_tree(&src);
-    let setx = |p: &Path, name: &str, value: &[u8]| {
-        use std::os::unix::ffi::OsStrExt;
-        let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
-        let n = std::ffi::CString::new(name).unwrap();
-        // SAFETY: valid strings and a buffer of the length given.
-        let rc = unsafe {
-            libc::lsetxattr(
-                c.as_ptr(),
-                n.as_ptr(),
-                value.as_ptr().cast(),
-                value.len(),
-                0,
-            )
-        };
-        assert_eq!(rc, 0, "setting {name} on {}", p.display());
-    };
-    setx(&src.join("size-4096"), "user.checksum", b"0123abcd");
-    setx(&src.join("size-4096"), "user.long", &bytes(3, 2500));
-    setx(&src.join("deep"), "user.on-a-dir", b"yes");
+    set_host_xattr(&src.join("size-4096"), b"user.checksum", b"0123abcd");
+    set_host_xattr(&src.join("size-4096"), b"user.long", &bytes(3, 2500));
+    set_host_xattr(&src.join("deep"), b"user.on-a-dir", b"yes");
     let want = describe(&src);
     assert!(want.values().any(|v| v.contains("user.long=")));
     let img = dir.path().join("made.img");
@@ -1007,22 +1012,10 @@ fn nandkits_mkfs_makes_images_both_readers_read_back() {
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "extract: {}", stderr(&o));
-    // SAFETY: geteuid has no preconditions.
-    let as_root = unsafe { libc::geteuid() } == 0;
-    let keep = |m: BTreeMap<PathBuf, String>| -> BTreeMap<PathBuf, String> {
-        // Not root: neither extraction sets owners or xattrs outside user.*; compare names,
-        // types, sizes and bytes.
-        if as_root {
-            return m;
-        }
-        m.into_iter()
-            .map(|(k, v)| (k, v.split(" mode ").next().unwrap().to_string()))
-            .collect()
-    };
-    assert_eq!(
-        keep(describe(&out)),
-        keep(want.clone()),
-        "nandkit ubifs extract"
+    assert_same_tree(
+        &as_user_sees(describe(&out)),
+        &as_user_sees(want.clone()),
+        "nandkit ubifs extract",
     );
     let raw = dir.path().join("made.ubi");
     let o = nandkit(&[
@@ -1033,5 +1026,9 @@ fn nandkits_mkfs_makes_images_both_readers_read_back() {
     ]);
     assert!(o.status.success(), "export: {}", stderr(&o));
     let theirs = ubi_reader_extract(&raw, &dir.path().join("theirs"));
-    assert_eq!(keep(describe(&theirs)), keep(want), "ubi-reader");
+    assert_same_tree(
+        &as_user_sees(describe(&theirs)),
+        &as_user_sees(want),
+        "ubi-reader",
+    );
 }
