@@ -17,6 +17,14 @@ use crate::image::{self, Access};
 
 type Fs = UbifsFs<StripedFlash<FlashDevice>>;
 
+/// A host timestamp (seconds, nanoseconds) as UBIFS keeps one (times before 1970 as 0).
+fn t(sec: i64, nsec: i64) -> Time {
+    Time {
+        sec: sec.max(0) as u64,
+        nsec: nsec as u32,
+    }
+}
+
 fn now() -> Time {
     let d = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -108,10 +116,6 @@ fn copy_dir(
         let name = e.file_name();
         let m = std::fs::symlink_metadata(&path)?;
         let ft = m.file_type();
-        let t = |sec: i64, nsec: i64| Time {
-            sec: sec.max(0) as u64,
-            nsec: nsec as u32,
-        };
         if !ft.is_dir() && m.nlink() > 1 {
             if let Some(&inum) = links.get(&(m.dev(), m.ino())) {
                 fs.link(inum, dir, name.as_bytes(), t(m.ctime(), m.ctime_nsec()))
@@ -229,10 +233,6 @@ fn copy_attrs(fs: &mut Fs, path: &Path, inum: u32) -> anyhow::Result<()> {
             )
         })?;
     }
-    let t = |sec: i64, nsec: i64| Time {
-        sec: sec.max(0) as u64,
-        nsec: nsec as u32,
-    };
     fs.setattr(
         inum,
         SetAttr {

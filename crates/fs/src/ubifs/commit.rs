@@ -41,10 +41,7 @@ impl<D: Flash> UbifsFs<D> {
             .map(|i| self.space.main_first + i)
             .filter(|&l| {
                 let lp = self.space.get(l).expect("main LEB");
-                lp.used_as == Use::Freeable
-                    || (lp.index
-                        && lp.used_as == super::space::Use::Idle
-                        && lp.free + lp.dirty == leb)
+                lp.used_as == Use::Freeable || lp.is_dead_index(leb)
             })
             .collect();
         let mut props = self.space.props();

@@ -119,10 +119,7 @@ pub(super) struct Store<'a, D: Flash> {
 
 impl<D: Flash> IndexStore for Store<'_, D> {
     fn read_idx(&mut self, loc: Loc) -> Result<IdxNode, UbifsError> {
-        let b = match buffered(self.ihead, loc) {
-            Some(b) => b,
-            None => node_bytes(self.io, loc)?,
-        };
+        let b = read_through(self.io, std::iter::once(&*self.ihead), loc)?;
         Ok(IdxNode::decode(&b)
             .map_err(|e| UbifsError::corrupt(loc, &e.to_string()))?
             .1)
@@ -160,13 +157,33 @@ impl<D: Flash> IndexStore for Store<'_, D> {
     }
 }
 
-/// The bytes at `loc` if they are all in `head`'s write buffer (written, not yet
-/// programmed). Index nodes are written whole into the index head's buffer before any of
-/// them is read back, and the buffer is programmed at the end of the commit.
-fn buffered(head: &Head, loc: Loc) -> Option<Vec<u8>> {
-    let from = (loc.offs as usize).checked_sub(head.offs)?;
-    (head.lnum == Some(loc.lnum) && from + loc.len as usize <= head.wbuf.len())
-        .then(|| head.wbuf[from..from + loc.len as usize].to_vec())
+/// The bytes of the node at `loc`: from flash, and from the write buffer of the head
+/// writing that LEB for the part not programmed yet (a node may straddle the two).
+fn read_through<'a, D: Flash>(
+    io: &mut LebIo<D>,
+    mut heads: impl Iterator<Item = &'a Head>,
+    loc: Loc,
+) -> Result<Vec<u8>, UbifsError> {
+    let end = loc.offs as usize + loc.len as usize;
+    let Some(head) = heads.find(|h| h.lnum == Some(loc.lnum) && end > h.offs) else {
+        return node_bytes(io, loc);
+    };
+    let split = head.offs.max(loc.offs as usize);
+    let tail = head
+        .wbuf
+        .get(split - head.offs..end - head.offs)
+        .ok_or_else(|| UbifsError::corrupt(loc, "past the end of the write buffer"))?
+        .to_vec();
+    if split == loc.offs as usize {
+        return Ok(tail);
+    }
+    let flashed = Loc {
+        len: (split - loc.offs as usize) as u32,
+        ..loc
+    };
+    let mut bytes = node_bytes(io, flashed)?;
+    bytes.extend_from_slice(&tail);
+    Ok(bytes)
 }
 
 /// Appends a node and the zeros that align the next one to 8 bytes.
@@ -255,36 +272,10 @@ impl<D: Flash> UbifsFs<D> {
         self.sqnum
     }
 
-    /// The bytes of the node at `loc`: from flash, and from a head's write buffer for the
-    /// part not programmed yet.
+    /// The bytes of the node at `loc`, its part not programmed yet from a write buffer.
     pub(super) fn read_node(&mut self, loc: Loc) -> Result<Vec<u8>, UbifsError> {
-        let end = loc.offs as usize + loc.len as usize;
-        let head = self
-            .heads
-            .iter()
-            .chain(std::iter::once(&self.ihead))
-            .find(|h| h.lnum == Some(loc.lnum) && end > h.offs);
-        let Some(head) = head else {
-            return node_bytes(&mut self.io, loc);
-        };
-        let split = head.offs.max(loc.offs as usize);
-        let tail = head
-            .wbuf
-            .get(split - head.offs..end - head.offs)
-            .ok_or_else(|| UbifsError::corrupt(loc, "past the end of the write buffer"))?
-            .to_vec();
-        if split == loc.offs as usize {
-            return Ok(tail);
-        }
-        let mut bytes = node_bytes(
-            &mut self.io,
-            Loc {
-                len: (split - loc.offs as usize) as u32,
-                ..loc
-            },
-        )?;
-        bytes.extend_from_slice(&tail);
-        Ok(bytes)
+        let heads = self.heads.iter().chain(std::iter::once(&self.ihead));
+        read_through(&mut self.io, heads, loc)
     }
 
     /// Every leaf of `key`.

@@ -65,7 +65,7 @@ impl<D: Flash> UbifsFs<D> {
         self.space
             .lps
             .iter()
-            .filter(|lp| lp.index && lp.used_as == Use::Idle && lp.free + lp.dirty == leb)
+            .filter(|lp| lp.is_dead_index(leb))
             .count()
     }
 

@@ -27,6 +27,13 @@ pub struct Lp {
     pub used_as: Use,
 }
 
+impl Lp {
+    /// An idle index LEB no live index node is left in: the next commit empties it.
+    pub fn is_dead_index(&self, leb_size: u32) -> bool {
+        self.index && self.used_as == Use::Idle && self.free + self.dirty == leb_size
+    }
+}
+
 /// The main area's LEB properties.
 #[derive(Clone, Debug)]
 pub struct Space {
